@@ -1,0 +1,70 @@
+/**
+ * Environment parsing shared by every service. Each service declares one zod schema in its own
+ * `config.ts` from the fragments below and calls {@link loadConfig} once at boot.
+ */
+import { z } from "zod";
+
+/** Thrown by {@link loadConfig}; its message names every bad or missing variable on one line. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** Booleans as operators write them: true/false, 1/0, yes/no. */
+export const envBoolean = z
+  .enum(["true", "false", "1", "0", "yes", "no", "TRUE", "FALSE"])
+  .transform((v) => ["true", "1", "yes", "TRUE"].includes(v));
+
+export const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
+
+/** The local defaults that `npm run dev` uses. */
+export const DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/agentrun";
+export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
+
+export const databaseUrl = z
+  .string()
+  .url()
+  .refine((u) => /^postgres(ql)?:\/\//.test(u), "must be a postgresql:// URL")
+  .default(DEFAULT_DATABASE_URL);
+
+export const redisUrl = z
+  .string()
+  .url()
+  .refine((u) => /^rediss?:\/\//.test(u), "must be a redis:// URL")
+  .default(DEFAULT_REDIS_URL);
+
+export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info");
+
+/**
+ * Prefix for every Redis key, channel and BullMQ queue of one deployment, so that several
+ * deployments (or test runs) can share a Redis server.
+ * @defaultValue "agentrun"
+ */
+export const redisPrefix = z.string().regex(/^[A-Za-z0-9_:-]+$/).default("agentrun");
+
+/** Shared secret between services for the internal APIs (memory service). */
+export const internalToken = z.string().min(16).default("agentrun-dev-internal-token");
+
+/**
+ * Parses `env` with `schema`. On failure throws a {@link ConfigError} whose message lists every
+ * bad variable, e.g. `invalid environment: PORT: expected number, received nan; REDIS_URL: ...`.
+ */
+export function loadConfig<S extends z.ZodTypeAny>(schema: S, env: Record<string, string | undefined> = process.env): z.infer<S> {
+  // Empty strings count as unset, so `FOO=` in a .env file falls back to the default.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const res = schema.safeParse(cleaned);
+  if (res.success) return res.data;
+  const parts = res.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+  throw new ConfigError(`invalid environment: ${parts.join("; ")}`);
+}
+
+/**
+ * Runs a service's `main`, printing a configuration error as one line and exiting 1, and any
+ * other start-up failure with its message.
+ */
+export function runMain(main: () => Promise<unknown>): void {
+  main().catch((err: unknown) => {
+    const msg = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`${err instanceof ConfigError ? "" : "start-up failed: "}${msg}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * Run events: what the worker publishes, what is stored per run, and what the gateway streams.
+ * Every event carries its `seq`, which starts at 1 in each run and increases by 1.
+ */
+import { z } from "zod";
+
+const base = { seq: z.number().int().positive() };
+
+export const runStartedEvent = z.object({ ...base, type: z.literal("run_started"), run_id: z.string(), task_id: z.string() });
+export const textChunkEvent = z.object({ ...base, type: z.literal("text_chunk"), content: z.string() });
+export const toolCallEvent = z.object({
+  ...base,
+  type: z.literal("tool_call"),
+  tool: z.string(),
+  action: z.string(),
+  params: z.record(z.string(), z.unknown()).optional(),
+  call_id: z.string().optional(),
+});
+export const toolResultEvent = z.object({
+  ...base,
+  type: z.literal("tool_result"),
+  tool: z.string(),
+  action: z.string().optional(),
+  result: z.unknown(),
+  call_id: z.string().optional(),
+});
+export const runErrorSchema = z.object({ code: z.string(), message: z.string() });
+export const runCompletedEvent = z.object({
+  ...base,
+  type: z.literal("run_completed"),
+  run_id: z.string(),
+  credits_used: z.number().int(),
+  duration_ms: z.number().int().optional(),
+});
+export const runFailedEvent = z.object({ ...base, type: z.literal("run_failed"), run_id: z.string(), error: runErrorSchema });
+export const runCancelledEvent = z.object({ ...base, type: z.literal("run_cancelled"), run_id: z.string() });
+
+export const runEventSchema = z.discriminatedUnion("type", [
+  runStartedEvent,
+  textChunkEvent,
+  toolCallEvent,
+  toolResultEvent,
+  runCompletedEvent,
+  runFailedEvent,
+  runCancelledEvent,
+]);
+
+export type RunEvent = z.infer<typeof runEventSchema>;
+export type RunEventType = RunEvent["type"];
+/** An event before the publisher assigns its seq. */
+export type RunEventInput = RunEvent extends infer E ? (E extends RunEvent ? Omit<E, "seq"> : never) : never;
+export type TerminalEvent = Extract<RunEvent, { type: "run_completed" | "run_failed" | "run_cancelled" }>;
+
+export const TERMINAL_EVENT_TYPES: ReadonlySet<RunEventType> = new Set(["run_completed", "run_failed", "run_cancelled"]);
+
+export function isTerminalEvent(e: { type: string }): boolean {
+  return TERMINAL_EVENT_TYPES.has(e.type as RunEventType);
+}
+
+/** Error codes a run can end with (stored on the run and sent in `run_failed`). */
+export const RUN_ERROR_CODES = [
+  "model_error",
+  "model_timeout",
+  "model_rate_limited",
+  "model_bad_response",
+  "max_steps_exceeded",
+  "worker_lost",
+  "internal_error",
+] as const;
+export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];

@@ -1,0 +1,60 @@
+/**
+ * Memory: the public API's bodies and the internal API between the gateway/worker and the
+ * memory service.
+ */
+import { z } from "zod";
+import { MEMORY_CATEGORIES, intParam } from "./common";
+
+export const MEMORY_CONTENT_MAX_CHARS = 4000;
+
+export const memoryCategorySchema = z.enum(MEMORY_CATEGORIES);
+export const memoryUserIdSchema = z.string().min(1).max(256);
+
+/** Body of `POST /api/memory`. */
+export const memoryCreateSchema = z
+  .object({
+    content: z.string().trim().min(1, "must not be empty").max(MEMORY_CONTENT_MAX_CHARS),
+    category: memoryCategorySchema.default("general"),
+    user_id: memoryUserIdSchema,
+  })
+  .strict();
+
+/** Query of `GET /api/memory`. */
+export const memoryListQuerySchema = z.object({
+  user_id: memoryUserIdSchema.optional(),
+  limit: intParam(1, 100, 20),
+});
+
+/** A memory entry as the API returns it. */
+export const memoryEntrySchema = z.object({
+  memory_id: z.string(),
+  content: z.string(),
+  category: memoryCategorySchema,
+  user_id: z.string(),
+  created_at: z.string(),
+});
+export type MemoryEntryView = z.infer<typeof memoryEntrySchema>;
+
+/** The scope every internal memory call names. */
+export const memoryScopeSchema = z.object({ org_id: z.string().min(1), agent_id: z.string().min(1) });
+export type MemoryScope = z.infer<typeof memoryScopeSchema>;
+
+export const internalMemoryCreateSchema = memoryScopeSchema.extend({
+  user_id: memoryUserIdSchema,
+  content: z.string().trim().min(1).max(MEMORY_CONTENT_MAX_CHARS),
+  category: memoryCategorySchema.default("general"),
+});
+
+export const internalMemorySearchSchema = memoryScopeSchema.extend({
+  user_id: memoryUserIdSchema,
+  query: z.string().max(32_000),
+  limit: z.number().int().min(1).max(100).default(10),
+});
+
+/** The memories to put in a run's prompt: the most relevant to the query first, then the newest. */
+export const internalMemoryContextSchema = memoryScopeSchema.extend({
+  user_id: memoryUserIdSchema,
+  query: z.string().max(32_000),
+  max_count: z.number().int().min(1).max(100).default(20),
+  max_chars: z.number().int().min(1).max(100_000).default(4000),
+});

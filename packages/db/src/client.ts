@@ -1,0 +1,27 @@
+import { PrismaPg } from "@prisma/adapter-pg";
+import { PrismaClient } from "./generated/prisma/client";
+
+export interface CreatePrismaOptions {
+  databaseUrl: string;
+  /**
+   * Maximum pool connections.
+   * @defaultValue 10
+   */
+  poolSize?: number;
+  /** Called on errors of idle pool clients (e.g. the server restarting), which pg would otherwise throw. */
+  onPoolError?: (err: Error) => void;
+}
+
+/**
+ * Creates the Prisma client on the pg driver adapter. Connection attempts time out quickly so
+ * that requests answer 503 while PostgreSQL is down instead of hanging.
+ */
+export function createPrisma({ databaseUrl, poolSize = 10, onPoolError }: CreatePrismaOptions): PrismaClient {
+  const adapter = new PrismaPg(
+    { connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: 2000, idleTimeoutMillis: 30_000 },
+    { onPoolError: onPoolError ?? (() => {}) },
+  );
+  return new PrismaClient({ adapter });
+}
+
+export type { PrismaClient };

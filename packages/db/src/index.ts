@@ -1,0 +1,10 @@
+/**
+ * The only package that touches the Prisma client: the client factory, generated model types,
+ * id generation and database lifecycle helpers.
+ */
+export { createPrisma, type CreatePrismaOptions, type PrismaClient } from "./client";
+export { Prisma } from "./generated/prisma/client";
+export * from "./generated/prisma/enums";
+export type * from "./generated/prisma/models";
+export { newId, type IdPrefix } from "./ids";
+export { ensureDatabase, dropDatabase, migrateDeploy, REPO_ROOT } from "./database";

@@ -1,0 +1,105 @@
+/**
+ * Error codes of the public API and their HTTP status. Every failure that reaches a client is an
+ * {@link AppError}; anything else is reported as a generic `internal_error`.
+ */
+
+/** One table from code to HTTP status (see the API contract). */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  insufficient_credits: 402,
+  forbidden: 403,
+  https_required: 403,
+  agent_not_found: 404,
+  task_not_found: 404,
+  run_not_found: 404,
+  memory_not_found: 404,
+  not_found: 404,
+  method_not_allowed: 405,
+  run_in_progress: 409,
+  idempotency_conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface AppErrorOptions {
+  message?: string;
+  /** Overrides the status from {@link ERROR_STATUS}. */
+  status?: number;
+  /** Extra machine-readable detail, e.g. the list of invalid fields. */
+  details?: unknown;
+  /** Response headers to add, e.g. Retry-After. */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
+  invalid_request: "The request is invalid.",
+  unauthorized: "A valid API key is required.",
+  insufficient_credits: "The organization has no credits left.",
+  forbidden: "This key has no access to the resource.",
+  https_required: "Requests must be sent over HTTPS.",
+  agent_not_found: "No agent has this id.",
+  task_not_found: "No task has this id.",
+  run_not_found: "No run has this id.",
+  memory_not_found: "No memory entry has this id.",
+  not_found: "Not found.",
+  method_not_allowed: "Method not allowed.",
+  run_in_progress: "The task already has a run in progress.",
+  idempotency_conflict: "This Idempotency-Key was used with a different request.",
+  payload_too_large: "The request body is too large.",
+  unsupported_media_type: "Request bodies must be application/json.",
+  rate_limited: "Too many requests.",
+  internal_error: "An unexpected error occurred.",
+  unavailable: "A dependency is unavailable; retry shortly.",
+};
+
+export class AppError extends Error {
+  override name = "AppError";
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details?: unknown;
+  readonly headers?: Record<string, string>;
+
+  constructor(code: ErrorCode, opts: AppErrorOptions = {}) {
+    super(opts.message ?? DEFAULT_MESSAGES[code], { cause: opts.cause });
+    this.code = code;
+    this.status = opts.status ?? ERROR_STATUS[code];
+    this.details = opts.details;
+    this.headers = opts.headers;
+  }
+}
+
+/** The contract's error body. */
+export interface ErrorBody {
+  error: { code: string; message: string; details?: unknown };
+}
+
+export function errorBody(code: string, message: string, details?: unknown): ErrorBody {
+  return { error: details === undefined ? { code, message } : { code, message, details } };
+}
+
+/**
+ * True for errors that mean a dependency (PostgreSQL, Redis, another service) could not be
+ * reached, as opposed to a bug: these become 503 `unavailable`.
+ */
+export function isUnavailableError(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  let e: any = err;
+  while (e && typeof e === "object" && !seen.has(e)) {
+    seen.add(e);
+    const code = String(e.code ?? "");
+    const msg = String(e.message ?? "");
+    if (["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "EPIPE", "57P01", "57P03", "08006", "08001", "08003"].includes(code)) return true;
+    if (/P1001|P1002|P1017|P2024/.test(code)) return true;
+    if (/Connection is closed|Stream isn't writeable|enableOfflineQueue|connect ECONNREFUSED|Connection terminated|DatabaseNotReachable|Can't reach database|timeout exceeded when trying to connect|the database system is (starting up|shutting down)|MaxRetriesPerRequestError|Reached the max retries/i.test(msg)) return true;
+    if (e.name === "DriverAdapterError" && /ECONNREFUSED|closed|terminat/i.test(String(e.cause?.message ?? msg))) return true;
+    e = e.cause;
+  }
+  return false;
+}

@@ -1,0 +1,59 @@
+/**
+ * pino loggers for every service: JSON lines in production and tests, pretty output only when
+ * stdout is a terminal (or LOG_PRETTY=true). Secrets and payloads are redacted.
+ */
+import pino, { type Logger, type LoggerOptions } from "pino";
+
+export type { Logger } from "pino";
+
+/** Paths removed from every log line: credentials, tokens and user content. */
+export const REDACT_PATHS = [
+  "authorization",
+  "*.authorization",
+  "headers.authorization",
+  "req.headers.authorization",
+  'req.headers["x-widget-key"]',
+  'req.headers["x-visitor-token"]',
+  "apiKey",
+  "*.apiKey",
+  "api_key",
+  "*.api_key",
+  "token",
+  "*.token",
+  "password",
+  "*.password",
+  "query",
+  "*.query",
+  "prompt",
+  "*.prompt",
+  "messages",
+  "*.messages",
+  "params",
+  "*.params",
+  "result",
+  "*.result",
+  "content",
+  "*.content",
+];
+
+export interface CreateLoggerOptions {
+  /** Service name, put on every line. */
+  service: string;
+  /** @defaultValue "info" */
+  level?: string;
+  /** Pretty-print for a developer's terminal. @defaultValue stdout is a TTY */
+  pretty?: boolean;
+}
+
+export function createLogger({ service, level = "info", pretty = process.stdout.isTTY === true }: CreateLoggerOptions): Logger {
+  const options: LoggerOptions = {
+    level,
+    base: { service },
+    redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+  if (pretty) {
+    return pino({ ...options, transport: { target: "pino-pretty", options: { colorize: true, translateTime: "SYS:HH:MM:ss.l" } } });
+  }
+  return pino(options);
+}
