@@ -1,0 +1,63 @@
+import { AppError } from "@agentrun/errors";
+import { newId, type Prisma, type PrismaClient } from "@agentrun/db";
+
+type Db = PrismaClient | Prisma.TransactionClient;
+type Reason = "grant" | "run_reservation" | "run_charge" | "run_refund";
+
+/** Adds `delta` to the balance and records it; returns the new balance, or null if no such org. */
+async function applyDelta(db: Db, orgId: string, delta: number, reason: Reason, runId: string | null): Promise<number | null> {
+  const rows = await db.$queryRaw<{ credit_balance: number }[]>`
+    UPDATE organizations SET credit_balance = credit_balance + ${delta}, updated_at = now()
+    WHERE id = ${orgId} RETURNING credit_balance`;
+  const balance = rows[0]?.credit_balance;
+  if (balance === undefined) return null;
+  await db.creditLedgerEntry.create({ data: { id: newId("led"), orgId, runId, amount: delta, reason, balanceAfter: balance } });
+  return balance;
+}
+
+/** Adds credits to an organization (admin CLI `credits add`, initial grant). */
+export async function grantCredits(prisma: PrismaClient, orgId: string, amount: number): Promise<{ balance: number }> {
+  if (!Number.isInteger(amount) || amount <= 0) throw new AppError("invalid_request", { message: "amount must be a positive integer" });
+  const balance = await prisma.$transaction((tx) => applyDelta(tx, orgId, amount, "grant", null));
+  if (balance === null) throw new AppError("not_found", { message: `no organization ${orgId}` });
+  return { balance };
+}
+
+export async function getBalance(prisma: Db, orgId: string): Promise<number | null> {
+  const org = await prisma.organization.findUnique({ where: { id: orgId }, select: { creditBalance: true } });
+  return org?.creditBalance ?? null;
+}
+
+/**
+ * Takes a run's base cost from the balance if the balance covers it, in one conditional update;
+ * throws 402 `insufficient_credits` otherwise. Call it inside the transaction that creates the run.
+ */
+export async function reserveRunCredits(tx: Db, orgId: string, runId: string, amount: number): Promise<void> {
+  const rows = await tx.$queryRaw<{ credit_balance: number }[]>`
+    UPDATE organizations SET credit_balance = credit_balance - ${amount}, updated_at = now()
+    WHERE id = ${orgId} AND credit_balance > 0 AND credit_balance >= ${amount} RETURNING credit_balance`;
+  const balance = rows[0]?.credit_balance;
+  if (balance === undefined) throw new AppError("insufficient_credits");
+  if (amount > 0) {
+    await tx.creditLedgerEntry.create({ data: { id: newId("led"), orgId, runId, amount: -amount, reason: "run_reservation", balanceAfter: balance } });
+  }
+}
+
+export interface SettleInput {
+  orgId: string;
+  runId: string;
+  /** What the run costs in the end. */
+  cost: number;
+  /** What was reserved when it was accepted. */
+  reserved: number;
+}
+
+/**
+ * Charges the difference between a run's cost and its reservation (or refunds it). The balance
+ * may go below zero by what a run consumed beyond its reservation; the next run is then refused.
+ */
+export async function settleRunCredits(tx: Db, { orgId, runId, cost, reserved }: SettleInput): Promise<void> {
+  const delta = reserved - cost;
+  if (delta === 0) return;
+  await applyDelta(tx, orgId, delta, delta < 0 ? "run_charge" : "run_refund", runId);
+}

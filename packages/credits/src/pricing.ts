@@ -1,0 +1,26 @@
+/** Per-agent pricing; the contract's rule is `1 + tool calls + ceil(total tokens / 1000)`. */
+export interface Pricing {
+  base: number;
+  per_tool_call: number;
+  per_1k_tokens: number;
+}
+
+export const DEFAULT_PRICING: Pricing = { base: 1, per_tool_call: 1, per_1k_tokens: 1 };
+
+export interface RunUsage {
+  toolCalls: number;
+  totalTokens: number;
+}
+
+/** Reads an agent's pricing JSON, falling back to the default for any missing or invalid part. */
+export function parsePricing(raw: unknown): Pricing {
+  const p = (raw && typeof raw === "object" ? raw : {}) as Record<string, unknown>;
+  const pick = (k: keyof Pricing) => (Number.isInteger(p[k]) && (p[k] as number) >= 0 ? (p[k] as number) : DEFAULT_PRICING[k]);
+  return { base: pick("base"), per_tool_call: pick("per_tool_call"), per_1k_tokens: pick("per_1k_tokens") };
+}
+
+/** Credits a run costs for what it consumed. */
+export function runCost(usage: RunUsage, pricing: unknown = DEFAULT_PRICING): number {
+  const p = parsePricing(pricing);
+  return p.base + p.per_tool_call * usage.toolCalls + p.per_1k_tokens * Math.ceil(usage.totalTokens / 1000);
+}

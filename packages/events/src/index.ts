@@ -1,0 +1,8 @@
+/**
+ * The run event bus: one writer per run (the worker) and any number of readers (gateway
+ * streams, replays), over Redis pub/sub plus a per-run Redis log and PostgreSQL.
+ */
+export * from "./keys";
+export { SubscriberHub, type MessageHandler } from "./subscriber-hub";
+export { RunEventWriter, type RunEventWriterOptions } from "./run-event-writer";
+export { followRun, readStoredEvents, type EventStore, type FollowRunOptions } from "./run-event-reader";

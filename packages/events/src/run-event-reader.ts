@@ -1,0 +1,127 @@
+import type { Redis } from "ioredis";
+import type { PrismaClient } from "@agentrun/db";
+import { isTerminalEvent, runEventSchema, type RunEvent } from "@agentrun/contracts";
+import { runChannel, runLogKey } from "./keys";
+import type { SubscriberHub } from "./subscriber-hub";
+
+export interface EventStore {
+  prisma: PrismaClient;
+  redis: Redis;
+  redisPrefix: string;
+}
+
+function parseEvent(json: string): RunEvent | null {
+  try {
+    const res = runEventSchema.safeParse(JSON.parse(json));
+    return res.success ? res.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Every stored event of a run with seq > `afterSeq`, in order: the union of PostgreSQL (batched,
+ * durable) and the run's Redis log (everything emitted, until it expires).
+ */
+export async function readStoredEvents(store: EventStore, runId: string, afterSeq = 0): Promise<RunEvent[]> {
+  const [rows, log] = await Promise.all([
+    store.prisma.runEvent.findMany({ where: { runId, seq: { gt: afterSeq } }, orderBy: { seq: "asc" }, select: { data: true } }),
+    store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1),
+  ]);
+  const bySeq = new Map<number, RunEvent>();
+  for (const r of rows) {
+    const e = runEventSchema.safeParse(r.data);
+    if (e.success) bySeq.set(e.data.seq, e.data);
+  }
+  for (const json of log) {
+    const e = parseEvent(json);
+    if (e && e.seq > afterSeq && !bySeq.has(e.seq)) bySeq.set(e.seq, e);
+  }
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
+
+export interface FollowRunOptions extends EventStore {
+  hub: SubscriberHub;
+  runId: string;
+  /** Deliver events after this seq. @defaultValue 0 */
+  afterSeq?: number;
+  /** Receives each event once, in seq order, with no gaps. */
+  onEvent: (event: RunEvent) => void;
+  signal?: AbortSignal;
+  /**
+   * Interval of the safety re-read of the store, which heals messages lost while the
+   * subscriber reconnected.
+   * @defaultValue 5000
+   */
+  pollIntervalMs?: number;
+}
+
+/**
+ * Delivers a run's events from `afterSeq` to the terminal event: subscribes to the live channel
+ * first, then reads what is stored, and merges both by seq, so nothing is skipped or sent twice.
+ * Resolves with the terminal event, or null when `signal` aborts first.
+ */
+export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
+  const { hub, runId, onEvent, signal } = opts;
+  let next = (opts.afterSeq ?? 0) + 1;
+  const pending = new Map<number, RunEvent>();
+  let finished = false;
+  let unsubscribe: (() => void) | null = null;
+  let poll: NodeJS.Timeout | null = null;
+  let filling = false;
+
+  return new Promise<RunEvent | null>((resolve, reject) => {
+    const finish = (result: RunEvent | null, err?: unknown) => {
+      if (finished) return;
+      finished = true;
+      unsubscribe?.();
+      if (poll) clearInterval(poll);
+      signal?.removeEventListener("abort", onAbort);
+      if (err) reject(err);
+      else resolve(result);
+    };
+    const onAbort = () => finish(null);
+
+    const add = (e: RunEvent) => {
+      if (finished || e.seq < next) return;
+      pending.set(e.seq, e);
+      for (let ev = pending.get(next); ev; ev = pending.get(next)) {
+        pending.delete(next);
+        next++;
+        onEvent(ev);
+        if (isTerminalEvent(ev)) return finish(ev);
+      }
+      // A gap means a message was lost between the log and the channel: read the store.
+      if (pending.size > 0) void fill();
+    };
+
+    const fill = async () => {
+      if (filling || finished) return;
+      filling = true;
+      try {
+        for (const e of await readStoredEvents(opts, runId, next - 1)) add(e);
+      } catch {
+        // The periodic poll tries again; a lasting outage is reported by the caller's checks.
+      } finally {
+        filling = false;
+      }
+    };
+
+    if (signal?.aborted) return finish(null);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    hub
+      .subscribe(runChannel(opts.redisPrefix, runId), (msg) => {
+        const e = parseEvent(msg);
+        if (e) add(e);
+      })
+      .then(async (unsub) => {
+        if (finished) return unsub();
+        unsubscribe = unsub;
+        poll = setInterval(() => void fill(), opts.pollIntervalMs ?? 5000);
+        poll.unref();
+        // The first read must succeed: without it the caller cannot know what it missed.
+        for (const e of await readStoredEvents(opts, runId, next - 1)) add(e);
+      })
+      .catch((err) => finish(null, err));
+  });
+}

@@ -1,0 +1,37 @@
+import { Queue, type ConnectionOptions } from "bullmq";
+import { z } from "zod";
+
+/** Queue of runs to execute. Jobs carry only the run id: PostgreSQL owns the run's input and state. */
+export const AGENT_RUNS_QUEUE = "agent-runs";
+export const AGENT_RUN_JOB = "agent-run.execute";
+
+export const agentRunJobSchema = z.object({ runId: z.string().min(1) });
+export type AgentRunJob = z.infer<typeof agentRunJobSchema>;
+
+/** BullMQ keys live under the deployment's Redis prefix. */
+export const bullPrefix = (redisPrefix: string) => `${redisPrefix}:bull`;
+
+export interface CreateRunQueueOptions {
+  connection: ConnectionOptions;
+  redisPrefix: string;
+}
+
+export function createRunQueue({ connection, redisPrefix }: CreateRunQueueOptions): Queue<AgentRunJob> {
+  return new Queue<AgentRunJob>(AGENT_RUNS_QUEUE, { connection, prefix: bullPrefix(redisPrefix) });
+}
+
+/**
+ * Enqueues a run. `jobId = runId`, so enqueueing the same run twice collapses into one job.
+ * Infrastructure failures are retried with back-off; the run's own failures (model errors and
+ * the like) end the run and never reach BullMQ.
+ */
+export async function enqueueRun(queue: Queue<AgentRunJob>, job: AgentRunJob): Promise<void> {
+  const data = agentRunJobSchema.parse(job);
+  await queue.add(AGENT_RUN_JOB, data, {
+    jobId: data.runId,
+    attempts: 3,
+    backoff: { type: "exponential", delay: 500 },
+    removeOnComplete: { age: 3600, count: 10_000 },
+    removeOnFail: { age: 24 * 3600 },
+  });
+}

@@ -1,0 +1,84 @@
+import { testEnv } from "./env";
+import { freePort, startService, waitForOk, type ServiceProcess } from "./processes";
+
+export interface StackOptions {
+  /** Agent worker processes. @defaultValue 1 */
+  workers?: number;
+  /** Start the memory service. @defaultValue true */
+  memory?: boolean;
+  /** Extra environment for every process (e.g. short timeouts). */
+  env?: Record<string, string>;
+  workerEnv?: Record<string, string>;
+  gatewayEnv?: Record<string, string>;
+}
+
+export interface Stack {
+  gatewayUrl: string;
+  modelUrl: string;
+  memoryUrl: string;
+  env: Record<string, string>;
+  gateway: ServiceProcess;
+  workers: ServiceProcess[];
+  memory: ServiceProcess | null;
+  model: ServiceProcess;
+  /** Starts one more worker process and waits until it is consuming. */
+  addWorker(env?: Record<string, string>): Promise<ServiceProcess>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the real services as processes on free ports, against this test run's database and
+ * Redis prefix: the scripted model, the memory service, the gateway and agent worker(s).
+ */
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const { databaseUrl, redisUrl, redisPrefix } = testEnv();
+  const [gatewayPort, modelPort, memoryPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const modelUrl = `http://127.0.0.1:${modelPort}`;
+  const memoryUrl = `http://127.0.0.1:${memoryPort}`;
+  const env: Record<string, string> = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    // Each stack gets its own queue and channels, so test files never take each other's jobs.
+    REDIS_PREFIX: `${redisPrefix}:${gatewayPort}`,
+    INTERNAL_TOKEN: "test-internal-token-0123456789",
+    MEMORY_URL: memoryUrl,
+    SCRIPTED_MODEL_URL: `${modelUrl}/v1`,
+    MODEL_MAX_RETRIES: "0",
+    ...opts.env,
+  };
+  const model = startService("scripted-model", { ...env, PORT: String(modelPort) });
+  const memory = opts.memory === false ? null : startService("memory", { ...env, PORT: String(memoryPort) });
+  const gateway = startService("gateway", { ...env, PORT: String(gatewayPort), ...opts.gatewayEnv });
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const workers: ServiceProcess[] = [];
+
+  const addWorker = async (extra: Record<string, string> = {}) => {
+    const w = startService("agent-worker", { ...env, ...opts.workerEnv, ...extra });
+    workers.push(w);
+    await waitForOk(`${gatewayUrl}/readyz`, w);
+    return w;
+  };
+
+  const stack: Stack = {
+    gatewayUrl,
+    modelUrl,
+    memoryUrl,
+    env,
+    gateway,
+    workers,
+    memory,
+    model,
+    addWorker,
+    async stop() {
+      await Promise.all([...workers.map((w) => w.stop()), gateway.stop(), model.stop(), memory?.stop()]);
+    },
+  };
+  try {
+    await Promise.all([waitForOk(`${modelUrl}/v1/models`, model), memory ? waitForOk(`${memoryUrl}/healthz`, memory) : null, waitForOk(`${gatewayUrl}/healthz`, gateway)]);
+    for (let i = 0; i < (opts.workers ?? 1); i++) await addWorker();
+  } catch (err) {
+    await stack.stop();
+    throw err;
+  }
+  return stack;
+}

@@ -1,0 +1,94 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "@agentrun/logger";
+import { createPrisma } from "@agentrun/db";
+import { closeRedis, createRedis } from "@agentrun/redis";
+import { controlChannel, workersKey } from "@agentrun/events";
+import { AGENT_RUNS_QUEUE, bullPrefix, createWorker } from "@agentrun/queue";
+import { createMemoryClient } from "@agentrun/memory-client";
+import { finishRun } from "@agentrun/run-state";
+import { z } from "zod";
+import type { WorkerConfig } from "./config";
+import { agentRunProcessor } from "./jobs/agent-run.job";
+import { ActiveRuns } from "./runs/active-runs";
+import { ModelClients } from "./runs/model-clients";
+import type { RunDeps } from "./runs/run-deps";
+import { sweepOrphanedRuns } from "./runs/sweeper";
+import { ToolRegistry } from "./tools/registry";
+
+const controlMessage = z.object({ type: z.literal("cancel"), run_id: z.string() });
+
+export interface AgentWorker {
+  workerId: string;
+  /** Stops taking jobs, lets active runs finish for `graceMs`, then stops them and closes every connection. */
+  close(graceMs?: number): Promise<void>;
+  active: ActiveRuns;
+}
+
+/** Starts one agent worker: the BullMQ consumer, the cancel listener, heartbeats and the orphan sweeper. */
+export async function startAgentWorker(config: WorkerConfig, logger: Logger): Promise<AgentWorker> {
+  const workerId = `wrk_${randomUUID().slice(0, 8)}`;
+  const log = logger.child({ workerId });
+  const onError = (err: Error, role: string) => log.warn({ err: err.message, role }, "redis connection error");
+  const prisma = createPrisma({ databaseUrl: config.DATABASE_URL, poolSize: Math.min(20, config.WORKER_CONCURRENCY + 4), onPoolError: (err) => log.warn({ err: err.message }, "database pool error") });
+  const redis = createRedis({ url: config.REDIS_URL, role: "commands", onError, name: workerId });
+  const subscriber = createRedis({ url: config.REDIS_URL, role: "subscriber", onError, name: workerId });
+  const bull = createRedis({ url: config.REDIS_URL, role: "bullmq", onError, name: workerId });
+  const memory = createMemoryClient({ baseUrl: config.MEMORY_URL, token: config.INTERNAL_TOKEN, timeoutMs: config.MEMORY_TIMEOUT_MS });
+  const tools = new ToolRegistry({ timeoutMs: config.HTTP_TOOL_TIMEOUT_MS, maxBytes: config.HTTP_TOOL_MAX_BYTES, allowPrivate: config.HTTP_TOOL_ALLOW_PRIVATE });
+  const deps: RunDeps = { config, logger: log, prisma, redis, redisPrefix: config.REDIS_PREFIX, models: new ModelClients(config), tools, memory, workerId };
+  const active = new ActiveRuns();
+  const store = { prisma, redis, redisPrefix: config.REDIS_PREFIX };
+
+  subscriber.on("message", (_channel: string, message: string) => {
+    try {
+      const msg = controlMessage.parse(JSON.parse(message));
+      if (active.stop(msg.run_id, "cancel")) log.info({ runId: msg.run_id }, "cancelling run");
+    } catch {
+      log.warn("ignored a malformed control message");
+    }
+  });
+  await subscriber.subscribe(controlChannel(config.REDIS_PREFIX));
+
+  const worker = createWorker({
+    queueName: AGENT_RUNS_QUEUE,
+    prefix: bullPrefix(config.REDIS_PREFIX),
+    connection: bull,
+    processor: agentRunProcessor(deps, active),
+    logger: log,
+    concurrency: config.WORKER_CONCURRENCY,
+    lockDurationMs: config.LOCK_DURATION_MS,
+    stalledIntervalMs: config.STALLED_INTERVAL_MS,
+    // A job that failed for good (infrastructure errors on every attempt) must not leave its run open.
+    onFinalFailure: async (job, err) => {
+      const runId = (job.data as { runId?: string }).runId;
+      if (!runId) return;
+      await finishRun(store, { runId, status: "failed", error: { code: "internal_error", message: "The run could not be executed." }, messages: [] });
+      log.error({ runId, err: err.message }, "run failed after all attempts");
+    },
+  });
+
+  const beat = () => void redis.zadd(workersKey(config.REDIS_PREFIX), Date.now(), workerId).catch(() => {});
+  beat();
+  const heartbeat = setInterval(beat, 5000);
+  const sweeper = setInterval(
+    () => void sweepOrphanedRuns(deps).catch((err) => log.warn({ err: err.message }, "orphan sweep failed")),
+    Math.max(1000, Math.floor(config.RUN_STALE_AFTER_MS / 4)),
+  );
+  log.info({ concurrency: config.WORKER_CONCURRENCY }, "agent worker started");
+
+  let closing: Promise<void> | null = null;
+  const close = (graceMs = config.SHUTDOWN_GRACE_MS) =>
+    (closing ??= (async () => {
+      clearInterval(heartbeat);
+      clearInterval(sweeper);
+      const grace = setTimeout(() => active.stopAll("shutdown"), graceMs);
+      await worker.close();
+      clearTimeout(grace);
+      await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
+      await Promise.all([closeRedis(subscriber), closeRedis(bull), closeRedis(redis)]);
+      await prisma.$disconnect();
+      log.info("agent worker stopped");
+    })());
+
+  return { workerId, close, active };
+}

@@ -1,0 +1,45 @@
+import { z } from "zod";
+import { databaseUrl, envBoolean, internalToken, logLevel, redisPrefix, redisUrl } from "@agentrun/config";
+
+/** The agent worker's environment. */
+export const workerConfigSchema = z.object({
+  DATABASE_URL: databaseUrl,
+  REDIS_URL: redisUrl,
+  REDIS_PREFIX: redisPrefix,
+  LOG_LEVEL: logLevel,
+  /** Runs executed at once by one worker process. */
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
+  /** Key for a hosted OpenAI-compatible model; without it every agent uses the scripted model. */
+  OPENAI_API_KEY: z.string().optional(),
+  /** Base URL of the hosted model when OPENAI_API_KEY is set (default: OpenAI's). */
+  OPENAI_BASE_URL: z.string().url().optional(),
+  /** The scripted model, used by agents with model "scripted" and whenever no key is set. */
+  SCRIPTED_MODEL_URL: z.string().url().default("http://127.0.0.1:4010/v1"),
+  /** Longest a whole model call may take. */
+  MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /** Longest wait for the first or next streamed chunk. */
+  MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Retries of a model call on connection errors, 429 and 5xx before any output was streamed. */
+  MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  MEMORY_URL: z.string().url().default("http://127.0.0.1:3002"),
+  INTERNAL_TOKEN: internalToken,
+  MEMORY_TIMEOUT_MS: z.coerce.number().int().positive().default(2000),
+  /** Most memories, and most characters of them, put into a run's prompt. */
+  MEMORY_PROMPT_MAX_COUNT: z.coerce.number().int().min(0).max(100).default(20),
+  MEMORY_PROMPT_MAX_CHARS: z.coerce.number().int().min(0).max(100_000).default(4000),
+  /** Earlier messages of the task sent to the model. */
+  HISTORY_MAX_MESSAGES: z.coerce.number().int().min(0).max(1000).default(50),
+  HTTP_TOOL_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
+  HTTP_TOOL_MAX_BYTES: z.coerce.number().int().positive().default(100_000),
+  /** Lets the http tool reach private and loopback addresses (for local development only). */
+  HTTP_TOOL_ALLOW_PRIVATE: envBoolean.default(false),
+  /** A job whose worker stops renewing its lock for this long is taken over. */
+  LOCK_DURATION_MS: z.coerce.number().int().positive().default(10_000),
+  STALLED_INTERVAL_MS: z.coerce.number().int().positive().default(5_000),
+  /** A running run without a heartbeat for this long is ended as failed (`worker_lost`). */
+  RUN_STALE_AFTER_MS: z.coerce.number().int().positive().default(20_000),
+  /** On SIGTERM, how long active runs may still finish before they are stopped. */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+});
+
+export type WorkerConfig = z.infer<typeof workerConfigSchema>;

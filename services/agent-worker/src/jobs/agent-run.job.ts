@@ -1,0 +1,17 @@
+import { agentRunJobSchema, type Job } from "@agentrun/queue";
+import { executeRun } from "../runs/execute-run";
+import type { RunDeps } from "../runs/run-deps";
+import type { ActiveRuns } from "../runs/active-runs";
+
+/** Processor of `agent-run.execute`: validates the payload and executes the run under a stop signal. */
+export function agentRunProcessor(deps: RunDeps, active: ActiveRuns) {
+  return async (job: Job): Promise<void> => {
+    const { runId } = agentRunJobSchema.parse(job.data);
+    const controller = active.start(runId);
+    try {
+      await executeRun(deps, runId, controller.signal);
+    } finally {
+      active.end(runId, controller);
+    }
+  };
+}

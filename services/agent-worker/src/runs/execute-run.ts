@@ -1,0 +1,138 @@
+import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
+import { runContextSchema, type RunContext } from "@agentrun/contracts";
+import { RunEventWriter, runCancelKey, runHeartbeatKey } from "@agentrun/events";
+import { finishRun, type MessageRecord } from "@agentrun/run-state";
+import { claimRun, RUN_HEARTBEAT_TTL_MS } from "./claim-run";
+import { callModel } from "./model-call";
+import { buildMessages, type HistoryMessage, type PromptMemory } from "./prompt";
+import { RunFailure, stopReasonOf } from "./run-failure";
+import type { RunDeps } from "./run-deps";
+
+const STOP_CODES: Record<string, { status: "cancelled" | "failed"; code?: string; message?: string }> = {
+  cancel: { status: "cancelled" },
+  shutdown: { status: "failed", code: "worker_shutdown", message: "The worker shut down before the run finished." },
+};
+
+/**
+ * Executes one run from claim to terminal event. Every outcome, including model errors,
+ * cancellation and shutdown, ends in `finishRun`; only a failure to record the end (database
+ * down) is thrown, so that BullMQ retries the job.
+ */
+export async function executeRun(deps: RunDeps, runId: string, signal: AbortSignal): Promise<void> {
+  const claim = await claimRun(deps, runId);
+  if (!claim) return;
+  const { prisma, redis, redisPrefix, config } = deps;
+  const log = deps.logger.child({ runId });
+  const store = { prisma, redis, redisPrefix };
+  const hbKey = runHeartbeatKey(redisPrefix, runId);
+  const heartbeat = setInterval(() => void redis.set(hbKey, deps.workerId, "PX", RUN_HEARTBEAT_TTL_MS).catch(() => {}), RUN_HEARTBEAT_TTL_MS / 3);
+  const writer = new RunEventWriter({ redis, prisma, redisPrefix, runId, lastSeq: claim.lastSeq, onError: (err) => log.warn({ err }, "event store write failed") });
+  const records: MessageRecord[] = [];
+  const usage = { promptTokens: 0, completionTokens: 0, toolCalls: 0 };
+  let output = "";
+  let pricing: unknown;
+
+  try {
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: runId }, include: { task: { select: { userId: true, visitorId: true } } } });
+    records.push({ role: "user", content: run.query });
+    const agent = await prisma.agent.findUniqueOrThrow({ where: { id: run.agentId } });
+    pricing = agent.pricing;
+    if (await redis.exists(runCancelKey(redisPrefix, runId))) throw new RunFailure("cancel", "cancelled before start");
+
+    const context: RunContext | undefined = runContextSchema.safeParse(run.context ?? undefined).data;
+    const userId = context?.user_id ?? run.task.userId ?? undefined;
+    const [history, memories] = await Promise.all([loadHistory(deps, run.taskId, runId), loadMemories(deps, { orgId: run.orgId, agentId: agent.id, userId, query: run.query })]);
+    const messages: ChatCompletionMessageParam[] = buildMessages({ instructions: agent.instructions, context, memories, history, query: run.query });
+    const target = deps.models.forAgent(agent);
+    const toolDefs = deps.tools.definitions(agent.tools);
+    const toolCtx = { orgId: run.orgId, agentId: agent.id, userId, httpAllowlist: agent.httpAllowlist, memory: deps.memory, signal };
+
+    for (let step = 0; ; step++) {
+      if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
+      if (step >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
+      const turn = await callModel({
+        client: target.client,
+        model: target.model,
+        messages,
+        tools: toolDefs,
+        temperature: agent.temperature,
+        signal,
+        timeoutMs: config.MODEL_TIMEOUT_MS,
+        idleTimeoutMs: config.MODEL_IDLE_TIMEOUT_MS,
+        maxRetries: config.MODEL_MAX_RETRIES,
+        onText: (content) => {
+          output += content;
+          writer.emit({ type: "text_chunk", content });
+        },
+      });
+      usage.promptTokens += turn.promptTokens;
+      usage.completionTokens += turn.completionTokens;
+      if (turn.toolCalls.length === 0) break;
+
+      messages.push({
+        role: "assistant",
+        content: turn.text || null,
+        tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } })),
+      });
+      for (const call of turn.toolCalls) {
+        if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
+        const outcome = await deps.tools.call(call.name, call.arguments, agent.tools, toolCtx, ({ tool, action, params }) =>
+          writer.emit({ type: "tool_call", tool, action, params, call_id: call.id }),
+        );
+        usage.toolCalls++;
+        writer.emit({ type: "tool_result", tool: outcome.tool, action: outcome.action, result: outcome.result, call_id: call.id });
+        const content = JSON.stringify(outcome.result);
+        messages.push({ role: "tool", tool_call_id: call.id, content });
+        records.push({ role: "tool", content, tool: outcome.tool, action: outcome.action, params: outcome.params, result: outcome.result, toolCallId: call.id });
+      }
+    }
+    records.push({ role: "assistant", content: output });
+    await finishRun(store, { runId, status: "completed", output, usage, pricing, messages: records, writer });
+  } catch (err) {
+    const stop = err instanceof RunFailure ? STOP_CODES[err.code] : signal.aborted ? STOP_CODES[stopReasonOf(signal) ?? "cancel"] : undefined;
+    if (output) records.push({ role: "assistant", content: output });
+    if (stop) {
+      log.info({ reason: stop.status }, "run stopped");
+      const error = stop.code ? { code: stop.code, message: stop.message ?? "" } : undefined;
+      await finishRun(store, { runId, status: stop.status, output, usage, pricing, messages: records, writer, error });
+      return;
+    }
+    const failure = err instanceof RunFailure ? err : new RunFailure("internal_error", "The run failed unexpectedly.", { cause: err });
+    log[failure.code === "internal_error" ? "error" : "info"]({ err, code: failure.code }, "run failed");
+    // If even this fails (database down), BullMQ retries the job and the claim logic ends the run.
+    await finishRun(store, { runId, status: "failed", output, usage, pricing, messages: records, writer, error: { code: failure.code, message: failure.message } });
+  } finally {
+    clearInterval(heartbeat);
+    await redis.del(hbKey).catch(() => {});
+  }
+}
+
+async function loadHistory(deps: RunDeps, taskId: string, runId: string): Promise<HistoryMessage[]> {
+  if (deps.config.HISTORY_MAX_MESSAGES === 0) return [];
+  const rows = await deps.prisma.message.findMany({
+    where: { taskId, role: { in: ["user", "assistant"] }, NOT: { runId } },
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    take: deps.config.HISTORY_MAX_MESSAGES,
+    select: { role: true, content: true },
+  });
+  return rows.reverse().map((r) => ({ role: r.role as "user" | "assistant", content: r.content }));
+}
+
+/** The user's memories for the prompt; when the memory service is down the run goes on without them. */
+async function loadMemories(deps: RunDeps, q: { orgId: string; agentId: string; userId?: string; query: string }): Promise<PromptMemory[]> {
+  if (!q.userId || deps.config.MEMORY_PROMPT_MAX_COUNT === 0) return [];
+  try {
+    const res = await deps.memory.context({
+      org_id: q.orgId,
+      agent_id: q.agentId,
+      user_id: q.userId,
+      query: q.query,
+      max_count: deps.config.MEMORY_PROMPT_MAX_COUNT,
+      max_chars: deps.config.MEMORY_PROMPT_MAX_CHARS,
+    });
+    return res.memories;
+  } catch (err) {
+    deps.logger.warn({ err: (err as Error).message, userId: q.userId }, "memories skipped: memory service unavailable");
+    return [];
+  }
+}

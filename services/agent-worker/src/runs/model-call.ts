@@ -1,0 +1,90 @@
+import type OpenAI from "openai";
+import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
+
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  /** Raw JSON text of the arguments as the model sent them. */
+  arguments: string;
+}
+
+export interface ModelTurn {
+  text: string;
+  toolCalls: ModelToolCall[];
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface ModelCallOptions {
+  client: OpenAI;
+  model: string;
+  messages: ChatCompletionMessageParam[];
+  tools: ChatCompletionTool[];
+  temperature?: number | null;
+  /** Aborted on cancel or shutdown (reason "cancel" / "shutdown"). */
+  signal: AbortSignal;
+  timeoutMs: number;
+  idleTimeoutMs: number;
+  maxRetries: number;
+  onText: (delta: string) => void;
+}
+
+/**
+ * One streamed chat completion: forwards text deltas as they arrive, assembles tool calls, and
+ * reports token usage. Stops with `model_timeout` when no chunk arrives within the idle timeout.
+ */
+export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
+  const idle = new AbortController();
+  let idleTimer: NodeJS.Timeout | undefined;
+  const armIdle = () => {
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => idle.abort("idle_timeout"), opts.idleTimeoutMs);
+  };
+  const signal = AbortSignal.any([opts.signal, idle.signal]);
+  const turn: ModelTurn = { text: "", toolCalls: [], promptTokens: 0, completionTokens: 0 };
+  const calls = new Map<number, ModelToolCall>();
+  armIdle();
+  try {
+    const stream = await opts.client.chat.completions.create(
+      {
+        model: opts.model,
+        messages: opts.messages,
+        tools: opts.tools.length ? opts.tools : undefined,
+        temperature: opts.temperature ?? undefined,
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+      { signal, timeout: opts.timeoutMs, maxRetries: opts.maxRetries },
+    );
+    for await (const chunk of stream) {
+      armIdle();
+      if (chunk.usage) {
+        turn.promptTokens = chunk.usage.prompt_tokens ?? 0;
+        turn.completionTokens = chunk.usage.completion_tokens ?? 0;
+      }
+      const delta = chunk.choices?.[0]?.delta;
+      if (!delta) continue;
+      if (delta.content) {
+        turn.text += delta.content;
+        opts.onText(delta.content);
+      }
+      for (const tc of delta.tool_calls ?? []) {
+        const call = calls.get(tc.index) ?? { id: "", name: "", arguments: "" };
+        if (tc.id) call.id = tc.id;
+        if (tc.function?.name) call.name += tc.function.name;
+        if (tc.function?.arguments) call.arguments += tc.function.arguments;
+        calls.set(tc.index, call);
+      }
+    }
+  } catch (err) {
+    const reason = stopReasonOf(opts.signal);
+    if (reason) throw new RunFailure(reason, `stopped: ${reason}`, { cause: err });
+    throw modelFailure(err, opts.idleTimeoutMs);
+  } finally {
+    clearTimeout(idleTimer);
+  }
+  turn.toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }));
+  if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
+  return turn;
+}

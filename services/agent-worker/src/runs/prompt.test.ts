@@ -1,0 +1,37 @@
+import { buildMessages, renderInstructions } from "./prompt";
+
+describe("renderInstructions", () => {
+  it("fills user fields and metadata keys, empty when missing", () => {
+    const out = renderInstructions("Hi {{user_name}} ({{user_id}}), plan {{metadata.plan}}, n={{ metadata.n }}, x={{metadata.missing}}, y={{other}}.", {
+      user_id: "u1",
+      user_name: "Ada",
+      metadata: { plan: "pro", n: { a: 1 } },
+    });
+    expect(out).toBe('Hi Ada (u1), plan pro, n={"a":1}, x=, y=.');
+  });
+
+  it("leaves text without placeholders alone and works without context", () => {
+    expect(renderInstructions("No {braces} here {{user_name}}", undefined)).toBe("No {braces} here ");
+  });
+});
+
+describe("buildMessages", () => {
+  it("orders system, history, query and lists memories in the system prompt", () => {
+    const msgs = buildMessages({
+      instructions: "Be brief.",
+      memories: [{ content: "Likes tea", category: "preference" }],
+      history: [
+        { role: "user", content: "a" },
+        { role: "assistant", content: "b" },
+      ],
+      query: "c",
+    });
+    expect(msgs.map((m) => m.role)).toEqual(["system", "user", "assistant", "user"]);
+    expect(msgs[0]!.content).toBe("Be brief.\n\nWhat you remember about this user:\n- (preference) Likes tea");
+    expect(msgs[3]!.content).toBe("c");
+  });
+
+  it("sends no system message when there are no instructions and no memories", () => {
+    expect(buildMessages({ instructions: "", memories: [], history: [], query: "q" })).toEqual([{ role: "user", content: "q" }]);
+  });
+});

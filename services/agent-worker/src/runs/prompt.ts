@@ -1,0 +1,47 @@
+import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
+import type { RunContext } from "@agentrun/contracts";
+
+/**
+ * Fills `{{user_name}}`, `{{user_id}}` and `{{metadata.KEY}}` from the run context; a missing
+ * value (or an unknown placeholder) becomes empty. Objects are inserted as JSON.
+ */
+export function renderInstructions(template: string, ctx: RunContext | undefined): string {
+  return template.replace(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g, (_m, path: string) => {
+    let value: unknown;
+    if (path === "user_name") value = ctx?.user_name;
+    else if (path === "user_id") value = ctx?.user_id;
+    else if (path.startsWith("metadata.")) value = ctx?.metadata?.[path.slice("metadata.".length)];
+    if (value === undefined || value === null) return "";
+    return typeof value === "string" ? value : JSON.stringify(value);
+  });
+}
+
+export interface PromptMemory {
+  content: string;
+  category: string;
+}
+
+export interface HistoryMessage {
+  role: "user" | "assistant";
+  content: string;
+}
+
+/** System prompt (instructions + what is remembered about the user), the task's history, then the query. */
+export function buildMessages(input: {
+  instructions: string;
+  context?: RunContext;
+  memories: PromptMemory[];
+  history: HistoryMessage[];
+  query: string;
+}): ChatCompletionMessageParam[] {
+  let system = renderInstructions(input.instructions, input.context);
+  if (input.memories.length) {
+    const lines = input.memories.map((m) => `- (${m.category}) ${m.content}`).join("\n");
+    system = `${system}${system ? "\n\n" : ""}What you remember about this user:\n${lines}`;
+  }
+  const messages: ChatCompletionMessageParam[] = [];
+  if (system) messages.push({ role: "system", content: system });
+  for (const h of input.history) messages.push({ role: h.role, content: h.content });
+  messages.push({ role: "user", content: input.query });
+  return messages;
+}

@@ -1,0 +1,22 @@
+import type { Logger } from "@agentrun/logger";
+import type { PrismaClient } from "@agentrun/db";
+import type { Redis } from "@agentrun/redis";
+import type { MemoryClient } from "@agentrun/memory-client";
+import type { WorkerConfig } from "../config";
+import type { ToolRegistry } from "../tools/registry";
+import type { ModelClients } from "./model-clients";
+
+/** What executing a run needs; created once per worker process. */
+export interface RunDeps {
+  config: WorkerConfig;
+  logger: Logger;
+  prisma: PrismaClient;
+  /** Command connection (event log, publish, heartbeats). */
+  redis: Redis;
+  redisPrefix: string;
+  models: ModelClients;
+  tools: ToolRegistry;
+  memory: MemoryClient;
+  /** Identifies this worker process in heartbeats. */
+  workerId: string;
+}

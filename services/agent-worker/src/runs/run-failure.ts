@@ -1,0 +1,39 @@
+import OpenAI from "openai";
+
+/** Why a run's work was stopped from outside the model call. */
+export type StopReason = "cancel" | "shutdown" | "idle_timeout";
+
+/** A failure that ends a run with a code the caller sees in `run_failed`. */
+export class RunFailure extends Error {
+  override name = "RunFailure";
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** The reason a signal was aborted with, if it is one of ours. */
+export function stopReasonOf(signal: AbortSignal | undefined): StopReason | null {
+  const r = signal?.reason;
+  return r === "cancel" || r === "shutdown" || r === "idle_timeout" ? r : null;
+}
+
+/** Maps a model call error to the run's error code and a message fit for the caller. */
+export function modelFailure(err: unknown, idleTimeoutMs: number): RunFailure {
+  if (err instanceof RunFailure) return err;
+  if (err instanceof OpenAI.APIConnectionTimeoutError) return new RunFailure("model_timeout", "The model did not answer in time.", { cause: err });
+  if (err instanceof OpenAI.APIUserAbortError) return new RunFailure("model_timeout", `The model sent nothing for ${idleTimeoutMs} ms.`, { cause: err });
+  if (err instanceof OpenAI.APIError && err.status !== undefined) {
+    const detail = (err.error as { message?: string } | undefined)?.message ?? err.message;
+    if (err.status === 429) return new RunFailure("model_rate_limited", `The model refused the request as rate limited (429): ${detail}`, { cause: err });
+    return new RunFailure("model_error", `The model answered ${err.status}: ${detail}`, { cause: err });
+  }
+  if (err instanceof OpenAI.APIConnectionError) return new RunFailure("model_error", "The model could not be reached.", { cause: err });
+  if (err instanceof SyntaxError || (err instanceof OpenAI.OpenAIError && /JSON|parse/i.test(err.message))) {
+    return new RunFailure("model_bad_response", "The model sent a malformed streaming response.", { cause: err });
+  }
+  return new RunFailure("model_error", `The model call failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+}

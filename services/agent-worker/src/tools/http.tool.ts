@@ -1,0 +1,94 @@
+import { lookup } from "node:dns/promises";
+import ipaddr from "ipaddr.js";
+import { Agent, request } from "undici";
+import { z } from "zod";
+import { defineAction, ToolError, type ToolContext } from "./tool";
+
+export interface HttpToolLimits {
+  timeoutMs: number;
+  maxBytes: number;
+  /** Allow private, loopback and link-local addresses (development only). */
+  allowPrivate: boolean;
+}
+
+/** True when `host` is on the allow-list: exact names, or `*.example.com` for subdomains. */
+export function hostAllowed(host: string, allowlist: string[]): boolean {
+  const h = host.toLowerCase().replace(/\.$/, "");
+  return allowlist.some((entry) => {
+    const e = entry.toLowerCase().trim();
+    if (e.startsWith("*.")) return h.endsWith(e.slice(1)) && h.length > e.length - 1;
+    return h === e;
+  });
+}
+
+/** Only public unicast addresses, unless private ones are explicitly allowed. */
+export function addressAllowed(address: string, allowPrivate: boolean): boolean {
+  if (allowPrivate) return true;
+  let ip = ipaddr.parse(address);
+  if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  return ip.range() === "unicast";
+}
+
+async function resolvePublic(hostname: string, allowPrivate: boolean): Promise<{ address: string; family: number }> {
+  const literal = hostname.replace(/^\[|\]$/g, "");
+  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await lookup(hostname, { all: true });
+  const bad = addrs.find((a) => !addressAllowed(a.address, allowPrivate));
+  if (bad || addrs.length === 0) throw new ToolError("address_not_allowed", `${hostname} resolves to a private or reserved address.`);
+  return addrs[0]!;
+}
+
+export function httpGetAction(limits: HttpToolLimits) {
+  return defineAction({
+    tool: "http",
+    action: "get",
+    description: "Fetches a URL with HTTP GET (only hosts the agent allows) and returns status, content type and up to a size limit of the body.",
+    params: z.object({ url: z.string().url().max(2048).describe("Absolute http(s) URL") }),
+    async run({ url }, ctx: ToolContext) {
+      const target = new URL(url);
+      if (target.protocol !== "http:" && target.protocol !== "https:") throw new ToolError("invalid_url", "Only http and https URLs can be fetched.");
+      if (!hostAllowed(target.hostname, ctx.httpAllowlist)) throw new ToolError("host_not_allowed", `The agent may not fetch from ${target.hostname}.`);
+      const resolved = await resolvePublic(target.hostname, limits.allowPrivate);
+      // Connect to the address that was checked, so DNS cannot change between check and use.
+      const dispatcher = new Agent({
+        connect: { lookup: (_h, _o, cb) => cb(null, [{ address: resolved.address, family: resolved.family }] as never) },
+        maxResponseSize: -1,
+      });
+      const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(limits.timeoutMs)]);
+      try {
+        const res = await request(target, { method: "GET", dispatcher, signal, headers: { "user-agent": "agentrun-http-tool/1", accept: "*/*" } });
+        const chunks: Buffer[] = [];
+        let size = 0;
+        let truncated = false;
+        for await (const chunk of res.body) {
+          const buf = chunk as Buffer;
+          if (size + buf.length > limits.maxBytes) {
+            chunks.push(buf.subarray(0, limits.maxBytes - size));
+            truncated = true;
+            res.body.destroy();
+            break;
+          }
+          chunks.push(buf);
+          size += buf.length;
+        }
+        const contentType = String(res.headers["content-type"] ?? "");
+        const text = Buffer.concat(chunks).toString("utf8");
+        let body: unknown = text;
+        if (!truncated && contentType.includes("json")) {
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = text;
+          }
+        }
+        return { status: res.statusCode, content_type: contentType, body, truncated, ...(res.headers.location ? { location: String(res.headers.location) } : {}) };
+      } catch (err) {
+        if (err instanceof ToolError) throw err;
+        if (ctx.signal.aborted) throw err;
+        const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
+        throw new ToolError(timedOut ? "timeout" : "fetch_failed", timedOut ? `No answer from ${target.hostname} within ${limits.timeoutMs} ms.` : `Fetching ${url} failed: ${(err as Error).message}`);
+      } finally {
+        void dispatcher.close();
+      }
+    },
+  });
+}

@@ -1,0 +1,75 @@
+import { z } from "zod";
+import type { ChatCompletionTool } from "openai/resources/chat/completions";
+import { calcEvaluate } from "./calc.tool";
+import { clockNow } from "./clock.tool";
+import { httpGetAction, type HttpToolLimits } from "./http.tool";
+import { memorySave, memorySearch } from "./memory.tool";
+import { ToolError, type ToolAction, type ToolContext } from "./tool";
+
+/** Names an agent can enable; each brings all its actions. */
+export const BUILT_IN_TOOLS = ["memory", "calc", "clock", "http"] as const;
+
+export interface ToolCallOutcome {
+  tool: string;
+  action: string;
+  params: Record<string, unknown>;
+  /** What the model sees; `{error:{code,message}}` when the call failed. */
+  result: unknown;
+  ok: boolean;
+}
+
+/** The actions of the built-in tools, by function name (`<tool>_<action>`). */
+export class ToolRegistry {
+  private readonly actions = new Map<string, ToolAction>();
+
+  constructor(httpLimits: HttpToolLimits) {
+    for (const a of [memorySave, memorySearch, calcEvaluate, clockNow, httpGetAction(httpLimits)]) this.actions.set(`${a.tool}_${a.action}`, a);
+  }
+
+  /** OpenAI function definitions for the tools an agent enabled. */
+  definitions(enabled: readonly string[]): ChatCompletionTool[] {
+    return [...this.actions.entries()]
+      .filter(([, a]) => enabled.includes(a.tool))
+      .map(([name, a]) => ({
+        type: "function" as const,
+        function: { name, description: a.description, parameters: z.toJSONSchema(a.params) as Record<string, unknown> },
+      }));
+  }
+
+  /**
+   * Runs one call. Every failure (unknown or disabled function, bad arguments, the tool's own
+   * error) becomes an error result for the model; only an aborted run rethrows.
+   */
+  async call(
+    name: string,
+    rawArgs: string,
+    enabled: readonly string[],
+    ctx: ToolContext,
+    onStart?: (call: { tool: string; action: string; params: Record<string, unknown> }) => void,
+  ): Promise<ToolCallOutcome> {
+    const sep = name.indexOf("_");
+    const [tool, action] = sep > 0 ? [name.slice(0, sep), name.slice(sep + 1)] : [name, ""];
+    let params: Record<string, unknown> = {};
+    const fail = (code: string, message: string): ToolCallOutcome => ({ tool, action, params, result: { error: { code, message } }, ok: false });
+    try {
+      const parsed = rawArgs.trim() ? JSON.parse(rawArgs) : {};
+      params = parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed : { value: parsed };
+    } catch {
+      onStart?.({ tool, action, params });
+      return fail("invalid_arguments", "The arguments are not valid JSON.");
+    }
+    onStart?.({ tool, action, params });
+    const def = this.actions.get(name);
+    if (!def || !enabled.includes(def.tool)) return fail("unknown_tool", `No tool function '${name}' is available to this agent.`);
+    const checked = def.params.safeParse(params);
+    if (!checked.success) return fail("invalid_arguments", checked.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; "));
+    try {
+      return { tool, action, params, result: await def.run(checked.data, ctx), ok: true };
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      if (err instanceof ToolError) return fail(err.code, err.message);
+      const code = (err as { code?: string }).code === "unavailable" ? "unavailable" : "tool_error";
+      return fail(code, (err as Error).message || "The tool failed.");
+    }
+  }
+}

@@ -1,0 +1,74 @@
+import type { PrismaClient, Plan } from "@agentrun/db";
+
+export interface ApiKeyRecord {
+  keyId: string;
+  orgId: string;
+  plan: Plan;
+  rpmLimit: number | null;
+  revoked: boolean;
+}
+
+export interface AgentRecord {
+  id: string;
+  orgId: string;
+}
+
+interface Entry<T> {
+  value: T | null;
+  expires: number;
+}
+
+/**
+ * Short-lived lookups of API keys (by hash) and agents. The TTL bounds how long a revoked key
+ * keeps working on any gateway instance. `last_used_at` is batched: keys used since the last
+ * flush are written together, never one database write per request.
+ */
+export class AuthCache {
+  private readonly keys = new Map<string, Entry<ApiKeyRecord>>();
+  private readonly agents = new Map<string, Entry<AgentRecord>>();
+  private readonly used = new Set<string>();
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly ttlMs: number,
+  ) {}
+
+  async apiKey(keyHash: string): Promise<ApiKeyRecord | null> {
+    const hit = this.keys.get(keyHash);
+    if (hit && hit.expires > Date.now()) return hit.value;
+    const row = await this.prisma.apiKey.findUnique({
+      where: { keyHash },
+      select: { id: true, orgId: true, revokedAt: true, org: { select: { plan: true, rpmLimit: true } } },
+    });
+    const value = row ? { keyId: row.id, orgId: row.orgId, plan: row.org.plan, rpmLimit: row.org.rpmLimit, revoked: row.revokedAt !== null } : null;
+    this.remember(this.keys, keyHash, value);
+    return value;
+  }
+
+  async agent(agentId: string): Promise<AgentRecord | null> {
+    const hit = this.agents.get(agentId);
+    if (hit && hit.expires > Date.now()) return hit.value;
+    const row = await this.prisma.agent.findUnique({ where: { id: agentId }, select: { id: true, orgId: true } });
+    this.remember(this.agents, agentId, row);
+    return row;
+  }
+
+  markUsed(keyId: string): void {
+    this.used.add(keyId);
+  }
+
+  /** Writes `last_used_at` for every key used since the previous flush, in one statement. */
+  async flushLastUsed(): Promise<void> {
+    if (this.used.size === 0) return;
+    const ids = [...this.used];
+    this.used.clear();
+    await this.prisma.apiKey.updateMany({ where: { id: { in: ids } }, data: { lastUsedAt: new Date() } });
+  }
+
+  private remember<T>(map: Map<string, Entry<T>>, key: string, value: T | null): void {
+    if (this.ttlMs <= 0) return;
+    // Bounded: an attacker cycling random keys must not grow the map without limit.
+    if (map.size >= 10_000) map.clear();
+    map.set(key, { value, expires: Date.now() + this.ttlMs });
+  }
+}

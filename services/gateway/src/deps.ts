@@ -1,0 +1,19 @@
+import type { Logger } from "@agentrun/logger";
+import type { PrismaClient } from "@agentrun/db";
+import type { Redis } from "@agentrun/redis";
+import type { SubscriberHub } from "@agentrun/events";
+import type { AgentRunJob, Queue } from "@agentrun/queue";
+import type { GatewayConfig } from "./config";
+import type { AuthCache } from "./auth/auth-cache";
+
+/** Everything the gateway's routes use, created once in index.ts (or by a test). */
+export interface GatewayDeps {
+  config: GatewayConfig;
+  logger: Logger;
+  prisma: PrismaClient;
+  /** Command connection. */
+  redis: Redis;
+  hub: SubscriberHub;
+  queue: Queue<AgentRunJob>;
+  auth: AuthCache;
+}

@@ -1,0 +1,27 @@
+import { loadConfig, runMain } from "@agentrun/config";
+import { createLogger } from "@agentrun/logger";
+import { gatewayConfigSchema } from "./config";
+import { createGatewayDeps } from "./create-deps";
+import { createApp } from "./app";
+
+runMain(async () => {
+  const config = loadConfig(gatewayConfigSchema);
+  const logger = createLogger({ service: "gateway", level: config.LOG_LEVEL });
+  const { deps, close } = createGatewayDeps(config, logger);
+  const server = createApp(deps).listen(config.PORT, () => logger.info({ port: config.PORT }, "gateway listening"));
+  server.keepAliveTimeout = 65_000;
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    // Stop accepting connections; open streams end when their clients re-attach elsewhere.
+    server.close();
+    setTimeout(() => server.closeAllConnections(), 5000).unref();
+    await close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
+});

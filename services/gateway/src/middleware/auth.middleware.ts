@@ -1,0 +1,32 @@
+import { createHash } from "node:crypto";
+import type { RequestHandler } from "express";
+import { AppError } from "@agentrun/errors";
+import type { AuthCache } from "../auth/auth-cache";
+import type { AuthContext } from "../request-context";
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+/**
+ * Authenticates the API key (401) and resolves the agent named by X-Agent-Id (400 missing,
+ * 404 unknown, 403 another organization's), in the contract's order.
+ */
+export function authenticate(cache: AuthCache): RequestHandler {
+  return async (req, _res, next) => {
+    const match = BEARER.exec(req.get("authorization") ?? "");
+    if (!match?.[1]) throw new AppError("unauthorized", { message: "Missing or malformed Authorization header; expected 'Bearer <API key>'." });
+    const key = await cache.apiKey(createHash("sha256").update(match[1]).digest("hex"));
+    if (!key || key.revoked) throw new AppError("unauthorized", { message: "The API key is invalid or revoked." });
+    cache.markUsed(key.keyId);
+
+    const agentId = req.get("x-agent-id");
+    if (!agentId) throw new AppError("invalid_request", { message: "The X-Agent-Id header is required." });
+    const agent = AGENT_ID.test(agentId) ? await cache.agent(agentId) : null;
+    if (!agent) throw new AppError("agent_not_found", { message: `No agent has the id '${agentId.slice(0, 100)}'.` });
+    if (agent.orgId !== key.orgId) throw new AppError("forbidden", { message: "This API key has no access to this agent." });
+
+    const auth: AuthContext = { orgId: key.orgId, keyId: key.keyId, plan: key.plan, rpmLimit: key.rpmLimit, agentId: agent.id };
+    req.auth = auth;
+    next();
+  };
+}

@@ -1,0 +1,52 @@
+import type { ErrorRequestHandler, RequestHandler } from "express";
+import { ZodError } from "zod";
+import { AppError, errorBody, isUnavailableError } from "@agentrun/errors";
+
+/** body-parser failures, by their `type`, as contract errors. */
+function fromBodyParser(err: any): AppError | null {
+  switch (err?.type) {
+    case "entity.parse.failed":
+      return new AppError("invalid_request", { message: "The request body is not valid JSON." });
+    case "entity.too.large":
+      return new AppError("payload_too_large", { message: `The request body exceeds ${err.limit} bytes.` });
+    case "encoding.unsupported":
+    case "charset.unsupported":
+      return new AppError("unsupported_media_type", { message: "Unsupported body encoding or charset." });
+    case "request.aborted":
+    case "request.size.invalid":
+    case "stream.encoding.set":
+      return new AppError("invalid_request", { message: "The request body could not be read." });
+    default:
+      return null;
+  }
+}
+
+/** Maps every error to the contract's `{error:{code,message}}`; 5xx are logged with the stack, never sent. */
+export function errorHandler(): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    let appErr: AppError;
+    if (err instanceof AppError) appErr = err;
+    else if (err instanceof ZodError)
+      appErr = new AppError("invalid_request", {
+        message: err.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; "),
+        details: err.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+      });
+    else appErr = fromBodyParser(err) ?? (isUnavailableError(err) ? new AppError("unavailable", { cause: err }) : new AppError("internal_error", { cause: err }));
+
+    const log = req.log ?? console;
+    if (appErr.status >= 500) log.error({ err, code: appErr.code }, "request failed");
+    else log.info({ code: appErr.code, status: appErr.status }, appErr.message);
+
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    for (const [k, v] of Object.entries(appErr.headers ?? {})) res.setHeader(k, v);
+    res.status(appErr.status).json(errorBody(appErr.code, appErr.message, appErr.details));
+  };
+}
+
+/** Unknown routes: 404 in the contract's shape. */
+export function notFound(): RequestHandler {
+  return (req, _res, next) => next(new AppError("not_found", { message: `No route for ${req.method} ${req.path}.` }));
+}

@@ -1,0 +1,16 @@
+import { randomUUID } from "node:crypto";
+import type { RequestHandler } from "express";
+import type { Logger } from "@agentrun/logger";
+
+const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Echoes the client's X-Request-Id (or makes one) and gives the request a child logger carrying it. */
+export function requestId(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.get("x-request-id");
+    req.id = incoming && VALID_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll("-", "")}`;
+    res.setHeader("X-Request-Id", req.id);
+    req.log = logger.child({ requestId: req.id });
+    next();
+  };
+}

@@ -1,0 +1,26 @@
+import type { Logger } from "@agentrun/logger";
+import type { Plan } from "@agentrun/db";
+
+/** Who is calling: set by the auth middleware. */
+export interface AuthContext {
+  orgId: string;
+  keyId: string;
+  plan: Plan;
+  rpmLimit: number | null;
+  agentId: string;
+}
+
+declare module "express-serve-static-core" {
+  interface Request {
+    /** From X-Request-Id, or generated. */
+    id: string;
+    log: Logger;
+    auth?: AuthContext;
+  }
+}
+
+/** The caller of an authenticated route; the auth middleware guarantees it is set. */
+export function authOf(req: { auth?: AuthContext }): AuthContext {
+  if (!req.auth) throw new Error("route mounted without the auth middleware");
+  return req.auth;
+}

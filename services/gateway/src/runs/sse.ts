@@ -1,0 +1,45 @@
+import type { Request, Response } from "express";
+import type { RunEvent } from "@agentrun/contracts";
+
+export interface SseStream {
+  send(event: RunEvent): void;
+  end(): void;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+}
+
+/**
+ * Starts a text/event-stream response. Call only after every check that can fail: from here on
+ * the status is 200. Each event is framed `id: <seq>` + `data: <json>`; a `: ping` comment keeps
+ * idle connections (and proxies) alive.
+ */
+export function openSse(req: Request, res: Response, heartbeatMs: number): SseStream {
+  const controller = new AbortController();
+  res.status(200);
+  res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
+  res.setHeader("Cache-Control", "no-cache, no-transform");
+  res.setHeader("Connection", "keep-alive");
+  res.setHeader("X-Accel-Buffering", "no");
+  res.flushHeaders();
+  req.socket.setNoDelay(true);
+  req.socket.setTimeout(0);
+
+  const ping = setInterval(() => res.write(": ping\n\n"), heartbeatMs);
+  ping.unref();
+  const close = () => {
+    clearInterval(ping);
+    controller.abort();
+  };
+  res.on("close", close);
+
+  return {
+    signal: controller.signal,
+    send(event) {
+      if (!res.writableEnded) res.write(`id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`);
+    },
+    end() {
+      clearInterval(ping);
+      if (!res.writableEnded) res.end();
+    },
+  };
+}

@@ -1,0 +1,163 @@
+import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: 1 });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma, { instructions: "You help {{user_name}} (id {{user_id}}) on plan {{metadata.plan}}.{{metadata.missing}}" });
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+const run = (body: object, headers: Record<string, string> = tenant.headers) => readSse(`${stack.gatewayUrl}/api/run`, { body, headers });
+const runJson = async (body: object) => {
+  const res = await fetch(`${stack.gatewayUrl}/api/run`, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: JSON.stringify({ ...body, stream: false }) });
+  return { status: res.status, body: (await res.json()) as any };
+};
+
+describe("POST /api/run streaming", () => {
+  it("streams run_started, the text in chunks and run_completed, framed with consecutive ids", async () => {
+    const res = await run({ query: "hello there [chunks:4]" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(res.headers.get("cache-control")).toBe("no-cache, no-transform");
+    const types = res.events.map((e) => e.data.type);
+    expect(types).toEqual(["run_started", "text_chunk", "text_chunk", "text_chunk", "text_chunk", "run_completed"]);
+    expect(res.events.map((e) => Number(e.id))).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(res.events.map((e) => e.data.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    const [started] = res.events;
+    expect(started!.data.run_id).toMatch(/^run_/);
+    expect(started!.data.task_id).toMatch(/^task_/);
+    const text = res.events.filter((e) => e.data.type === "text_chunk").map((e) => e.data.content).join("");
+    expect(text).toBe("Echo: hello there");
+    const done = res.events.at(-1)!.data;
+    expect(done.run_id).toBe(started!.data.run_id);
+    expect(done.credits_used).toBeGreaterThanOrEqual(1);
+    expect(done.duration_ms).toBeGreaterThanOrEqual(0);
+
+    const dbRun = await prisma.run.findUniqueOrThrow({ where: { id: started!.data.run_id }, include: { task: true } });
+    expect(dbRun.status).toBe("completed");
+    expect(dbRun.output).toBe("Echo: hello there");
+    expect(dbRun.creditsUsed).toBe(done.credits_used);
+    expect(dbRun.task.status).toBe("completed");
+    expect(dbRun.task.runCount).toBe(1);
+    expect(dbRun.task.creditsUsed).toBe(done.credits_used);
+    expect(dbRun.task.activeRunId).toBeNull();
+    const stored = await prisma.runEvent.findMany({ where: { runId: dbRun.id }, orderBy: { seq: "asc" } });
+    expect(stored.map((e) => e.type)).toEqual(types);
+  });
+
+  it("reports tool calls with tool, action and params, each followed by its result", async () => {
+    const res = await run({ query: 'Compute [call:calc_evaluate {"expression":"2+3*4"}] [call:clock_now {}]' });
+    const events = res.events.map((e) => e.data);
+    expect(events.map((e) => e.type)).toEqual(["run_started", "tool_call", "tool_result", "tool_call", "tool_result", ...events.slice(5, -1).map(() => "text_chunk"), "run_completed"]);
+    expect(events[1]).toMatchObject({ type: "tool_call", tool: "calc", action: "evaluate", params: { expression: "2+3*4" } });
+    expect(events[2]).toMatchObject({ type: "tool_result", tool: "calc", result: { expression: "2+3*4", result: 14 } });
+    expect(events[3]).toMatchObject({ type: "tool_call", tool: "clock", action: "now" });
+    expect(typeof events[4].result.iso).toBe("string");
+    const text = events.filter((e) => e.type === "text_chunk").map((e) => e.content).join("");
+    expect(text).toContain('Tool calc_evaluate returned: {"expression":"2+3*4","result":14}');
+    const dbRun = await prisma.run.findUniqueOrThrow({ where: { id: events[0].run_id } });
+    // 1 base + 2 tool calls + ceil(tokens / 1000)
+    expect(dbRun.toolCallCount).toBe(2);
+    expect(dbRun.creditsUsed).toBe(3 + Math.ceil((dbRun.promptTokens + dbRun.completionTokens) / 1000));
+    expect(events.at(-1).credits_used).toBe(dbRun.creditsUsed);
+  });
+
+  it("turns a tool error into a result the model sees, and the run completes", async () => {
+    const res = await run({ query: '[call:calc_evaluate {"expression":"2+"}]' });
+    const events = res.events.map((e) => e.data);
+    expect(events[2]).toMatchObject({ type: "tool_result", result: { error: { code: "invalid_expression" } } });
+    expect(events.at(-1).type).toBe("run_completed");
+  });
+
+  it("fills the instructions template from the run context", async () => {
+    const res = await runJson({ query: "[echo-system]", context: { user_id: "u-42", user_name: "Ada", metadata: { plan: "gold" } } });
+    expect(res.status).toBe(200);
+    expect(res.body.output).toBe("You help Ada (id u-42) on plan gold.");
+  });
+
+  it("continues a task with its history", async () => {
+    const first = await runJson({ query: "first question" });
+    const second = await runJson({ query: "second question", task_id: first.body.task_id });
+    const third = await runJson({ query: "[history]", task_id: first.body.task_id });
+    expect(second.body.task_id).toBe(first.body.task_id);
+    expect(third.body.output).toBe("first question | second question");
+    const task = await prisma.task.findUniqueOrThrow({ where: { id: first.body.task_id } });
+    expect(task.runCount).toBe(3);
+    expect(task.creditsUsed).toBe(first.body.credits_used + second.body.credits_used + third.body.credits_used);
+    expect(task.title).toBe("first question");
+  });
+});
+
+describe("POST /api/run with stream: false", () => {
+  it("answers the Run object with tool_calls", async () => {
+    const res = await runJson({ query: '[call:calc_evaluate {"expression":"6*7"}]' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      status: "completed",
+      query: '[call:calc_evaluate {"expression":"6*7"}]',
+      output: 'Tool calc_evaluate returned: {"expression":"6*7","result":42}',
+      tool_calls: [{ tool: "calc", action: "evaluate", params: { expression: "6*7" }, result: { expression: "6*7", result: 42 } }],
+    });
+    expect(res.body.run_id).toMatch(/^run_/);
+    expect(res.body.completed_at).toMatch(/Z$/);
+    expect(res.body.duration_ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it("answers 200 with status failed and the error when the model fails", async () => {
+    const res = await runJson({ query: "[error:500]" });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("failed");
+    expect(res.body.error.code).toBe("model_error");
+    expect(res.body.error.message).toMatch(/500/);
+    expect(res.body.credits_used).toBe(0);
+  });
+});
+
+describe("failure paths", () => {
+  it("ends the stream with run_failed when the model answers an error", async () => {
+    const res = await run({ query: "[error:429]" });
+    const types = res.events.map((e) => e.data.type);
+    expect(types).toEqual(["run_started", "run_failed"]);
+    expect(res.events[1]!.data.error.code).toBe("model_rate_limited");
+    const dbRun = await prisma.run.findUniqueOrThrow({ where: { id: res.events[0]!.data.run_id }, include: { task: true } });
+    expect(dbRun.status).toBe("failed");
+    expect(dbRun.errorCode).toBe("model_rate_limited");
+    expect(dbRun.task.status).toBe("failed");
+  });
+
+  it("ends with run_failed model_bad_response on a malformed stream", async () => {
+    const res = await run({ query: "[malformed] some text" });
+    expect(res.events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "model_bad_response" } });
+  });
+
+  it("keeps running when the client disconnects, and the run completes", async () => {
+    const res = await run({ query: "[sleep:100][chunks:8] keep going" }, tenant.headers);
+    expect(res.events.at(-1)!.data.type).toBe("run_completed");
+    const partial = await readSse(`${stack.gatewayUrl}/api/run`, {
+      body: { query: "[sleep:100][chunks:8] keep going after disconnect" },
+      headers: tenant.headers,
+      until: (e) => e.data.type === "text_chunk",
+    });
+    const runId = partial.events[0]!.data.run_id;
+    expect(partial.events.map((e) => e.data.type)).toEqual(["run_started", "text_chunk"]);
+    const deadline = Date.now() + 15_000;
+    let status = "";
+    while (Date.now() < deadline) {
+      status = (await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status;
+      if (status === "completed") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe("completed");
+    const dbRun = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    expect(dbRun.output).toBe("Echo: keep going after disconnect");
+  });
+});
