@@ -19,4 +19,4 @@ ENV NODE_ENV=production
 USER node
 # SERVICE: gateway | agent-worker | memory | scripted-model
 ENV SERVICE=gateway
-CMD ["sh", "-c", "exec node node_modules/tsx/dist/cli.mjs services/$SERVICE/src/index.ts"]
+CMD ["sh", "-c", "exec node --import tsx services/$SERVICE/src/index.ts"]

@@ -88,7 +88,7 @@ async function seedDemo(): Promise<DemoState> {
 
 const children: ChildProcess[] = [];
 function start(service: string, env: Record<string, string>): void {
-  const child = spawn(process.execPath, [require.resolve("tsx/cli"), path.join(REPO_ROOT, "services", service, "src/index.ts")], {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "services", service, "src/index.ts")], {
     env: { ...process.env, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, ...env },
     stdio: ["ignore", "inherit", "inherit"],
   });

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { REPO_ROOT } from "@agentrun/db";
+import { Redis } from "ioredis";
 
 /** A free TCP port on 127.0.0.1. */
 export function freePort(): Promise<number> {
@@ -27,11 +28,12 @@ export interface ServiceProcess {
   kill(): Promise<void>;
 }
 
-const TSX_CLI = require.resolve("tsx/cli");
-
-/** Starts `services/<service>/src/index.ts` as its own process. */
+/**
+ * Starts `services/<service>/src/index.ts` as its own process. tsx is loaded into that process
+ * (`--import tsx`) rather than run as a wrapper, so signals, including SIGKILL, reach the service.
+ */
 export function startService(service: string, env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, [TSX_CLI, path.join(REPO_ROOT, "services", service, "src/index.ts")], {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "services", service, "src/index.ts")], {
     cwd: REPO_ROOT,
     env: { ...process.env, LOG_LEVEL: process.env.TEST_SERVICE_LOG_LEVEL ?? "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -80,4 +82,20 @@ export async function waitForOk(url: string, proc: ServiceProcess | null, timeou
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} not ready after ${timeoutMs} ms (${last})${proc ? `:\n${proc.output()}` : ""}`);
+}
+
+/** Waits until the worker named `workerId` has sent its first heartbeat (it is consuming jobs). */
+export async function waitForWorker(redisUrl: string, redisPrefix: string, workerId: string, proc: ServiceProcess, timeoutMs = 30_000): Promise<void> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (proc.child.exitCode !== null) throw new Error(`${proc.name} exited (${proc.child.exitCode}):\n${proc.output()}`);
+      if (await redis.zscore(`${redisPrefix}:workers`, workerId)) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`worker ${workerId} sent no heartbeat within ${timeoutMs} ms:\n${proc.output()}`);
+  } finally {
+    redis.disconnect();
+  }
 }

@@ -1,5 +1,5 @@
 import { testEnv } from "./env";
-import { freePort, startService, waitForOk, type ServiceProcess } from "./processes";
+import { freePort, startService, waitForOk, waitForWorker, type ServiceProcess } from "./processes";
 
 export interface StackOptions {
   /** Agent worker processes. @defaultValue 1 */
@@ -21,6 +21,8 @@ export interface Stack {
   workers: ServiceProcess[];
   memory: ServiceProcess | null;
   model: ServiceProcess;
+  /** The worker process whose WORKER_ID is `workerId` (workers are named worker-1, worker-2, …). */
+  workerById(workerId: string): ServiceProcess;
   /** Starts one more worker process and waits until it is consuming. */
   addWorker(env?: Record<string, string>): Promise<ServiceProcess>;
   stop(): Promise<void>;
@@ -53,9 +55,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const workers: ServiceProcess[] = [];
 
   const addWorker = async (extra: Record<string, string> = {}) => {
-    const w = startService("agent-worker", { ...env, ...opts.workerEnv, ...extra });
+    const workerId = `worker-${workers.length + 1}`;
+    const w = startService("agent-worker", { WORKER_ID: workerId, ...env, ...opts.workerEnv, ...extra });
     workers.push(w);
-    await waitForOk(`${gatewayUrl}/readyz`, w);
+    await waitForWorker(env.REDIS_URL!, env.REDIS_PREFIX!, workerId, w);
     return w;
   };
 
@@ -69,6 +72,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     memory,
     model,
     addWorker,
+    workerById(workerId) {
+      const i = Number(/^worker-(\d+)$/.exec(workerId)?.[1]);
+      const w = workers[i - 1];
+      if (!w) throw new Error(`no worker ${workerId}`);
+      return w;
+    },
     async stop() {
       await Promise.all([...workers.map((w) => w.stop()), gateway.stop(), model.stop(), memory?.stop()]);
     },

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import type { Logger } from "@agentrun/logger";
 import { createPrisma } from "@agentrun/db";
 import { closeRedis, createRedis } from "@agentrun/redis";
@@ -26,7 +27,7 @@ export interface AgentWorker {
 
 /** Starts one agent worker: the BullMQ consumer, the cancel listener, heartbeats and the orphan sweeper. */
 export async function startAgentWorker(config: WorkerConfig, logger: Logger): Promise<AgentWorker> {
-  const workerId = `wrk_${randomUUID().slice(0, 8)}`;
+  const workerId = config.WORKER_ID ?? `${hostname()}-${randomUUID().slice(0, 8)}`;
   const log = logger.child({ workerId });
   const onError = (err: Error, role: string) => log.warn({ err: err.message, role }, "redis connection error");
   const prisma = createPrisma({ databaseUrl: config.DATABASE_URL, poolSize: Math.min(20, config.WORKER_CONCURRENCY + 4), onPoolError: (err) => log.warn({ err: err.message }, "database pool error") });

@@ -7,6 +7,8 @@ export const workerConfigSchema = z.object({
   REDIS_URL: redisUrl,
   REDIS_PREFIX: redisPrefix,
   LOG_LEVEL: logLevel,
+  /** Name of this worker process in heartbeats and on runs (default: host name and a random suffix). */
+  WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
   /** Runs executed at once by one worker process. */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
   /** Key for a hosted OpenAI-compatible model; without it every agent uses the scripted model. */

@@ -120,7 +120,7 @@ async function loadHistory(deps: RunDeps, taskId: string, runId: string): Promis
 
 /** The user's memories for the prompt; when the memory service is down the run goes on without them. */
 async function loadMemories(deps: RunDeps, q: { orgId: string; agentId: string; userId?: string; query: string }): Promise<PromptMemory[]> {
-  if (!q.userId || deps.config.MEMORY_PROMPT_MAX_COUNT === 0) return [];
+  if (!q.userId || deps.config.MEMORY_PROMPT_MAX_COUNT === 0 || deps.config.MEMORY_PROMPT_MAX_CHARS === 0) return [];
   try {
     const res = await deps.memory.context({
       org_id: q.orgId,

@@ -77,9 +77,12 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
         calls.set(tc.index, call);
       }
     }
+    // The SDK ends a stream quietly when its signal aborts, so check the signal explicitly.
+    if (signal.aborted) throw signal.reason ?? new Error("aborted");
   } catch (err) {
     const reason = stopReasonOf(opts.signal);
     if (reason) throw new RunFailure(reason, `stopped: ${reason}`, { cause: err });
+    if (idle.signal.aborted) throw new RunFailure("model_timeout", `The model sent nothing for ${opts.idleTimeoutMs} ms.`, { cause: err });
     throw modelFailure(err, opts.idleTimeoutMs);
   } finally {
     clearTimeout(idleTimer);

@@ -1,0 +1,157 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { AppError } from "@agentrun/errors";
+import { createMemoryClient } from "./memory-client";
+
+type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
+
+/** A tiny real HTTP server whose behaviour each test scripts. */
+async function startServer(handler: Handler): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => handler(req, body, res));
+  });
+  server.listen(0, "127.0.0.1");
+  await new Promise((resolve) => server.once("listening", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+const servers: Server[] = [];
+async function serve(handler: Handler): Promise<string> {
+  const { url, server } = await startServer(handler);
+  servers.push(server);
+  return url;
+}
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
+});
+
+const json = (res: ServerResponse, status: number, body: unknown) => {
+  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+};
+
+const scope = { org_id: "org_1", agent_id: "agt_1" };
+const entry = { memory_id: "mem_1", content: "likes tea", category: "preference", user_id: "u1", created_at: "2026-01-01T00:00:00.000Z" };
+
+/** The rejection of `p`, which must be an AppError. */
+async function rejection(p: Promise<unknown>): Promise<AppError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AppError);
+  return err as AppError;
+}
+
+describe("memory client", () => {
+  it("sends the token, path, query and body and returns the response body", async () => {
+    const seen: Array<{ method?: string; url?: string; auth?: string; body: string }> = [];
+    const url = await serve((req, body, res) => {
+      seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body });
+      if (req.method === "DELETE") return void res.writeHead(204).end();
+      if (req.method === "POST") return json(res, 201, { memory: entry, created: true });
+      json(res, 200, req.url?.startsWith("/internal/memories?") ? { memories: [entry] } : { memory: entry });
+    });
+    const client = createMemoryClient({ baseUrl: `${url}/`, token: "secret-token-0123456789" });
+
+    await expect(client.create({ ...scope, user_id: "u1", content: "likes tea" })).resolves.toEqual({ memory: entry, created: true });
+    await expect(client.list({ ...scope, limit: 5 })).resolves.toEqual({ memories: [entry] });
+    await expect(client.get(scope, "mem 1/x")).resolves.toEqual({ memory: entry });
+    await expect(client.remove(scope, "mem_1")).resolves.toBeUndefined();
+
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      "POST /internal/memories",
+      "GET /internal/memories?org_id=org_1&agent_id=agt_1&limit=5",
+      "GET /internal/memories/mem%201%2Fx?org_id=org_1&agent_id=agt_1",
+      "DELETE /internal/memories/mem_1?org_id=org_1&agent_id=agt_1",
+    ]);
+    expect(seen.every((s) => s.auth === "Bearer secret-token-0123456789")).toBe(true);
+    expect(JSON.parse(seen[0]!.body)).toEqual({ ...scope, user_id: "u1", content: "likes tea" });
+  });
+
+  it("rethrows the service's contract errors with their status, message and details", async () => {
+    const details = [{ path: "content", message: "Too big" }];
+    const url = await serve((req, _body, res) => {
+      if (req.url?.startsWith("/internal/memories/missing")) return json(res, 404, { error: { code: "memory_not_found", message: "No memory entry has this id." } });
+      if (req.url?.startsWith("/internal/memories/other")) return json(res, 403, { error: { code: "forbidden", message: "Another agent's." } });
+      json(res, 400, { error: { code: "invalid_request", message: "The request has invalid fields.", details } });
+    });
+    const client = createMemoryClient({ baseUrl: url, token: "t" });
+
+    const notFound = await rejection(client.get(scope, "missing"));
+    expect([notFound.code, notFound.status, notFound.message]).toEqual(["memory_not_found", 404, "No memory entry has this id."]);
+    const forbidden = await rejection(client.remove(scope, "other"));
+    expect([forbidden.code, forbidden.status]).toEqual(["forbidden", 403]);
+    const invalid = await rejection(client.create({ ...scope, user_id: "u", content: "x" }));
+    expect([invalid.code, invalid.status, invalid.details]).toEqual(["invalid_request", 400, details]);
+  });
+
+  it.each([
+    ["a 500 in the contract shape", (res: ServerResponse) => json(res, 500, { error: { code: "internal_error", message: "boom" } })],
+    ["a 503", (res: ServerResponse) => json(res, 503, { error: { code: "unavailable", message: "db down" } })],
+    ["a 502 HTML page", (res: ServerResponse) => void res.writeHead(502, { "content-type": "text/html" }).end("<h1>Bad gateway</h1>")],
+    ["a 404 that is not the contract's shape", (res: ServerResponse) => json(res, 404, { message: "nope" })],
+    ["a 4xx with an unknown code", (res: ServerResponse) => json(res, 418, { error: { code: "teapot", message: "short and stout" } })],
+    ["a 200 that is not JSON", (res: ServerResponse) => void res.writeHead(200).end("ok")],
+    ["a redirect", (res: ServerResponse) => void res.writeHead(302, { location: "http://example.com/" }).end()],
+    ["a dropped connection", (res: ServerResponse) => res.socket?.destroy()],
+  ])("maps %s to unavailable", async (_name, respond) => {
+    const url = await serve((_req, _body, res) => respond(res));
+    const err = await rejection(createMemoryClient({ baseUrl: url, token: "t" }).list(scope));
+    expect([err.code, err.status, err.message]).toEqual(["unavailable", 503, "memory service unavailable"]);
+    expect(err.cause).toBeDefined();
+  });
+
+  it("maps a stopped server (closed port) to unavailable within the timeout", async () => {
+    const { url, server } = await startServer(() => undefined);
+    await new Promise((resolve) => server.close(resolve));
+    const started = Date.now();
+    const err = await rejection(createMemoryClient({ baseUrl: url, token: "t", timeoutMs: 500 }).get(scope, "mem_1"));
+    expect(err.code).toBe("unavailable");
+    expect(Date.now() - started).toBeLessThan(500);
+  });
+
+  it("gives up on a server that never answers after timeoutMs", async () => {
+    const url = await serve(() => undefined);
+    const started = Date.now();
+    const err = await rejection(createMemoryClient({ baseUrl: url, token: "t", timeoutMs: 200 }).search({ ...scope, user_id: "u", query: "tea" }));
+    const elapsed = Date.now() - started;
+    expect(err.code).toBe("unavailable");
+    expect(elapsed).toBeGreaterThanOrEqual(150);
+    expect(elapsed).toBeLessThan(1000);
+  });
+
+  it("gives up on a server that stalls in the middle of the body after timeoutMs", async () => {
+    const url = await serve((_req, _body, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write('{"memories":[');
+    });
+    const started = Date.now();
+    const err = await rejection(createMemoryClient({ baseUrl: url, token: "t", timeoutMs: 200 }).context({ ...scope, user_id: "u", query: "tea" }));
+    expect(err.code).toBe("unavailable");
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it("rejects with the caller's abort reason when the caller aborts", async () => {
+    const url = await serve(() => undefined);
+    const controller = new AbortController();
+    const reason = new Error("run cancelled");
+    const pending = createMemoryClient({ baseUrl: url, token: "t", timeoutMs: 5000 }).list(scope, { signal: controller.signal });
+    setTimeout(() => controller.abort(reason), 50);
+    await expect(pending).rejects.toBe(reason);
+  });
+});
+
+describe("memory client with a fetch that ignores its signal", () => {
+  it("still rejects with unavailable after timeoutMs", async () => {
+    const stuck = (() => new Promise<Response>(() => undefined)) as typeof fetch;
+    const started = Date.now();
+    const err = await rejection(createMemoryClient({ baseUrl: "http://127.0.0.1:9", token: "t", timeoutMs: 100, fetch: stuck }).list(scope));
+    expect(err.code).toBe("unavailable");
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});

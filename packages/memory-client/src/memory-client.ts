@@ -1,0 +1,154 @@
+import type { z } from "zod";
+import type {
+  MemoryEntryView,
+  MemoryScope,
+  internalMemoryContextSchema,
+  internalMemoryCreateSchema,
+  internalMemorySearchSchema,
+} from "@agentrun/contracts";
+import { AppError, ERROR_STATUS, type ErrorCode } from "@agentrun/errors";
+
+/** Body of `POST /internal/memories`; `category` defaults to `general`. */
+export type CreateMemoryRequest = z.input<typeof internalMemoryCreateSchema>;
+export interface CreateMemoryResponse {
+  memory: MemoryEntryView;
+  /** False when the user already had this exact content and the existing entry is returned. */
+  created: boolean;
+}
+/** Query of `GET /internal/memories`: every user of the agent when `user_id` is absent. */
+export interface ListMemoriesRequest extends MemoryScope {
+  user_id?: string;
+  /** 1..100. @defaultValue 20 */
+  limit?: number;
+}
+export type SearchMemoriesRequest = z.input<typeof internalMemorySearchSchema>;
+export type MemoryContextRequest = z.input<typeof internalMemoryContextSchema>;
+/** A search hit; a higher score is more relevant. */
+export type ScoredMemoryEntryView = MemoryEntryView & { score: number };
+
+export interface MemoryClientOptions {
+  /** The memory service's base URL, e.g. `http://127.0.0.1:3002`. */
+  baseUrl: string;
+  /** The shared INTERNAL_TOKEN. */
+  token: string;
+  /**
+   * Upper bound for one call, connecting and reading the body included.
+   * @defaultValue 2000
+   */
+  timeoutMs?: number;
+  /**
+   * The fetch implementation.
+   * @defaultValue the global `fetch`
+   */
+  fetch?: typeof fetch;
+}
+
+export interface CallOptions {
+  /** Aborts the call; the rejection is then this signal's reason. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The memory service's internal API. Every method rejects with an {@link AppError}: the
+ * service's own error (`invalid_request`, `memory_not_found`, `forbidden`, … with its status,
+ * message and details), or `unavailable` when the service cannot be reached, times out, answers
+ * 5xx or answers something that is not the contract's shape.
+ */
+export interface MemoryClient {
+  create(input: CreateMemoryRequest, opts?: CallOptions): Promise<CreateMemoryResponse>;
+  list(query: ListMemoriesRequest, opts?: CallOptions): Promise<{ memories: MemoryEntryView[] }>;
+  get(scope: MemoryScope, id: string, opts?: CallOptions): Promise<{ memory: MemoryEntryView }>;
+  remove(scope: MemoryScope, id: string, opts?: CallOptions): Promise<void>;
+  search(input: SearchMemoriesRequest, opts?: CallOptions): Promise<{ memories: ScoredMemoryEntryView[] }>;
+  context(input: MemoryContextRequest, opts?: CallOptions): Promise<{ memories: MemoryEntryView[] }>;
+}
+
+interface Call {
+  method: "GET" | "POST" | "DELETE";
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+}
+
+const unavailable = (cause: unknown): AppError => new AppError("unavailable", { message: "memory service unavailable", cause });
+
+const isErrorCode = (code: unknown): code is ErrorCode => typeof code === "string" && Object.hasOwn(ERROR_STATUS, code);
+
+/** The service's error, when `body` is the contract's `{error:{code,message,details?}}`. */
+function contractError(status: number, body: unknown): AppError | undefined {
+  const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
+  if (!error || !isErrorCode(error.code) || typeof error.message !== "string") return undefined;
+  return new AppError(error.code, { status, message: error.message, details: error.details });
+}
+
+/** Runs `work`, rejecting with the signal's reason as soon as `signal` aborts. */
+async function raceAbort<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T> {
+  signal.throwIfAborted();
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work(), aborted]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
+/** Creates a client; it holds no connection of its own, so there is nothing to close. */
+export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fetchImpl = globalThis.fetch }: MemoryClientOptions): MemoryClient {
+  const base = baseUrl.replace(/\/+$/, "");
+
+  async function call<T>({ method, path, query, body }: Call, opts: CallOptions = {}): Promise<T> {
+    const url = new URL(base + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout;
+    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: "application/json" };
+    if (body !== undefined) headers["content-type"] = "application/json";
+
+    let status: number;
+    let text: string;
+    try {
+      // A redirect is not part of the contract; following one could send the token elsewhere.
+      const init: RequestInit = { method, headers, signal, redirect: "error" };
+      if (body !== undefined) init.body = JSON.stringify(body);
+      // The signal covers reading the body too; the race also bounds a fetch that ignores it.
+      ({ status, text } = await raceAbort(signal, async () => {
+        const res = await fetchImpl(url, init);
+        return { status: res.status, text: await res.text() };
+      }));
+    } catch (err) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw unavailable(err);
+    }
+
+    if (status === 204) return undefined as T;
+    let parsed: unknown;
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text);
+    } catch (err) {
+      throw unavailable(err);
+    }
+    if (status >= 200 && status < 300 && parsed !== undefined) return parsed as T;
+    if (status >= 400 && status < 500) {
+      const appErr = contractError(status, parsed);
+      if (appErr) throw appErr;
+    }
+    throw unavailable(new Error(`memory service answered ${method} ${path} with HTTP ${status}`));
+  }
+
+  const scopeQuery = (scope: MemoryScope) => ({ org_id: scope.org_id, agent_id: scope.agent_id });
+  const entryPath = (id: string) => `/internal/memories/${encodeURIComponent(id)}`;
+
+  return {
+    create: (input, opts) => call({ method: "POST", path: "/internal/memories", body: input }, opts),
+    list: (query, opts) =>
+      call({ method: "GET", path: "/internal/memories", query: { ...scopeQuery(query), user_id: query.user_id, limit: query.limit } }, opts),
+    get: (scope, id, opts) => call({ method: "GET", path: entryPath(id), query: scopeQuery(scope) }, opts),
+    remove: (scope, id, opts) => call({ method: "DELETE", path: entryPath(id), query: scopeQuery(scope) }, opts),
+    search: (input, opts) => call({ method: "POST", path: "/internal/memories/search", body: input }, opts),
+    context: (input, opts) => call({ method: "POST", path: "/internal/memories/context", body: input }, opts),
+  };
+}

@@ -1,0 +1,69 @@
+import type { Command } from "commander";
+import { newId } from "@agentrun/db";
+import { generateApiKey } from "@agentrun/api-keys";
+import { NotFoundError } from "../cli-errors";
+import type { CommandContext } from "../command-context";
+import { textOption } from "../option-parsers";
+
+type Ctx = Pick<CommandContext, "prisma">;
+
+async function requireOrg({ prisma }: Ctx, orgId: string): Promise<void> {
+  const org = await prisma.organization.findUnique({ where: { id: orgId }, select: { id: true } });
+  if (!org) throw new NotFoundError(`no organization ${orgId}`);
+}
+
+/** `key create`: a new secret key; only its hash and display prefix are stored. */
+export async function createKey(ctx: Ctx, opts: { org: string; name?: string }): Promise<{ key_id: string; api_key: string }> {
+  await requireOrg(ctx, opts.org);
+  const { apiKey, prefix, keyHash } = generateApiKey();
+  const id = newId("key");
+  await ctx.prisma.apiKey.create({ data: { id, orgId: opts.org, name: opts.name ?? null, prefix, keyHash } });
+  return { key_id: id, api_key: apiKey };
+}
+
+/** `key revoke`: sets `revoked_at`. Revoking a revoked key succeeds and keeps the first time. */
+export async function revokeKey({ prisma }: Ctx, keyId: string): Promise<{ key_id: string; revoked: true }> {
+  const { count } = await prisma.apiKey.updateMany({ where: { id: keyId, revokedAt: null }, data: { revokedAt: new Date() } });
+  if (count === 0) {
+    const exists = await prisma.apiKey.findUnique({ where: { id: keyId }, select: { id: true } });
+    if (!exists) throw new NotFoundError(`no API key ${keyId}`);
+  }
+  return { key_id: keyId, revoked: true };
+}
+
+/** `key list`: an organization's keys, oldest first, without any secret. */
+export async function listKeys(ctx: Ctx, orgId: string): Promise<{ keys: Record<string, string | null>[] }> {
+  await requireOrg(ctx, orgId);
+  const rows = await ctx.prisma.apiKey.findMany({ where: { orgId }, orderBy: { id: "asc" } });
+  return {
+    keys: rows.map((k) => ({
+      key_id: k.id,
+      name: k.name,
+      prefix: k.prefix,
+      created_at: k.createdAt.toISOString(),
+      revoked_at: k.revokedAt?.toISOString() ?? null,
+      last_used_at: k.lastUsedAt?.toISOString() ?? null,
+    })),
+  };
+}
+
+/** Registers `key create`, `key revoke` and `key list`. */
+export function registerKeyCommands(program: Command, ctx: CommandContext): void {
+  const key = program.command("key").description("manage API keys");
+  key
+    .command("create")
+    .description("create an API key; prints {key_id, api_key} (the key is shown only this once)")
+    .requiredOption("--org <org_id>", "organization")
+    .option("--name <label>", "label shown in listings", textOption("--name"))
+    .action(async (o: { org: string; name?: string }) => ctx.emit(await createKey(ctx, o)));
+  key
+    .command("revoke")
+    .description("revoke an API key; prints {key_id, revoked}")
+    .requiredOption("--key <key_id>", "key id (key_…)")
+    .action(async (o: { key: string }) => ctx.emit(await revokeKey(ctx, o.key)));
+  key
+    .command("list")
+    .description("list an organization's API keys; prints {keys}")
+    .requiredOption("--org <org_id>", "organization")
+    .action(async (o: { org: string }) => ctx.emit(await listKeys(ctx, o.org)));
+}

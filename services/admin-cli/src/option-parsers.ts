@@ -1,0 +1,117 @@
+/**
+ * Value parsers for commander options. Each is built for one flag so that its error names the
+ * flag, e.g. `--credits must be an integer ≥ 0`; they throw {@link UsageError}, which commander
+ * passes through unchanged.
+ */
+import { UsageError } from "./cli-errors";
+
+/** Largest value of a PostgreSQL `integer` column (credit balances, rpm). */
+export const MAX_INT32 = 2_147_483_647;
+
+/** Parses a whole decimal number within `[min, max]`; rejects `1.5`, `1e3`, `10abc`, `-0x1`. */
+export function intOption(flag: string, min: number, max = MAX_INT32): (value: string) => number {
+  return (value) => {
+    const text = value.trim();
+    const n = Number(text);
+    if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(n) || n < min || n > max) {
+      const range = max === MAX_INT32 ? (min === 1 ? "a positive integer" : `an integer ≥ ${min}`) : `an integer from ${min} to ${max}`;
+      throw new UsageError(`${flag} must be ${range}`);
+    }
+    return n;
+  };
+}
+
+/** Parses a decimal number within `[min, max]`. */
+export function numberOption(flag: string, min: number, max: number): (value: string) => number {
+  return (value) => {
+    const text = value.trim();
+    const n = Number(text);
+    if (text === "" || !/^-?(\d+\.?\d*|\.\d+)$/.test(text) || n < min || n > max) {
+      throw new UsageError(`${flag} must be a number from ${min} to ${max}`);
+    }
+    return n;
+  };
+}
+
+/** Accepts one of `choices` exactly. */
+export function choiceOption<T extends string>(flag: string, choices: readonly T[]): (value: string) => T {
+  return (value) => {
+    if (!(choices as readonly string[]).includes(value)) throw new UsageError(`${flag} must be one of ${choices.join(", ")}`);
+    return value as T;
+  };
+}
+
+/** Rejects empty or whitespace-only text and trims the rest. */
+export function textOption(flag: string, maxLength = 200): (value: string) => string {
+  return (value) => {
+    const text = value.trim();
+    if (text === "") throw new UsageError(`${flag} must not be empty`);
+    if (text.length > maxLength) throw new UsageError(`${flag} must be at most ${maxLength} characters`);
+    return text;
+  };
+}
+
+/** Splits a comma-separated list, trimming items and dropping empty ones and duplicates. */
+export function splitList(value: string): string[] {
+  return [...new Set(value.split(",").map((s) => s.trim()).filter((s) => s !== ""))];
+}
+
+/** A comma-separated list whose items must all be among `allowed`; an empty value is an empty list. */
+export function subsetOption<T extends string>(flag: string, allowed: readonly T[]): (value: string) => T[] {
+  return (value) => {
+    const items = splitList(value);
+    const unknown = items.filter((i) => !(allowed as readonly string[]).includes(i));
+    if (unknown.length > 0) throw new UsageError(`${flag}: unknown ${unknown.join(", ")} (allowed: ${allowed.join(", ")})`);
+    return items as T[];
+  };
+}
+
+// A DNS name, optionally `*.example.com` for its subdomains, or an IPv4 address. No port: the
+// http tool matches the allow-list against the URL's host name alone.
+const HOST_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** A comma-separated list of host names, lower-cased. */
+export function hostListOption(flag: string): (value: string) => string[] {
+  return (value) => {
+    const hosts = splitList(value).map((h) => h.toLowerCase());
+    const bad = hosts.filter((h) => !HOST_PATTERN.test(h));
+    if (bad.length > 0) throw new UsageError(`${flag}: not a host name: ${bad.join(", ")}`);
+    return [...new Set(hosts)];
+  };
+}
+
+/** An absolute http(s) URL, returned as given apart from surrounding whitespace. */
+export function httpUrlOption(flag: string): (value: string) => string {
+  return (value) => {
+    const text = value.trim();
+    const url = URL.canParse(text) ? new URL(text) : null;
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) throw new UsageError(`${flag} must be an http(s) URL`);
+    return text;
+  };
+}
+
+/**
+ * Parses one browser origin: an http(s) scheme, a host and an optional port, nothing else (a
+ * bare trailing `/` is tolerated). Returns `URL.origin`, which lower-cases the host and drops
+ * a default port, so it compares equal to the `Origin` header browsers send.
+ */
+export function parseOrigin(flag: string, value: string): string {
+  const fail = (): never => {
+    throw new UsageError(`${flag}: not an origin (scheme://host[:port]): ${value}`);
+  };
+  if (!URL.canParse(value)) return fail();
+  const url = new URL(value);
+  const hasExtras = url.pathname !== "/" || url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "";
+  // `new URL` turns "https://a.example?" into an empty search, so check the raw text too.
+  if (hasExtras || /[?#]/.test(value) || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") return fail();
+  return url.origin;
+}
+
+/** A comma-separated list of origins (at least one), normalised with {@link parseOrigin}. */
+export function originListOption(flag: string): (value: string) => string[] {
+  return (value) => {
+    const origins = splitList(value).map((o) => parseOrigin(flag, o));
+    if (origins.length === 0) throw new UsageError(`${flag} must list at least one origin`);
+    return [...new Set(origins)];
+  };
+}

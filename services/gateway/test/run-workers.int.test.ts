@@ -1,0 +1,89 @@
+import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+// Short stall and orphan timings so that a dead worker is noticed within seconds.
+const workerEnv = { WORKER_CONCURRENCY: "3", LOCK_DURATION_MS: "2000", STALLED_INTERVAL_MS: "1000", RUN_STALE_AFTER_MS: "4000", MODEL_IDLE_TIMEOUT_MS: "1500", SHUTDOWN_GRACE_MS: "8000" };
+
+beforeAll(async () => {
+  stack = await startStack({ workers: 2, workerEnv });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+const runJson = async (query: string) => {
+  const res = await fetch(`${stack.gatewayUrl}/api/run`, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: JSON.stringify({ query, stream: false }) });
+  return (await res.json()) as any;
+};
+
+describe("agent workers", () => {
+  it("shares the queue between two worker processes", async () => {
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => runJson(`[sleep:40][chunks:5] job ${i}`)));
+    expect(results.map((r) => r.status)).toEqual(Array(12).fill("completed"));
+    results.forEach((r, i) => expect(r.output).toBe(`Echo: job ${i}`));
+    const runs = await prisma.run.findMany({ where: { id: { in: results.map((r) => r.run_id) } }, select: { workerId: true } });
+    expect(new Set(runs.map((r) => r.workerId)).size).toBe(2);
+  });
+
+  it("fails a run with model_timeout when the model stops sending", async () => {
+    const res = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:4000] too slow" }, headers: tenant.headers });
+    expect(res.events.map((e) => e.data.type)).toEqual(["run_started", "run_failed"]);
+    expect(res.events[1]!.data.error.code).toBe("model_timeout");
+  });
+
+  it("ends a run whose worker is killed mid-run, streams the terminal event, and other runs go on", async () => {
+    const events: any[] = [];
+    const streaming = readSse(`${stack.gatewayUrl}/api/run`, {
+      body: { query: "[sleep:300][chunks:60] long answer" },
+      headers: tenant.headers,
+      until: (e) => {
+        events.push(e.data);
+        return false;
+      },
+      timeoutMs: 60_000,
+    });
+    // Wait until the run has streamed text, then kill the worker executing it.
+    const started = Date.now();
+    while (!events.some((e) => e.type === "text_chunk") && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 50));
+    const runId = events[0].run_id;
+    const { workerId } = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    const victim = stack.workerById(workerId!);
+    await victim.kill();
+    const killedAt = Date.now();
+
+    const res = await streaming;
+    const terminal = res.events.at(-1)!.data;
+    expect(terminal).toMatchObject({ type: "run_failed", run_id: runId, error: { code: "worker_lost" } });
+    expect(Date.now() - killedAt).toBeLessThan(30_000);
+    const seqs = res.events.map((e) => Number(e.id));
+    expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: runId }, include: { task: true } });
+    expect(run.status).toBe("failed");
+    expect(run.task.activeRunId).toBeNull();
+
+    // The surviving worker still serves runs.
+    const after = await runJson("still alive?");
+    expect(after.status).toBe("completed");
+  });
+
+  it("lets active runs finish when a worker is stopped gracefully", async () => {
+    const w = await stack.addWorker(workerEnv);
+    for (const other of stack.workers.filter((x) => x !== w)) await other.stop();
+    const streaming = readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:15] graceful" }, headers: tenant.headers });
+    await new Promise((r) => setTimeout(r, 500));
+    const stopped = w.stop(15_000);
+    const res = await streaming;
+    await stopped;
+    expect(w.child.exitCode).toBe(0);
+    expect(res.events.at(-1)!.data.type).toBe("run_completed");
+    expect(res.events.filter((e) => e.data.type === "text_chunk").map((e) => e.data.content).join("")).toBe("Echo: graceful");
+  });
+});

@@ -1,0 +1,37 @@
+import express, { type Express } from "express";
+import type { PrismaClient } from "@agentrun/db";
+import type { Logger } from "@agentrun/logger";
+import { errorHandler, notFound } from "./middleware/error.middleware";
+import { internalAuth } from "./middleware/internal-auth.middleware";
+import { requestId } from "./middleware/request-id.middleware";
+import { healthRouter } from "./routes/health.routes";
+import { memoriesRouter } from "./routes/memories.routes";
+
+/** Everything the memory service's routes use, created once in index.ts (or by a test). */
+export interface MemoryAppDeps {
+  prisma: PrismaClient;
+  logger: Logger;
+  /** The shared secret every `/internal` request must present. */
+  internalToken: string;
+}
+
+/**
+ * Largest accepted JSON body: a search query may be 32,000 characters, which JSON escaping can
+ * grow several-fold.
+ */
+const BODY_LIMIT = "1mb";
+
+/** Builds the memory service's Express app; no side effects, no `listen`. */
+export function createApp({ prisma, logger, internalToken }: MemoryAppDeps): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+
+  app.use(requestId(logger));
+  app.use(healthRouter({ prisma }));
+  app.use("/internal", internalAuth(internalToken), express.json({ limit: BODY_LIMIT }));
+  app.use("/internal/memories", memoriesRouter({ prisma }));
+  app.use(notFound);
+  app.use(errorHandler(logger));
+  return app;
+}

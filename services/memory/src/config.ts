@@ -1,0 +1,18 @@
+import { z } from "zod";
+import { databaseUrl, internalToken, logLevel, port } from "@agentrun/config";
+
+/** The memory service's environment; parsed once in index.ts. */
+export const memoryConfigSchema = z.object({
+  PORT: port(3002),
+  DATABASE_URL: databaseUrl,
+  /** Shared secret the gateway and the worker present as `Authorization: Bearer …`. */
+  INTERNAL_TOKEN: internalToken,
+  LOG_LEVEL: logLevel,
+  /**
+   * Maximum PostgreSQL pool connections.
+   * @defaultValue 10
+   */
+  DB_POOL_SIZE: z.coerce.number().int().positive().default(10),
+});
+
+export type MemoryConfig = z.infer<typeof memoryConfigSchema>;

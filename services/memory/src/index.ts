@@ -1,0 +1,52 @@
+import { createServer } from "node:http";
+import { once } from "node:events";
+import { loadConfig, runMain } from "@agentrun/config";
+import { createPrisma } from "@agentrun/db";
+import { createLogger } from "@agentrun/logger";
+import { createApp } from "./app";
+import { memoryConfigSchema } from "./config";
+
+/** How long open connections may finish after a shutdown signal before they are cut. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+runMain(async () => {
+  const config = loadConfig(memoryConfigSchema);
+  const logger = createLogger({ service: "memory", level: config.LOG_LEVEL });
+  const prisma = createPrisma({
+    databaseUrl: config.DATABASE_URL,
+    poolSize: config.DB_POOL_SIZE,
+    onPoolError: (err) => logger.warn({ err }, "idle database connection failed"),
+  });
+
+  const server = createServer(createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN }));
+  server.listen(config.PORT);
+  await once(server, "listening");
+  logger.info({ port: config.PORT }, "memory service listening");
+
+  let stopping = false;
+  const shutdown = async (signal: NodeJS.Signals): Promise<void> => {
+    if (stopping) {
+      logger.warn({ signal }, "second signal, exiting now");
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    force.unref();
+    await closed;
+    clearTimeout(force);
+    await prisma.$disconnect();
+    logger.info("stopped");
+    process.exit(0);
+  };
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.on(signal, (s) => {
+      shutdown(s).catch((err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      });
+    });
+  }
+});

@@ -1,0 +1,107 @@
+/**
+ * Relevance search over one user's memories with PostgreSQL full-text search, and the choice
+ * of memories for a run's prompt.
+ */
+import { Prisma } from "@agentrun/db";
+import type { MemoryCategoryValue, MemoryEntryView, MemoryScope } from "@agentrun/contracts";
+import { listMemories, type MemoryServiceDeps } from "./memory.service";
+import { toMemoryView } from "./memory.view";
+import { orTsQuery, searchTerms } from "./search-terms";
+
+export interface SearchMemoriesInput extends MemoryScope {
+  user_id: string;
+  query: string;
+  limit: number;
+}
+
+/** A search hit: the entry and its relevance (higher is more relevant, always positive). */
+export type ScoredMemoryView = MemoryEntryView & { score: number };
+
+export interface MemoryContextInput extends MemoryScope {
+  user_id: string;
+  query: string;
+  /** Most entries returned. */
+  max_count: number;
+  /** Most characters of content, summed over the entries returned. */
+  max_chars: number;
+}
+
+interface SearchRow {
+  id: string;
+  user_id: string;
+  content: string;
+  category: MemoryCategoryValue;
+  created_at: Date;
+  score: number;
+}
+
+/**
+ * The user's memories relevant to `query`, best first.
+ *
+ * The query's words (see {@link searchTerms}) are OR-ed into `to_tsquery('english', …)`, so
+ * PostgreSQL stems them and drops stop words; an entry matches when its
+ * `to_tsvector('english', content)` shares at least one lexeme. Its score is
+ * `distinct query lexemes it contains + r / (r + 1)` with `r = ts_rank_cd(…)`: covering more of
+ * the query's words always ranks higher, and among equal coverage the cover density decides
+ * (the fraction stays below 1). Ties go to the newest entry, then the highest id. No index
+ * serves the tsvector (the schema has none), so this scans the user's entries, which the
+ * (org, agent, user) index narrows first.
+ */
+export async function searchMemories({ prisma }: MemoryServiceDeps, input: SearchMemoriesInput): Promise<ScoredMemoryView[]> {
+  const terms = searchTerms(input.query);
+  if (terms.length === 0) return [];
+  const rows = await prisma.$queryRaw<SearchRow[]>(Prisma.sql`
+    WITH q AS (
+      SELECT to_tsquery('english', ${orTsQuery(terms)}) AS query,
+             tsvector_to_array(to_tsvector('english', ${terms.join(" ")})) AS lexemes
+    ), m AS (
+      SELECT e.id, e.user_id, e.content, e.category::text AS category, e.created_at,
+             to_tsvector('english', e.content) AS doc
+      FROM memory_entries e
+      WHERE e.org_id = ${input.org_id} AND e.agent_id = ${input.agent_id} AND e.user_id = ${input.user_id}
+    )
+    SELECT m.id, m.user_id, m.content, m.category, m.created_at,
+           ((SELECT count(*) FROM unnest(tsvector_to_array(m.doc)) AS l WHERE l = ANY(q.lexemes))
+             + ts_rank_cd(m.doc, q.query, 32))::float8 AS score
+    FROM m CROSS JOIN q
+    WHERE m.doc @@ q.query
+    ORDER BY score DESC, m.created_at DESC, m.id DESC
+    LIMIT ${input.limit}
+  `);
+  return rows
+    .filter((r) => r.score > 0)
+    .map((r) => ({
+      ...toMemoryView({ id: r.id, userId: r.user_id, content: r.content, category: r.category, createdAt: r.created_at }),
+      score: r.score,
+    }));
+}
+
+/**
+ * The memories to put into a run's prompt, in this order: the entries relevant to `query` (as
+ * ranked by {@link searchMemories}), then the user's newest entries not already chosen. Walking
+ * that list, an entry is taken when it still fits both budgets (`max_count` entries,
+ * `max_chars` content characters) and skipped otherwise, so a long entry does not block shorter
+ * ones after it. A user whose memories fit the budgets therefore always gets all of them.
+ */
+export async function memoryContext(deps: MemoryServiceDeps, input: MemoryContextInput): Promise<MemoryEntryView[]> {
+  const scope = { org_id: input.org_id, agent_id: input.agent_id, user_id: input.user_id };
+  const relevant = await searchMemories(deps, { ...scope, query: input.query, limit: input.max_count });
+  // Enough newest entries to fill max_count even when all the relevant ones are among them.
+  const recent = await listMemories(deps, { ...scope, limit: input.max_count + relevant.length });
+
+  const chosen: MemoryEntryView[] = [];
+  const seen = new Set<string>();
+  let chars = 0;
+  for (const entry of [...relevant.map(withoutScore), ...recent]) {
+    if (chosen.length >= input.max_count) break;
+    if (seen.has(entry.memory_id) || chars + entry.content.length > input.max_chars) continue;
+    seen.add(entry.memory_id);
+    chosen.push(entry);
+    chars += entry.content.length;
+  }
+  return chosen;
+}
+
+function withoutScore({ score: _score, ...view }: ScoredMemoryView): MemoryEntryView {
+  return view;
+}

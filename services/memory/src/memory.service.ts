@@ -1,0 +1,94 @@
+/**
+ * The memory store: create (deduplicated per user), list, get and delete, always within one
+ * (organization, agent) scope.
+ */
+import { createHash } from "node:crypto";
+import { newId, type PrismaClient } from "@agentrun/db";
+import { AppError } from "@agentrun/errors";
+import type { MemoryCategoryValue, MemoryEntryView, MemoryScope } from "@agentrun/contracts";
+import { toMemoryView } from "./memory.view";
+
+/** What the memory domain functions need. */
+export interface MemoryServiceDeps {
+  prisma: PrismaClient;
+}
+
+export interface CreateMemoryInput extends MemoryScope {
+  user_id: string;
+  /** Already trimmed by the contract's schema; trimmed again so direct callers agree. */
+  content: string;
+  category: MemoryCategoryValue;
+}
+
+export interface CreateMemoryResult {
+  memory: MemoryEntryView;
+  /** False when the same user already had this exact content and that entry is returned. */
+  created: boolean;
+}
+
+export interface ListMemoriesQuery extends MemoryScope {
+  /** All users of the agent when absent. */
+  user_id?: string;
+  limit: number;
+}
+
+/** Hex SHA-256 of the trimmed content: the deduplication key with (org, agent, user). */
+export function contentHash(content: string): string {
+  return createHash("sha256").update(content.trim()).digest("hex");
+}
+
+/** Newest first, with the id breaking ties between entries of the same millisecond. */
+const NEWEST_FIRST = [{ createdAt: "desc" }, { id: "desc" }] as const;
+
+/**
+ * Stores a memory unless the user already has one with the same content. Race-safe: the insert
+ * is `ON CONFLICT DO NOTHING` on the unique (org, agent, user, content_hash) index, so concurrent
+ * identical creates yield one row, and the losers read the winner's row.
+ */
+export async function createMemory({ prisma }: MemoryServiceDeps, input: CreateMemoryInput): Promise<CreateMemoryResult> {
+  const content = input.content.trim();
+  const key = { orgId: input.org_id, agentId: input.agent_id, userId: input.user_id, contentHash: contentHash(content) };
+  // Two rounds cover an existing duplicate that is deleted between our insert and our read.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const [inserted] = await prisma.memoryEntry.createManyAndReturn({
+      data: [{ id: newId("mem"), ...key, content, category: input.category }],
+      skipDuplicates: true,
+    });
+    if (inserted) return { memory: toMemoryView(inserted), created: true };
+    const existing = await prisma.memoryEntry.findUnique({ where: { orgId_agentId_userId_contentHash: key } });
+    if (existing) return { memory: toMemoryView(existing), created: false };
+  }
+  throw new Error("memory entry neither inserted nor found after two attempts");
+}
+
+/** The scope's memories (one user's, or every user's of the agent), newest first. */
+export async function listMemories({ prisma }: MemoryServiceDeps, query: ListMemoriesQuery): Promise<MemoryEntryView[]> {
+  const rows = await prisma.memoryEntry.findMany({
+    where: { orgId: query.org_id, agentId: query.agent_id, ...(query.user_id === undefined ? {} : { userId: query.user_id }) },
+    orderBy: [...NEWEST_FIRST],
+    take: query.limit,
+  });
+  return rows.map(toMemoryView);
+}
+
+/**
+ * The entry `id` if it belongs to the scope: 404 `memory_not_found` when no entry has this id,
+ * 403 `forbidden` when it belongs to another organization or agent.
+ */
+export async function getMemory({ prisma }: MemoryServiceDeps, scope: MemoryScope, id: string): Promise<MemoryEntryView> {
+  const row = await prisma.memoryEntry.findUnique({ where: { id } });
+  if (!row) throw new AppError("memory_not_found");
+  if (row.orgId !== scope.org_id || row.agentId !== scope.agent_id) {
+    throw new AppError("forbidden", { message: "This memory entry belongs to another organization or agent." });
+  }
+  return toMemoryView(row);
+}
+
+/** Deletes the entry `id` under the same 404/403 rules as {@link getMemory}. */
+export async function deleteMemory(deps: MemoryServiceDeps, scope: MemoryScope, id: string): Promise<void> {
+  await getMemory(deps, scope, id);
+  const { count } = await deps.prisma.memoryEntry.deleteMany({ where: { id, orgId: scope.org_id, agentId: scope.agent_id } });
+  // Deleted by a concurrent request between the check and the delete.
+  if (count === 0) throw new AppError("memory_not_found");
+}
+

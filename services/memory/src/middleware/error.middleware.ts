@@ -1,0 +1,49 @@
+import type { ErrorRequestHandler, RequestHandler } from "express";
+import { ZodError } from "zod";
+import { AppError, errorBody, isUnavailableError } from "@agentrun/errors";
+import type { Logger } from "@agentrun/logger";
+import { requestLog } from "../request-context";
+
+/** Any unmatched route: 404 in the contract's error shape. */
+export const notFound: RequestHandler = (req) => {
+  throw new AppError("not_found", { message: `No route for ${req.method} ${req.path}.` });
+};
+
+/** body-parser's errors carry a `type`; these are the client's fault, not ours. */
+function bodyParserError(err: unknown): AppError | undefined {
+  const type = (err as { type?: unknown } | null)?.type;
+  if (type === "entity.parse.failed") return new AppError("invalid_request", { message: "The request body is not valid JSON." });
+  if (type === "entity.too.large") return new AppError("payload_too_large");
+  if (type === "encoding.unsupported" || type === "charset.unsupported") return new AppError("unsupported_media_type");
+  return undefined;
+}
+
+/** Turns any thrown error into an {@link AppError}; unknown errors become `internal_error`. */
+function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof ZodError) {
+    const details = err.issues.map((i) => ({ path: i.path.map(String).join(".") || "(root)", message: i.message }));
+    return new AppError("invalid_request", { message: "The request has invalid fields.", details });
+  }
+  const parsed = bodyParserError(err);
+  if (parsed) return parsed;
+  if (isUnavailableError(err)) return new AppError("unavailable", { message: "The database is unavailable; retry shortly.", cause: err });
+  return new AppError("internal_error", { cause: err });
+}
+
+/**
+ * The one error handler: the contract's `{error:{code,message,details?}}` body for everything.
+ * 4xx are logged at info, 5xx at error with the stack, which never reaches the response.
+ */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, next) => {
+    if (res.headersSent) return next(err);
+    const appErr = toAppError(err);
+    const log = requestLog(res, logger);
+    const fields = { code: appErr.code, status: appErr.status, method: req.method, path: req.path };
+    if (appErr.status >= 500) log.error({ ...fields, err }, "request failed");
+    else log.info(fields, "request rejected");
+    if (appErr.headers) res.set(appErr.headers);
+    res.status(appErr.status).json(errorBody(appErr.code, appErr.message, appErr.details));
+  };
+}

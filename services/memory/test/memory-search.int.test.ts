@@ -1,0 +1,158 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import supertest from "supertest";
+import { AppError } from "@agentrun/errors";
+import { createMemoryClient } from "@agentrun/memory-client";
+import { AUTH, TOKEN, memoryTestApp, newScope, seed, type MemoryTestApp } from "./memory-app.fixture";
+
+let t: MemoryTestApp;
+beforeAll(() => {
+  t = memoryTestApp();
+});
+afterAll(async () => {
+  await t.close();
+});
+
+interface View {
+  memory_id: string;
+  content: string;
+  score?: number;
+}
+const contents = (body: { memories: View[] }) => body.memories.map((m) => m.content);
+
+const search = (body: object) => supertest(t.app).post("/internal/memories/search").set(AUTH).send(body).expect(200);
+const context = (body: object) => supertest(t.app).post("/internal/memories/context").set(AUTH).send(body).expect(200);
+
+describe("memory search", () => {
+  it("ranks the memories matching more of the query first and leaves out the rest", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", ["User likes green tea", "User's dog is named Rex", "Prefers tea without sugar", "Works night shifts"]);
+    const res = await search({ ...scope, user_id: "u1", query: "what tea does the user like" });
+    expect(contents(res.body)).toEqual(["User likes green tea", "Prefers tea without sugar"]);
+    const [first, second] = res.body.memories as View[];
+    expect(first!.score).toBeGreaterThan(second!.score!);
+    expect(second!.score).toBeGreaterThan(0);
+    expect(Object.keys(first!).sort()).toEqual(["category", "content", "created_at", "memory_id", "score", "user_id"]);
+  });
+
+  it("matches stemmed words and breaks ties by the newest", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", ["Went hiking in the Alps", "Hikes every Sunday", "Enjoys cooking"]);
+    const res = await search({ ...scope, user_id: "u1", query: "Hiking?" });
+    expect(contents(res.body)).toEqual(["Hikes every Sunday", "Went hiking in the Alps"]);
+  });
+
+  it("respects the limit", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", ["tea one", "tea two", "tea three"]);
+    const res = await search({ ...scope, user_id: "u1", query: "tea", limit: 2 });
+    expect(contents(res.body)).toEqual(["tea three", "tea two"]);
+  });
+
+  it("returns nothing for an empty, stop-word-only or symbol-only query", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", ["The user likes tea"]);
+    for (const query of ["", "   ", "the and of", "?!& | :*", "user"]) {
+      const res = await search({ ...scope, user_id: "u1", query });
+      expect(res.body).toEqual({ memories: [] });
+    }
+  });
+
+  it("never returns another user's, agent's or organization's memories", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u2", ["Likes tea"]);
+    await seed(t.app, { ...scope, agent_id: `${scope.agent_id}_b` }, "u1", ["Likes tea"]);
+    await seed(t.app, { ...scope, org_id: `${scope.org_id}_b` }, "u1", ["Likes tea"]);
+    const res = await search({ ...scope, user_id: "u1", query: "tea" });
+    expect(res.body).toEqual({ memories: [] });
+  });
+});
+
+describe("memory context", () => {
+  const base = ["Lives in Berlin", "Likes green tea", "Works as a nurse", "Has a dog named Rex", "Prefers tea without sugar", "Is learning Spanish"];
+
+  it("puts the relevant memories first, then the newest others", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", base);
+    const res = await context({ ...scope, user_id: "u1", query: "Any tea for me?" });
+    expect(contents(res.body)).toEqual([
+      "Prefers tea without sugar",
+      "Likes green tea",
+      "Is learning Spanish",
+      "Has a dog named Rex",
+      "Works as a nurse",
+      "Lives in Berlin",
+    ]);
+    expect(res.body.memories[0]).not.toHaveProperty("score");
+  });
+
+  it("is bounded by max_count", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", base);
+    const res = await context({ ...scope, user_id: "u1", query: "tea", max_count: 3 });
+    expect(contents(res.body)).toEqual(["Prefers tea without sugar", "Likes green tea", "Is learning Spanish"]);
+    const one = await context({ ...scope, user_id: "u1", query: "berlin", max_count: 1 });
+    expect(contents(one.body)).toEqual(["Lives in Berlin"]);
+  });
+
+  it("is bounded by max_chars and skips an entry that does not fit for shorter ones after it", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", ["Short one", `Long memory about tea ${"x".repeat(100)}`, "Tiny"]);
+    const res = await context({ ...scope, user_id: "u1", query: "tea", max_chars: 20 });
+    expect(contents(res.body)).toEqual(["Tiny", "Short one"]);
+    const total = contents(res.body).join("").length;
+    expect(total).toBeLessThanOrEqual(20);
+    const exact = await context({ ...scope, user_id: "u1", query: "nothing relevant", max_chars: 4 });
+    expect(contents(exact.body)).toEqual(["Tiny"]);
+  });
+
+  it("gives a user with a few memories all of them, and never another user's", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", ["Likes tea", "Owns a bike", "Lives by the sea"]);
+    await seed(t.app, scope, "u2", ["Likes tea too", "Owns a car"]);
+    const res = await context({ ...scope, user_id: "u1", query: "What should we talk about?" });
+    expect(contents(res.body)).toEqual(["Lives by the sea", "Owns a bike", "Likes tea"]);
+    const withTea = await context({ ...scope, user_id: "u1", query: "tea" });
+    expect(contents(withTea.body)).toEqual(["Likes tea", "Lives by the sea", "Owns a bike"]);
+  });
+
+  it("is empty for a user without memories", async () => {
+    const res = await context({ ...newScope(), user_id: "nobody", query: "tea" });
+    expect(res.body).toEqual({ memories: [] });
+  });
+});
+
+describe("memory client against the service", () => {
+  let server: Server;
+  let baseUrl: string;
+  beforeAll(async () => {
+    server = createServer(t.app).listen(0, "127.0.0.1");
+    await new Promise((resolve) => server.once("listening", resolve));
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("round-trips every call and passes the service's errors through", async () => {
+    const client = createMemoryClient({ baseUrl, token: TOKEN });
+    const scope = newScope();
+    const created = await client.create({ ...scope, user_id: "u1", content: "Likes green tea", category: "preference" });
+    expect(created.created).toBe(true);
+    expect((await client.create({ ...scope, user_id: "u1", content: "Likes green tea" })).created).toBe(false);
+    const id = created.memory.memory_id;
+    expect(await client.get(scope, id)).toEqual({ memory: created.memory });
+    expect(await client.list({ ...scope, user_id: "u1" })).toEqual({ memories: [created.memory] });
+    expect((await client.search({ ...scope, user_id: "u1", query: "tea" })).memories.map((m) => m.memory_id)).toEqual([id]);
+    expect(await client.context({ ...scope, user_id: "u1", query: "hello" })).toEqual({ memories: [created.memory] });
+
+    await expect(client.get({ ...scope, agent_id: "agt_other" }, id)).rejects.toMatchObject({ code: "forbidden", status: 403 });
+    const invalid = await client.create({ ...scope, user_id: "u1", content: "x", category: "nope" as "fact" }).catch((e: unknown) => e);
+    expect(invalid).toBeInstanceOf(AppError);
+    expect(invalid).toMatchObject({ code: "invalid_request", status: 400, details: [{ path: "category", message: expect.any(String) }] });
+    await client.remove(scope, id);
+    await expect(client.get(scope, id)).rejects.toMatchObject({ code: "memory_not_found", status: 404 });
+    await expect(createMemoryClient({ baseUrl, token: "wrong-token-0123456789" }).list(scope)).rejects.toMatchObject({ code: "unauthorized", status: 401 });
+  });
+});

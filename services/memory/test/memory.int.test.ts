@@ -1,0 +1,188 @@
+import supertest from "supertest";
+import { createPrisma } from "@agentrun/db";
+import { createLogger } from "@agentrun/logger";
+import { createApp } from "../src/app";
+import { AUTH, memoryTestApp, newScope, seed, type MemoryTestApp } from "./memory-app.fixture";
+
+let t: MemoryTestApp;
+beforeAll(() => {
+  t = memoryTestApp();
+});
+afterAll(async () => {
+  await t.close();
+});
+
+const api = () => supertest(t.app);
+
+describe("memory service: auth, health and errors", () => {
+  it("requires the internal token on every /internal route", async () => {
+    const scope = newScope();
+    for (const req of [
+      api().get("/internal/memories").query(scope),
+      api().post("/internal/memories").send({ ...scope, user_id: "u", content: "x" }),
+      api().get("/internal/memories/mem_x").query(scope).set({ authorization: "Bearer wrong-token-0123456789" }),
+      api().post("/internal/memories/search").set({ authorization: "Basic abc" }).send({}),
+    ]) {
+      const res = await req.expect(401);
+      expect(res.body).toEqual({ error: { code: "unauthorized", message: expect.any(String) } });
+    }
+  });
+
+  it("answers health and readiness without a token", async () => {
+    await api().get("/healthz").expect(200, { status: "ok" });
+    await api().get("/readyz").expect(200, { status: "ok" });
+  });
+
+  it("echoes a valid X-Request-Id and generates one otherwise", async () => {
+    const echoed = await api().get("/healthz").set("X-Request-Id", "req-abc.123");
+    expect(echoed.headers["x-request-id"]).toBe("req-abc.123");
+    const generated = await api().get("/healthz").set("X-Request-Id", "bad id\twith spaces");
+    expect(generated.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("answers unknown routes and malformed JSON in the contract's error shape", async () => {
+    const unknown = await api().get("/internal/nope").set(AUTH).expect(404);
+    expect(unknown.body.error.code).toBe("not_found");
+    await api().get("/nope").expect(404);
+    const malformed = await api().post("/internal/memories").set(AUTH).set("content-type", "application/json").send('{"content":').expect(400);
+    expect(malformed.body.error.code).toBe("invalid_request");
+  });
+
+  it("answers 503 unavailable while the database cannot be reached", async () => {
+    const down = createPrisma({ databaseUrl: "postgresql://postgres@127.0.0.1:1/agentrun_down" });
+    const app = createApp({ prisma: down, logger: createLogger({ service: "memory", level: "silent" }), internalToken: "test-internal-token-0123456789" });
+    try {
+      const ready = await supertest(app).get("/readyz").expect(503);
+      expect(ready.body.error.code).toBe("unavailable");
+      await supertest(app).get("/healthz").expect(200);
+      const list = await supertest(app).get("/internal/memories").set(AUTH).query(newScope()).expect(503);
+      expect(list.body).toEqual({ error: { code: "unavailable", message: expect.any(String) } });
+    } finally {
+      await down.$disconnect();
+    }
+  });
+});
+
+describe("memory service: create, read, delete", () => {
+  it("creates an entry and reads it back in its public shape", async () => {
+    const scope = newScope();
+    const res = await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u1", content: "  Likes green tea \n", category: "preference" }).expect(201);
+    expect(res.body).toEqual({
+      created: true,
+      memory: { memory_id: expect.stringMatching(/^mem_[0-9a-f]{32}$/), content: "Likes green tea", category: "preference", user_id: "u1", created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) },
+    });
+    const got = await api().get(`/internal/memories/${res.body.memory.memory_id}`).set(AUTH).query(scope).expect(200);
+    expect(got.body).toEqual({ memory: res.body.memory });
+  });
+
+  it("defaults the category to general", async () => {
+    const res = await api().post("/internal/memories").set(AUTH).send({ ...newScope(), user_id: "u1", content: "Has a cat" }).expect(201);
+    expect(res.body.memory.category).toBe("general");
+  });
+
+  it("deletes an entry; afterwards it is not found", async () => {
+    const scope = newScope();
+    const [id] = await seed(t.app, scope, "u1", ["Lives in Lisbon"]);
+    await api().delete(`/internal/memories/${id}`).set(AUTH).query(scope).expect(204, "");
+    const res = await api().get(`/internal/memories/${id}`).set(AUTH).query(scope).expect(404);
+    expect(res.body.error.code).toBe("memory_not_found");
+    await api().delete(`/internal/memories/${id}`).set(AUTH).query(scope).expect(404);
+  });
+
+  it("answers 403 for another agent's or organization's entry and 404 for an unknown one", async () => {
+    const scope = newScope();
+    const [id] = await seed(t.app, scope, "u1", ["Speaks French"]);
+    const otherAgent = { ...scope, agent_id: `${scope.agent_id}_other` };
+    const otherOrg = { ...scope, org_id: `${scope.org_id}_other` };
+    for (const wrong of [otherAgent, otherOrg]) {
+      const get = await api().get(`/internal/memories/${id}`).set(AUTH).query(wrong).expect(403);
+      expect(get.body.error.code).toBe("forbidden");
+      const del = await api().delete(`/internal/memories/${id}`).set(AUTH).query(wrong).expect(403);
+      expect(del.body.error.code).toBe("forbidden");
+    }
+    await api().get(`/internal/memories/${id}`).set(AUTH).query(scope).expect(200);
+    for (const unknown of ["mem_00000000000000000000000000000000", "not%20an%20id"]) {
+      const res = await api().get(`/internal/memories/${unknown}`).set(AUTH).query(scope).expect(404);
+      expect(res.body.error.code).toBe("memory_not_found");
+    }
+    await api().get(`/internal/memories/${id}`).set(AUTH).query({ org_id: scope.org_id }).expect(400);
+  });
+
+  it("stores an exact duplicate once and returns the existing entry", async () => {
+    const scope = newScope();
+    const first = await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u1", content: "Likes jazz" }).expect(201);
+    const again = await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u1", content: " Likes jazz  ", category: "fact" }).expect(200);
+    expect(again.body).toEqual({ memory: first.body.memory, created: false });
+    // The same text for another user, or different text, is a new entry.
+    await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u2", content: "Likes jazz" }).expect(201);
+    await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u1", content: "likes jazz" }).expect(201);
+  });
+
+  it("stores one row when identical creates race", async () => {
+    const scope = newScope();
+    const body = { ...scope, user_id: "u1", content: "Allergic to peanuts", category: "fact" };
+    const results = await Promise.all(Array.from({ length: 8 }, () => api().post("/internal/memories").set(AUTH).send(body)));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
+    expect(new Set(results.map((r) => r.body.memory.memory_id)).size).toBe(1);
+    expect(await t.prisma.memoryEntry.count({ where: { orgId: scope.org_id, agentId: scope.agent_id } })).toBe(1);
+  });
+});
+
+describe("memory service: list", () => {
+  it("lists newest first, per user or for every user of the agent, bounded by limit", async () => {
+    const scope = newScope();
+    const a = await seed(t.app, scope, "u1", ["one", "two", "three"]);
+    const b = await seed(t.app, scope, "u2", ["four"]);
+    await seed(t.app, newScope(), "u1", ["another scope"]);
+
+    const mine = await api().get("/internal/memories").set(AUTH).query({ ...scope, user_id: "u1" }).expect(200);
+    expect(mine.body.memories.map((m: { memory_id: string }) => m.memory_id)).toEqual([...a].reverse());
+    const all = await api().get("/internal/memories").set(AUTH).query(scope).expect(200);
+    expect(all.body.memories.map((m: { memory_id: string }) => m.memory_id)).toEqual([...b, ...[...a].reverse()]);
+    const two = await api().get("/internal/memories").set(AUTH).query({ ...scope, limit: "2" }).expect(200);
+    expect(two.body.memories).toHaveLength(2);
+    const none = await api().get("/internal/memories").set(AUTH).query({ ...scope, user_id: "nobody" }).expect(200);
+    expect(none.body).toEqual({ memories: [] });
+  });
+
+  it("defaults the limit to 20", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", Array.from({ length: 21 }, (_, i) => `memory ${i}`));
+    const res = await api().get("/internal/memories").set(AUTH).query(scope).expect(200);
+    expect(res.body.memories).toHaveLength(20);
+    expect(res.body.memories[0].content).toBe("memory 20");
+  });
+});
+
+describe("memory service: validation", () => {
+  const invalid = async (req: supertest.Test, field: string) => {
+    const res = await req.set(AUTH).expect(400);
+    expect(res.body.error.code).toBe("invalid_request");
+    expect(res.body.error.details).toEqual(expect.arrayContaining([{ path: field, message: expect.any(String) }]));
+  };
+
+  it("rejects bad create bodies", async () => {
+    const scope = newScope();
+    await invalid(api().post("/internal/memories").send({ ...scope, user_id: "u", content: "x", category: "secret" }), "category");
+    await invalid(api().post("/internal/memories").send({ ...scope, user_id: "u", content: "x".repeat(4001) }), "content");
+    await invalid(api().post("/internal/memories").send({ ...scope, user_id: "u", content: "   " }), "content");
+    await invalid(api().post("/internal/memories").send({ ...scope, content: "x" }), "user_id");
+    await invalid(api().post("/internal/memories").send({ user_id: "u", content: "x", agent_id: scope.agent_id }), "org_id");
+    await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u", content: "x".repeat(4000) }).expect(201);
+  });
+
+  it("rejects a body that is not JSON", async () => {
+    const res = await api().post("/internal/memories").set(AUTH).set("content-type", "text/plain").send("hello").expect(400);
+    expect(res.body.error.code).toBe("invalid_request");
+  });
+
+  it.each(["0", "101", "abc", "1.5", "-1"])("rejects limit=%s", async (limit) => {
+    await invalid(api().get("/internal/memories").query({ ...newScope(), limit }), "limit");
+  });
+
+  it("requires the scope on list, search and context", async () => {
+    await invalid(api().get("/internal/memories").query({ org_id: "org_x" }), "agent_id");
+    await invalid(api().post("/internal/memories/search").send({ org_id: "o", agent_id: "a", query: "tea" }), "user_id");
+    await invalid(api().post("/internal/memories/context").send({ org_id: "o", agent_id: "a", user_id: "u", query: "tea", max_count: 0 }), "max_count");
+  });
+});

@@ -1,0 +1,180 @@
+/**
+ * Parsing of the bracketed directives that script the model's behaviour, and the chunking of an
+ * answer into stream pieces. Pure functions only, so that they can be unit-tested directly.
+ */
+
+/** One `[call:NAME {json}]` directive. */
+export interface CallDirective {
+  name: string;
+  /**
+   * The arguments as sent to the client: the JSON object re-serialised, `{}` when omitted, or the
+   * raw text verbatim when it is brace-balanced but not valid JSON (to test malformed tool arguments).
+   */
+  arguments: string;
+}
+
+/** A directive that makes the answer text itself, in the order written. */
+export type TextDirective = "echo-system" | "history";
+
+/** Everything the directives of one message ask for. Repeated scalar directives: the last one wins. */
+export interface Directives {
+  calls: CallDirective[];
+  text: TextDirective[];
+  sleepMs?: number;
+  chunks?: number;
+  errorStatus?: number;
+  usage?: number;
+  malformed: boolean;
+  hang: boolean;
+}
+
+/** The result of {@link parseDirectives}. */
+export interface ParsedMessage {
+  directives: Directives;
+  /** The message with every directive removed and surrounding whitespace trimmed. */
+  rest: string;
+}
+
+/** How many pieces an answer streams in when no `[chunks:N]` is given. */
+export const DEFAULT_CHUNKS = 4;
+
+const FLAG = /^\[(echo-system|history|malformed|hang)\]/;
+const NUMERIC = /^\[(sleep|chunks|error|usage):(\d{1,9})\]/;
+const CALL_HEAD = /^\[call:([A-Za-z0-9_.-]+)\s*/;
+
+/**
+ * Extracts the directives from a user message. Bracketed text that is not a well-formed directive
+ * (unknown name, `[error:200]`, unbalanced call arguments, ...) is left in {@link ParsedMessage.rest}.
+ */
+export function parseDirectives(message: string): ParsedMessage {
+  const directives: Directives = { calls: [], text: [], malformed: false, hang: false };
+  let rest = "";
+  let i = 0;
+  while (i < message.length) {
+    if (message[i] === "[") {
+      const consumed = matchDirective(message.slice(i), directives);
+      if (consumed > 0) {
+        i += consumed;
+        continue;
+      }
+    }
+    rest += message[i];
+    i += 1;
+  }
+  return { directives, rest: rest.trim() };
+}
+
+/** Applies the directive at the start of `s` to `out`; returns its length, or 0 if there is none. */
+function matchDirective(s: string, out: Directives): number {
+  const flag = FLAG.exec(s);
+  if (flag) {
+    const name = flag[1];
+    if (name === "echo-system" || name === "history") out.text.push(name);
+    else if (name === "malformed") out.malformed = true;
+    else out.hang = true;
+    return flag[0].length;
+  }
+  const numeric = NUMERIC.exec(s);
+  if (numeric) {
+    const value = Number(numeric[2]);
+    switch (numeric[1]) {
+      case "sleep":
+        out.sleepMs = value;
+        break;
+      case "chunks":
+        out.chunks = Math.max(1, value);
+        break;
+      case "error":
+        // Only error statuses make sense; anything else stays plain text.
+        if (value < 400 || value > 599) return 0;
+        out.errorStatus = value;
+        break;
+      default:
+        out.usage = value;
+    }
+    return numeric[0].length;
+  }
+  return matchCall(s, out);
+}
+
+function matchCall(s: string, out: Directives): number {
+  const head = CALL_HEAD.exec(s);
+  if (!head?.[1]) return 0;
+  const name = head[1];
+  let pos = head[0].length;
+  let args = "{}";
+  if (s[pos] === "{") {
+    const end = findObjectEnd(s, pos);
+    if (end < 0) return 0;
+    const raw = s.slice(pos, end);
+    args = reserialise(raw);
+    pos = end;
+    while (pos < s.length && /\s/.test(s[pos] ?? "")) pos += 1;
+  }
+  if (s[pos] !== "]") return 0;
+  out.calls.push({ name, arguments: args });
+  return pos + 1;
+}
+
+function reserialise(raw: string): string {
+  try {
+    return JSON.stringify(JSON.parse(raw));
+  } catch {
+    return raw;
+  }
+}
+
+/**
+ * Index just past the `}` that closes the object opening at `start`, honouring JSON strings (so a
+ * `]` or `}` inside a string value does not end it); -1 when it never closes.
+ */
+function findObjectEnd(s: string, start: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < s.length; i += 1) {
+    const c = s[i];
+    if (inString) {
+      if (c === "\\") i += 1;
+      else if (c === '"') inString = false;
+    } else if (c === '"') {
+      inString = true;
+    } else if (c === "{" || c === "[") {
+      depth += 1;
+    } else if (c === "}" || c === "]") {
+      depth -= 1;
+      if (depth === 0) return c === "}" ? i + 1 : -1;
+    }
+  }
+  return -1;
+}
+
+/**
+ * Splits `text` into `n` roughly equal pieces (earlier pieces take the remainder), never splitting
+ * a surrogate pair. A text shorter than `n` characters gives one piece per character; the empty
+ * text gives a single empty piece, so that every answer has at least one chunk.
+ */
+export function splitChunks(text: string, n: number = DEFAULT_CHUNKS): string[] {
+  const chars = Array.from(text);
+  if (chars.length === 0) return [""];
+  const count = Math.min(Math.max(1, Math.floor(n)), chars.length);
+  const base = Math.floor(chars.length / count);
+  const extra = chars.length % count;
+  const pieces: string[] = [];
+  let pos = 0;
+  for (let k = 0; k < count; k += 1) {
+    const size = base + (k < extra ? 1 : 0);
+    pieces.push(chars.slice(pos, pos + size).join(""));
+    pos += size;
+  }
+  return pieces;
+}
+
+/** Length in characters (code points), the unit of the token estimate. */
+export function charCount(text: string): number {
+  return Array.from(text).length;
+}
+
+/** The token estimate used for usage: one token per four characters, rounded up. */
+export function estimateTokens(chars: number): number {
+  return Math.ceil(chars / 4);
+}

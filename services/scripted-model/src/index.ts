@@ -1,0 +1,36 @@
+/** Boots the scripted model: `PORT` (default 4010), `LOG_LEVEL`. */
+import { createServer } from "node:http";
+import { loadConfig, runMain } from "@agentrun/config";
+import { createLogger } from "@agentrun/logger";
+import { createApp } from "./app";
+import { configSchema } from "./config";
+import { closeServer, listen } from "./server";
+
+// Long enough for any stream a test would script, short enough not to stall a restart.
+const SHUTDOWN_GRACE_MS = 5_000;
+
+async function main(): Promise<void> {
+  const config = loadConfig(configSchema);
+  const logger = createLogger({ service: "scripted-model", level: config.LOG_LEVEL });
+  const server = createServer(createApp({ logger }));
+  const { port } = await listen(server, config.PORT);
+  logger.info({ port }, "scripted model listening");
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    closeServer(server, SHUTDOWN_GRACE_MS).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+}
+
+runMain(main);

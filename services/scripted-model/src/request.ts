@@ -1,0 +1,41 @@
+/**
+ * The subset of the OpenAI chat-completions request the scripted model reads. Unknown fields are
+ * accepted and ignored, as a real provider would for parameters it does not support.
+ */
+import { z } from "zod";
+
+const contentPart = z.looseObject({ type: z.string(), text: z.string().optional() });
+
+/** Message content: a string, text parts (other part types are ignored), or null. */
+export const messageContent = z.union([z.string(), z.array(contentPart), z.null()]).optional();
+
+const toolCall = z.looseObject({
+  id: z.string(),
+  type: z.string().optional(),
+  // Absent on non-function (custom) tool calls, which are carried along but never read.
+  function: z.looseObject({ name: z.string(), arguments: z.string() }).optional(),
+});
+
+export const chatMessage = z.looseObject({
+  role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
+  content: messageContent,
+  tool_calls: z.array(toolCall).nullish(),
+  tool_call_id: z.string().optional(),
+});
+
+export const chatCompletionRequest = z.looseObject({
+  model: z.string().min(1),
+  messages: z.array(chatMessage).min(1),
+  stream: z.boolean().nullish(),
+  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
+});
+
+export type ChatMessage = z.infer<typeof chatMessage>;
+export type ChatCompletionRequest = z.infer<typeof chatCompletionRequest>;
+
+/** The text of a message's content: the string itself, or its text parts concatenated. */
+export function contentText(content: ChatMessage["content"]): string {
+  if (typeof content === "string") return content;
+  if (!content) return "";
+  return content.map((part) => (part.type === "text" && typeof part.text === "string" ? part.text : "")).join("");
+}

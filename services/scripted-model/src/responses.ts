@@ -1,0 +1,80 @@
+/** The OpenAI response objects: the `chat.completion` body and the `chat.completion.chunk`s. */
+import { splitChunks } from "./directives";
+import type { Answer, Plan, Usage } from "./script";
+
+/** What every object of one response shares. */
+export interface CompletionMeta {
+  id: string;
+  created: number;
+  model: string;
+}
+
+/** The non-streaming `chat.completion` object for `plan`. */
+export function completionObject(meta: CompletionMeta, plan: Plan): Record<string, unknown> {
+  const { answer } = plan;
+  const message =
+    answer.kind === "text"
+      ? { role: "assistant", content: answer.text, refusal: null }
+      : {
+          role: "assistant",
+          content: null,
+          refusal: null,
+          tool_calls: answer.calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })),
+        };
+  return {
+    id: meta.id,
+    object: "chat.completion",
+    created: meta.created,
+    model: meta.model,
+    system_fingerprint: null,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(answer) }],
+    usage: plan.usage,
+  };
+}
+
+export function finishReason(answer: Answer): "stop" | "tool_calls" {
+  return answer.kind === "text" ? "stop" : "tool_calls";
+}
+
+/**
+ * The deltas that carry the answer, one per stream chunk. Text: the answer split into `chunks`
+ * pieces, the first also carrying the role. Tool calls: per call, its arguments split into
+ * `chunks` pieces; the first delta of a call carries its id, type and name, as OpenAI streams them.
+ */
+export function answerDeltas(answer: Answer, chunks: number): Record<string, unknown>[] {
+  if (answer.kind === "text") {
+    return splitChunks(answer.text, chunks).map((content, i) => (i === 0 ? { role: "assistant", content } : { content }));
+  }
+  const deltas: Record<string, unknown>[] = [];
+  answer.calls.forEach((call, index) => {
+    splitChunks(call.arguments, chunks).forEach((args, i) => {
+      if (i > 0) {
+        deltas.push({ tool_calls: [{ index, function: { arguments: args } }] });
+        return;
+      }
+      const head = { tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: args } }] };
+      deltas.push(index === 0 ? { role: "assistant", content: null, ...head } : head);
+    });
+  });
+  return deltas;
+}
+
+/** Wraps a delta (or, with `choices: []`, the usage) into a `chat.completion.chunk`. */
+export function chunkObject(
+  meta: CompletionMeta,
+  choice: { delta: Record<string, unknown>; finish_reason: string | null } | null,
+  includeUsage: boolean,
+  usage: Usage | null = null,
+): Record<string, unknown> {
+  const chunk: Record<string, unknown> = {
+    id: meta.id,
+    object: "chat.completion.chunk",
+    created: meta.created,
+    model: meta.model,
+    system_fingerprint: null,
+    choices: choice ? [{ index: 0, delta: choice.delta, logprobs: null, finish_reason: choice.finish_reason }] : [],
+  };
+  // OpenAI puts `usage: null` on every chunk but the last once usage was asked for.
+  if (includeUsage) chunk.usage = usage;
+  return chunk;
+}
