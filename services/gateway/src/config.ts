@@ -10,6 +10,8 @@ export const gatewayConfigSchema = z.object({
   LOG_LEVEL: logLevel,
   MEMORY_URL: z.string().url().default("http://127.0.0.1:3002"),
   INTERNAL_TOKEN: internalToken,
+  /** Longest wait for the memory service before answering 503. */
+  MEMORY_TIMEOUT_MS: z.coerce.number().int().positive().default(2000),
   /** How long `stream: false` waits for the end of a run before answering 202. */
   RUN_WAIT_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
   /** Interval of the SSE keepalive comment. */

@@ -6,6 +6,7 @@ import { createRunQueue } from "@agentrun/queue";
 import type { GatewayConfig } from "./config";
 import type { GatewayDeps } from "./deps";
 import { AuthCache } from "./auth/auth-cache";
+import { createMemoryClient } from "@agentrun/memory-client";
 
 /** Opens the gateway's connections; `close` releases them in order. */
 export function createGatewayDeps(config: GatewayConfig, logger: Logger): { deps: GatewayDeps; close: () => Promise<void> } {
@@ -19,7 +20,8 @@ export function createGatewayDeps(config: GatewayConfig, logger: Logger): { deps
   const auth = new AuthCache(prisma, config.AUTH_CACHE_TTL_MS);
   const flushTimer = setInterval(() => void auth.flushLastUsed().catch((err) => logger.warn({ err: err.message }, "could not record key use")), 10_000);
   flushTimer.unref();
-  const deps: GatewayDeps = { config, logger, prisma, redis, hub: new SubscriberHub(subscriber), queue, auth };
+  const memory = createMemoryClient({ baseUrl: config.MEMORY_URL, token: config.INTERNAL_TOKEN, timeoutMs: config.MEMORY_TIMEOUT_MS });
+  const deps: GatewayDeps = { config, logger, prisma, redis, hub: new SubscriberHub(subscriber), queue, auth, memory };
 
   const close = async () => {
     clearInterval(flushTimer);

@@ -5,6 +5,7 @@ import type { SubscriberHub } from "@agentrun/events";
 import type { AgentRunJob, Queue } from "@agentrun/queue";
 import type { GatewayConfig } from "./config";
 import type { AuthCache } from "./auth/auth-cache";
+import type { MemoryClient } from "@agentrun/memory-client";
 
 /** Everything the gateway's routes use, created once in index.ts (or by a test). */
 export interface GatewayDeps {
@@ -16,4 +17,6 @@ export interface GatewayDeps {
   hub: SubscriberHub;
   queue: Queue<AgentRunJob>;
   auth: AuthCache;
+  /** Client of the memory service's internal API. */
+  memory: MemoryClient;
 }
