@@ -13,6 +13,9 @@ import { z } from "zod";
 import { databaseUrl, loadConfig, port, redisUrl } from "@agentrun/config";
 import { ensureDatabase, migrateDeploy, REPO_ROOT } from "@agentrun/db";
 
+// A local .env (see .env.example) applies to every service started from here.
+if (fs.existsSync(path.join(REPO_ROOT, ".env"))) process.loadEnvFile(path.join(REPO_ROOT, ".env"));
+
 const config = loadConfig(
   z.object({
     DATABASE_URL: databaseUrl,
