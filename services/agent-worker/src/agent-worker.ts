@@ -12,6 +12,7 @@ import type { WorkerConfig } from "./config";
 import { agentRunProcessor } from "./jobs/agent-run.job";
 import { ActiveRuns } from "./runs/active-runs";
 import { ModelClients } from "./runs/model-clients";
+import { AgentCache } from "./runs/agent-cache";
 import type { RunDeps } from "./runs/run-deps";
 import { sweepOrphanedRuns } from "./runs/sweeper";
 import { ToolRegistry } from "./tools/registry";
@@ -36,7 +37,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   const bull = createRedis({ url: config.REDIS_URL, role: "bullmq", onError, name: workerId });
   const memory = createMemoryClient({ baseUrl: config.MEMORY_URL, token: config.INTERNAL_TOKEN, timeoutMs: config.MEMORY_TIMEOUT_MS });
   const tools = new ToolRegistry({ timeoutMs: config.HTTP_TOOL_TIMEOUT_MS, maxBytes: config.HTTP_TOOL_MAX_BYTES, allowPrivate: config.HTTP_TOOL_ALLOW_PRIVATE });
-  const deps: RunDeps = { config, logger: log, prisma, redis, redisPrefix: config.REDIS_PREFIX, models: new ModelClients(config), tools, memory, workerId };
+  const deps: RunDeps = { config, logger: log, prisma, redis, redisPrefix: config.REDIS_PREFIX, models: new ModelClients(config), agents: new AgentCache(prisma), tools, memory, workerId };
   const active = new ActiveRuns();
   const store = { prisma, redis, redisPrefix: config.REDIS_PREFIX };
 

@@ -7,7 +7,23 @@ export const RUN_HEARTBEAT_TTL_MS = 10_000;
 export interface ClaimedRun {
   /** Seq of the last event already stored (1: only run_started). */
   lastSeq: number;
+  run: { id: string; taskId: string; orgId: string; agentId: string; query: string; context: unknown; taskUserId: string | null };
 }
+
+interface ClaimRow {
+  id: string;
+  task_id: string;
+  org_id: string;
+  agent_id: string;
+  query: string;
+  context: unknown;
+  task_user_id: string | null;
+}
+
+const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
+  lastSeq,
+  run: { id: row.id, taskId: row.task_id, orgId: row.org_id, agentId: row.agent_id, query: row.query, context: row.context, taskUserId: row.task_user_id },
+});
 
 /**
  * Takes a run for execution. A queued run is claimed with a conditional update. A run found
@@ -18,11 +34,21 @@ export interface ClaimedRun {
 export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun | null> {
   const { prisma, redis, redisPrefix } = deps;
   const hbKey = runHeartbeatKey(redisPrefix, runId);
-  const claimed = await prisma.run.updateMany({ where: { id: runId, status: "queued" }, data: { status: "running", startedAt: new Date(), workerId: deps.workerId } });
-  if (claimed.count === 1) {
+  // One round trip claims the run, moves its task to running and returns what execution needs.
+  const [claimed] = await prisma.$queryRaw<ClaimRow[]>`
+    WITH r AS (
+      UPDATE runs SET status = 'running', started_at = now(), worker_id = ${deps.workerId}
+      WHERE id = ${runId} AND status = 'queued'
+      RETURNING id, task_id, org_id, agent_id, query, context
+    ), t AS (
+      UPDATE tasks SET status = 'running', updated_at = now() FROM r
+      WHERE tasks.id = r.task_id AND tasks.active_run_id = r.id
+      RETURNING tasks.id, tasks.user_id
+    )
+    SELECT r.*, (SELECT user_id FROM tasks WHERE tasks.id = r.task_id) AS task_user_id FROM r`;
+  if (claimed) {
     await redis.set(hbKey, deps.workerId, "PX", RUN_HEARTBEAT_TTL_MS);
-    await prisma.task.updateMany({ where: { activeRunId: runId }, data: { status: "running" } });
-    return { lastSeq: 1 };
+    return toClaimed(claimed, 1);
   }
   const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, query: true } });
   if (!run || run.status !== "running") return null;
@@ -33,8 +59,10 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
   const lastSeq = stored.at(-1)?.seq ?? 1;
   if (lastSeq <= 1) {
     deps.logger.warn({ runId }, "restarting a run whose worker stopped before it emitted anything");
-    await prisma.run.update({ where: { id: runId }, data: { workerId: deps.workerId } });
-    return { lastSeq };
+    const [row] = await prisma.$queryRaw<ClaimRow[]>`
+      UPDATE runs SET worker_id = ${deps.workerId} FROM tasks WHERE runs.id = ${runId} AND tasks.id = runs.task_id
+      RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id`;
+    return row ? toClaimed(row, lastSeq) : null;
   }
   await finishRun(
     { prisma, redis, redisPrefix },

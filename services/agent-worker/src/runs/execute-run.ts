@@ -33,15 +33,19 @@ export async function executeRun(deps: RunDeps, runId: string, signal: AbortSign
   let pricing: unknown;
 
   try {
-    const run = await prisma.run.findUniqueOrThrow({ where: { id: runId }, include: { task: { select: { userId: true, visitorId: true } } } });
+    const { run } = claim;
     records.push({ role: "user", content: run.query });
-    const agent = await prisma.agent.findUniqueOrThrow({ where: { id: run.agentId } });
-    pricing = agent.pricing;
-    if (await redis.exists(runCancelKey(redisPrefix, runId))) throw new RunFailure("cancel", "cancelled before start");
-
     const context: RunContext | undefined = runContextSchema.safeParse(run.context ?? undefined).data;
-    const userId = context?.user_id ?? run.task.userId ?? undefined;
-    const [history, memories] = await Promise.all([loadHistory(deps, run.taskId, runId), loadMemories(deps, { orgId: run.orgId, agentId: agent.id, userId, query: run.query })]);
+    const userId = context?.user_id ?? run.taskUserId ?? undefined;
+    // Everything the first model call needs, fetched concurrently.
+    const [agent, cancelled, history, memories] = await Promise.all([
+      deps.agents.get(run.agentId),
+      redis.exists(runCancelKey(redisPrefix, runId)),
+      loadHistory(deps, run.taskId, runId),
+      loadMemories(deps, { orgId: run.orgId, agentId: run.agentId, userId, query: run.query }),
+    ]);
+    pricing = agent.pricing;
+    if (cancelled) throw new RunFailure("cancel", "cancelled before start");
     const messages: ChatCompletionMessageParam[] = buildMessages({ instructions: agent.instructions, context, memories, history, query: run.query });
     const target = deps.models.forAgent(agent);
     const toolDefs = deps.tools.definitions(agent.tools);

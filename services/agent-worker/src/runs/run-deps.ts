@@ -5,6 +5,7 @@ import type { MemoryClient } from "@agentrun/memory-client";
 import type { WorkerConfig } from "../config";
 import type { ToolRegistry } from "../tools/registry";
 import type { ModelClients } from "./model-clients";
+import type { AgentCache } from "./agent-cache";
 
 /** What executing a run needs; created once per worker process. */
 export interface RunDeps {
@@ -15,6 +16,7 @@ export interface RunDeps {
   redis: Redis;
   redisPrefix: string;
   models: ModelClients;
+  agents: AgentCache;
   tools: ToolRegistry;
   memory: MemoryClient;
   /** Identifies this worker process in heartbeats. */

@@ -21,6 +21,7 @@ export interface ToolCallOutcome {
 /** The actions of the built-in tools, by function name (`<tool>_<action>`). */
 export class ToolRegistry {
   private readonly actions = new Map<string, ToolAction>();
+  private readonly definitionCache = new Map<string, ChatCompletionTool[]>();
 
   constructor(httpLimits: HttpToolLimits) {
     for (const a of [memorySave, memorySearch, calcEvaluate, clockNow, httpGetAction(httpLimits)]) this.actions.set(`${a.tool}_${a.action}`, a);
@@ -28,6 +29,16 @@ export class ToolRegistry {
 
   /** OpenAI function definitions for the tools an agent enabled. */
   definitions(enabled: readonly string[]): ChatCompletionTool[] {
+    const key = [...enabled].sort().join(",");
+    let defs = this.definitionCache.get(key);
+    if (!defs) {
+      defs = this.buildDefinitions(enabled);
+      this.definitionCache.set(key, defs);
+    }
+    return defs;
+  }
+
+  private buildDefinitions(enabled: readonly string[]): ChatCompletionTool[] {
     return [...this.actions.entries()]
       .filter(([, a]) => enabled.includes(a.tool))
       .map(([name, a]) => ({
