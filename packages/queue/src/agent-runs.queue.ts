@@ -25,9 +25,45 @@ export function createRunQueue({ connection, redisPrefix }: CreateRunQueueOption
  * Infrastructure failures are retried with back-off; the run's own failures (model errors and
  * the like) end the run and never reach BullMQ.
  */
-export async function enqueueRun(queue: Queue<AgentRunJob>, job: AgentRunJob): Promise<void> {
+export async function enqueueRun(queue: Queue<AgentRunJob>, job: AgentRunJob, { timeoutMs = 2000 }: { timeoutMs?: number } = {}): Promise<void> {
   const data = agentRunJobSchema.parse(job);
-  await queue.add(AGENT_RUN_JOB, data, {
+  // BullMQ's connection waits for Redis indefinitely; a caller must learn of an outage quickly.
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`enqueue timed out after ${timeoutMs} ms: Redis unreachable`)), timeoutMs);
+  });
+  try {
+    await Promise.race([addJob(queue, data), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Puts a run back on the queue when its job was lost or failed for good (e.g. PostgreSQL was
+ * down for all attempts). Returns what it did.
+ */
+export async function requeueRun(queue: Queue<AgentRunJob>, runId: string): Promise<"added" | "retried" | "pending"> {
+  const job = await queue.getJob(runId);
+  if (!job) {
+    await addJob(queue, { runId });
+    return "added";
+  }
+  const state = await job.getState();
+  if (state === "failed") {
+    await job.retry("failed");
+    return "retried";
+  }
+  if (state === "completed") {
+    await job.remove();
+    await addJob(queue, { runId });
+    return "added";
+  }
+  return "pending";
+}
+
+function addJob(queue: Queue<AgentRunJob>, data: AgentRunJob) {
+  return queue.add(AGENT_RUN_JOB, data, {
     jobId: data.runId,
     attempts: 3,
     backoff: { type: "exponential", delay: 500 },

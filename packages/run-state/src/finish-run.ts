@@ -2,6 +2,7 @@ import type { Redis } from "ioredis";
 import { newId, type Prisma, type PrismaClient, type MessageRole, type TaskStatus } from "@agentrun/db";
 import { runCost, settleRunCredits } from "@agentrun/credits";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
+import { isUnavailableError } from "@agentrun/errors";
 import { RUN_LOG_TTL_AFTER_END_S, readStoredEvents, runChannel, runLogKey, type RunEventWriter } from "@agentrun/events";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
@@ -31,6 +32,12 @@ export interface FinishRunInput {
   messages: MessageRecord[];
   /** The run's event writer, when the caller is the worker executing it. */
   writer?: RunEventWriter;
+  /**
+   * Keep retrying while PostgreSQL is unreachable for up to this long, so that a run finished
+   * during a database outage is recorded when the database returns instead of being lost.
+   * @defaultValue 0
+   */
+  retryForMs?: number;
 }
 
 export interface FinishRunDeps {
@@ -53,7 +60,7 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   const terminalInput = terminalFor(input);
   const terminal: RunEvent = input.writer ? input.writer.takeTerminal(terminalInput) : ({ seq: nextSeq!, ...terminalInput } as RunEvent);
 
-  const done = await prisma.$transaction(async (tx) => {
+  const done = await withRetry(input.retryForMs ?? 0, () => prisma.$transaction(async (tx) => {
     const run = await tx.run.findUnique({ where: { id: input.runId }, select: { status: true, orgId: true, taskId: true, creditsReserved: true, createdAt: true, startedAt: true } });
     if (!run || (run.status !== "queued" && run.status !== "running")) return false;
     const now = new Date();
@@ -113,10 +120,24 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
       });
     }
     return true;
-  });
+  }));
   if (!done) return null;
+  // Stored already: readers that miss the publish (Redis down) find the event when they poll.
   await publishTerminal(deps, input.runId, terminal, input.writer);
   return terminal;
+}
+
+/** Runs `fn`, retrying with back-off while the error means a dependency is down, for up to `forMs`. */
+async function withRetry<T>(forMs: number, fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + forMs;
+  for (let delay = 200; ; delay = Math.min(delay * 2, 5000)) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isUnavailableError(err) || Date.now() + delay > deadline) throw err;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
 
 function terminalFor(input: FinishRunInput): RunEventInput {
@@ -134,7 +155,8 @@ async function publishTerminal(deps: FinishRunDeps, runId: string, terminal: Run
   if (writer) return writer.publishStored(terminal);
   const key = runLogKey(deps.redisPrefix, runId);
   const json = JSON.stringify(terminal);
-  await deps.redis
+  // Not awaited: the terminal event is stored, and a caller must not wait out a Redis outage.
+  void deps.redis
     .multi()
     .rpush(key, json)
     .expire(key, RUN_LOG_TTL_AFTER_END_S)

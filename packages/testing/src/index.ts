@@ -4,3 +4,4 @@ export { createTenant, testPrisma, type Tenant, type TenantOptions } from "./ten
 export { startStack, type Stack, type StackOptions } from "./stack";
 export { freePort, startService, waitForOk, type ServiceProcess } from "./processes";
 export { readSse, type SseEvent, type SseResponse, type StreamOptions } from "./sse-client";
+export { startPrivateRedis, startPrivatePostgres, type PrivateRedis, type PrivatePostgres } from "./private-servers";

@@ -4,7 +4,7 @@ import type { Logger } from "@agentrun/logger";
 import { createPrisma } from "@agentrun/db";
 import { closeRedis, createRedis } from "@agentrun/redis";
 import { controlChannel, workersKey } from "@agentrun/events";
-import { AGENT_RUNS_QUEUE, bullPrefix, createWorker } from "@agentrun/queue";
+import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { finishRun } from "@agentrun/run-state";
 import { z } from "zod";
@@ -14,7 +14,7 @@ import { ActiveRuns } from "./runs/active-runs";
 import { ModelClients } from "./runs/model-clients";
 import { AgentCache } from "./runs/agent-cache";
 import type { RunDeps } from "./runs/run-deps";
-import { sweepOrphanedRuns } from "./runs/sweeper";
+import { reviveQueuedRuns, sweepOrphanedRuns } from "./runs/sweeper";
 import { ToolRegistry } from "./tools/registry";
 
 const controlMessage = z.object({ type: z.literal("cancel"), run_id: z.string() });
@@ -72,9 +72,14 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   const beat = () => void redis.zadd(workersKey(config.REDIS_PREFIX), Date.now(), workerId).catch(() => {});
   beat();
   const heartbeat = setInterval(beat, 5000);
+  const queue = createRunQueue({ connection: bull, redisPrefix: config.REDIS_PREFIX });
+  queue.on("error", (err) => log.warn({ err: err.message }, "queue error"));
   const sweeper = setInterval(
-    () => void sweepOrphanedRuns(deps).catch((err) => log.warn({ err: err.message }, "orphan sweep failed")),
-    Math.max(1000, Math.floor(config.RUN_STALE_AFTER_MS / 4)),
+    () => {
+      void sweepOrphanedRuns(deps).catch((err) => log.warn({ err: err.message }, "orphan sweep failed"));
+      void reviveQueuedRuns(deps, queue).catch((err) => log.warn({ err: err.message }, "queued-run sweep failed"));
+    },
+    Math.max(1000, Math.floor(Math.min(config.RUN_STALE_AFTER_MS, config.QUEUED_STALE_AFTER_MS) / 4)),
   );
   log.info({ concurrency: config.WORKER_CONCURRENCY }, "agent worker started");
 
@@ -86,6 +91,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
       const grace = setTimeout(() => active.stopAll("shutdown"), graceMs);
       await worker.close();
       clearTimeout(grace);
+      await queue.close().catch(() => {});
       await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
       await Promise.all([closeRedis(subscriber), closeRedis(bull), closeRedis(redis)]);
       await prisma.$disconnect();

@@ -40,6 +40,8 @@ export const workerConfigSchema = z.object({
   STALLED_INTERVAL_MS: z.coerce.number().int().positive().default(5_000),
   /** A running run without a heartbeat for this long is ended as failed (`worker_lost`). */
   RUN_STALE_AFTER_MS: z.coerce.number().int().positive().default(20_000),
+  /** A queued run older than this whose job is missing or failed is put back on the queue. */
+  QUEUED_STALE_AFTER_MS: z.coerce.number().int().positive().default(15_000),
   /** On SIGTERM, how long active runs may still finish before they are stopped. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
 });

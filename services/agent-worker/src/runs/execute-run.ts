@@ -8,6 +8,9 @@ import { buildMessages, type HistoryMessage, type PromptMemory } from "./prompt"
 import { RunFailure, stopReasonOf } from "./run-failure";
 import type { RunDeps } from "./run-deps";
 
+/** How long a finished run's result is held while PostgreSQL is unreachable before giving up. */
+const FINISH_RETRY_MS = 120_000;
+
 const STOP_CODES: Record<string, { status: "cancelled" | "failed"; code?: string; message?: string }> = {
   cancel: { status: "cancelled" },
   shutdown: { status: "failed", code: "worker_shutdown", message: "The worker shut down before the run finished." },
@@ -91,20 +94,20 @@ export async function executeRun(deps: RunDeps, runId: string, signal: AbortSign
       }
     }
     records.push({ role: "assistant", content: output });
-    await finishRun(store, { runId, status: "completed", output, usage, pricing, messages: records, writer });
+    await finishRun(store, { runId, status: "completed", output, usage, pricing, messages: records, writer, retryForMs: FINISH_RETRY_MS });
   } catch (err) {
     const stop = err instanceof RunFailure ? STOP_CODES[err.code] : signal.aborted ? STOP_CODES[stopReasonOf(signal) ?? "cancel"] : undefined;
     if (output) records.push({ role: "assistant", content: output });
     if (stop) {
       log.info({ reason: stop.status }, "run stopped");
       const error = stop.code ? { code: stop.code, message: stop.message ?? "" } : undefined;
-      await finishRun(store, { runId, status: stop.status, output, usage, pricing, messages: records, writer, error });
+      await finishRun(store, { runId, status: stop.status, output, usage, pricing, messages: records, writer, error, retryForMs: FINISH_RETRY_MS });
       return;
     }
     const failure = err instanceof RunFailure ? err : new RunFailure("internal_error", "The run failed unexpectedly.", { cause: err });
     log[failure.code === "internal_error" ? "error" : "info"]({ err, code: failure.code }, "run failed");
     // If even this fails (database down), BullMQ retries the job and the claim logic ends the run.
-    await finishRun(store, { runId, status: "failed", output, usage, pricing, messages: records, writer, error: { code: failure.code, message: failure.message } });
+    await finishRun(store, { runId, status: "failed", output, usage, pricing, messages: records, writer, error: { code: failure.code, message: failure.message }, retryForMs: FINISH_RETRY_MS });
   } finally {
     clearInterval(heartbeat);
     await redis.del(hbKey).catch(() => {});

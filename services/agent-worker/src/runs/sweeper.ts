@@ -1,5 +1,6 @@
 import { runHeartbeatKey } from "@agentrun/events";
 import { finishRun } from "@agentrun/run-state";
+import { requeueRun, type AgentRunJob, type Queue } from "@agentrun/queue";
 import type { RunDeps } from "./run-deps";
 
 /**
@@ -32,4 +33,22 @@ export async function sweepOrphanedRuns(deps: RunDeps): Promise<number> {
     }
   }
   return ended;
+}
+
+/**
+ * Puts queued runs whose job is gone or failed for good (PostgreSQL or Redis was down through
+ * every attempt) back on the queue, so that they run once the outage is over.
+ */
+export async function reviveQueuedRuns(deps: RunDeps, queue: Queue<AgentRunJob>): Promise<number> {
+  const cutoff = new Date(Date.now() - deps.config.QUEUED_STALE_AFTER_MS);
+  const stale = await deps.prisma.run.findMany({ where: { status: "queued", createdAt: { lt: cutoff } }, select: { id: true }, take: 100, orderBy: { createdAt: "asc" } });
+  let revived = 0;
+  for (const run of stale) {
+    const outcome = await requeueRun(queue, run.id);
+    if (outcome !== "pending") {
+      revived++;
+      deps.logger.warn({ runId: run.id, outcome }, "re-queued a run whose job was lost");
+    }
+  }
+  return revived;
 }

@@ -1,0 +1,94 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { freePort } from "./processes";
+
+/** A Redis server of a test's own, which the test may stop and start again on the same port. */
+export interface PrivateRedis {
+  url: string;
+  port: number;
+  start(): Promise<void>;
+  /** Kills the server; with no persistence, its data is gone. */
+  stop(): Promise<void>;
+}
+
+export async function startPrivateRedis(): Promise<PrivateRedis> {
+  const port = await freePort();
+  let child: ChildProcess | null = null;
+  const ping = () => spawnSync("redis-cli", ["-p", String(port), "ping"], { encoding: "utf8" }).stdout?.includes("PONG");
+  const server: PrivateRedis = {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    async start() {
+      child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+      for (let i = 0; i < 100 && !ping(); i++) await new Promise((r) => setTimeout(r, 50));
+      if (!ping()) throw new Error(`private redis on ${port} did not start`);
+    },
+    async stop() {
+      const c = child;
+      child = null;
+      if (!c || c.exitCode !== null) return;
+      const exited = new Promise((r) => c.once("exit", r));
+      c.kill("SIGKILL");
+      await exited;
+    },
+  };
+  await server.start();
+  return server;
+}
+
+/** A PostgreSQL cluster of a test's own (initdb in a temp folder), which the test may stop and start. */
+export interface PrivatePostgres {
+  /** URL of the database `agentrun` in the cluster. */
+  url: string;
+  port: number;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Stops the cluster and removes its folder. */
+  destroy(): Promise<void>;
+}
+
+function pgBin(name: string): string {
+  const root = "/usr/lib/postgresql";
+  const versions = fs.existsSync(root) ? fs.readdirSync(root).sort() : [];
+  for (const v of versions.reverse()) {
+    const p = path.join(root, v, "bin", name);
+    if (fs.existsSync(p)) return p;
+  }
+  return name;
+}
+
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "agentrun-pg-"));
+  // initdb refuses to run as root: run the cluster as the postgres system user when we are root.
+  const asUser = process.getuid?.() === 0 ? ["runuser", "-u", "postgres", "--"] : [];
+  if (asUser.length) spawnSync("chown", ["postgres", dir]);
+  const run = (bin: string, args: string[]) => {
+    const [cmd, ...rest] = [...asUser, pgBin(bin), ...args];
+    const r = spawnSync(cmd!, rest, { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`${bin} failed: ${r.stderr || r.stdout}`);
+  };
+  run("initdb", ["-D", dir, "-A", "trust", "-U", "postgres", "--no-sync"]);
+  const server: PrivatePostgres = {
+    url: `postgresql://postgres@127.0.0.1:${port}/agentrun`,
+    port,
+    async start() {
+      run("pg_ctl", ["-D", dir, "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, "-l", path.join(dir, "log"), "-w", "start"]);
+    },
+    async stop() {
+      run("pg_ctl", ["-D", dir, "-m", "immediate", "-w", "stop"]);
+    },
+    async destroy() {
+      try {
+        await server.stop();
+      } catch {
+        /* already stopped */
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
+}
