@@ -3,6 +3,7 @@ import { createLogger } from "@agentrun/logger";
 import { gatewayConfigSchema } from "./config";
 import { createGatewayDeps } from "./create-deps";
 import { createApp } from "./app";
+import { endAllStreams } from "./runs/sse";
 
 runMain(async () => {
   const config = loadConfig(gatewayConfigSchema);
@@ -17,8 +18,15 @@ runMain(async () => {
     stopping = true;
     logger.info({ signal }, "shutting down");
     // Stop accepting connections; open streams end when their clients re-attach elsewhere.
-    server.close();
-    setTimeout(() => server.closeAllConnections(), 5000).unref();
+    const closed = new Promise((resolve) => server.close(resolve));
+    server.closeIdleConnections();
+    // Open SSE streams never end by themselves: end them (clients re-attach with Last-Event-ID
+    // through another instance), and cut whatever is still open after a short grace.
+    const ended = endAllStreams();
+    logger.info({ streams: ended }, "ended open streams");
+    const cut = setTimeout(() => server.closeAllConnections(), config.SHUTDOWN_STREAM_GRACE_MS);
+    await closed;
+    clearTimeout(cut);
     await close();
     process.exit(0);
   };

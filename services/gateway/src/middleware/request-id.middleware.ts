@@ -4,13 +4,21 @@ import type { Logger } from "@agentrun/logger";
 
 const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Echoes the client's X-Request-Id (or makes one) and gives the request a child logger carrying it. */
+/**
+ * Echoes the client's X-Request-Id (or makes one), gives the request a child logger carrying it,
+ * and logs one line per request when the response ends (or the client goes away).
+ */
 export function requestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const incoming = req.get("x-request-id");
     req.id = incoming && VALID_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll("-", "")}`;
     res.setHeader("X-Request-Id", req.id);
     req.log = logger.child({ requestId: req.id });
+    const start = process.hrtime.bigint();
+    res.once("close", () => {
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      req.log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10, orgId: req.auth?.orgId }, "request");
+    });
     next();
   };
 }

@@ -1,6 +1,16 @@
 import type { Request, Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
 
+/** Streams open in this process, so that shutdown can end them cleanly. */
+const openStreams = new Set<SseStream>();
+
+/** Ends every open stream (no terminal event: clients re-attach with Last-Event-ID). */
+export function endAllStreams(): number {
+  const n = openStreams.size;
+  for (const s of [...openStreams]) s.end();
+  return n;
+}
+
 export interface SseStream {
   send(event: RunEvent): void;
   end(): void;
@@ -28,18 +38,22 @@ export function openSse(req: Request, res: Response, heartbeatMs: number): SseSt
   ping.unref();
   const close = () => {
     clearInterval(ping);
+    openStreams.delete(stream);
     controller.abort();
   };
   res.on("close", close);
 
-  return {
+  const stream: SseStream = {
     signal: controller.signal,
     send(event) {
       if (!res.writableEnded) res.write(`id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`);
     },
     end() {
       clearInterval(ping);
+      openStreams.delete(stream);
       if (!res.writableEnded) res.end();
     },
   };
+  openStreams.add(stream);
+  return stream;
 }

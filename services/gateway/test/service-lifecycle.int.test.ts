@@ -1,0 +1,82 @@
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { REPO_ROOT } from "@agentrun/db";
+import { createTenant, freePort, readSse, startService, testEnv, testPrisma, waitForOk } from "@agentrun/testing";
+
+/** Runs a service's entry point with `env` and returns how it exited. */
+function boot(service: string, env: Record<string, string>) {
+  const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "services", service, "src/index.ts")], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+  return { status: r.status, stderr: r.stderr.trim(), stdout: r.stdout.trim() };
+}
+
+describe("start-up configuration", () => {
+  it.each([
+    ["gateway", { PORT: "not-a-port" }, "PORT"],
+    ["gateway", { REDIS_URL: "http://wrong" }, "REDIS_URL"],
+    ["agent-worker", { WORKER_CONCURRENCY: "0" }, "WORKER_CONCURRENCY"],
+    ["agent-worker", { DATABASE_URL: "mysql://x" }, "DATABASE_URL"],
+    ["memory", { INTERNAL_TOKEN: "short" }, "INTERNAL_TOKEN"],
+    ["scripted-model", { LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+  ])("%s exits with one line naming a bad %s", (service, env, variable) => {
+    const r = boot(service, env as Record<string, string>);
+    expect(r.status).toBe(1);
+    expect(r.stderr.split("\n")).toHaveLength(1);
+    expect(r.stderr).toContain(variable);
+    expect(r.stderr).toMatch(/^invalid environment: /);
+  });
+
+  it("names every bad variable at once", () => {
+    const r = boot("gateway", { PORT: "x", RUN_WAIT_TIMEOUT_MS: "-5" });
+    expect(r.stderr).toContain("PORT");
+    expect(r.stderr).toContain("RUN_WAIT_TIMEOUT_MS");
+  });
+});
+
+describe("gateway lifecycle", () => {
+  it("logs one JSON line per request with its request id, and exits 0 on SIGTERM", async () => {
+    const port = await freePort();
+    const { databaseUrl, redisUrl, redisPrefix } = testEnv();
+    const gw = startService("gateway", { PORT: String(port), DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_PREFIX: `${redisPrefix}:life`, LOG_LEVEL: "info" });
+    await waitForOk(`http://127.0.0.1:${port}/healthz`, gw);
+    const prisma = testPrisma(databaseUrl);
+    const tenant = await createTenant(prisma);
+    const res = await fetch(`http://127.0.0.1:${port}/api/tasks/none`, { headers: { ...tenant.headers, "x-request-id": "trace-123" } });
+    expect(res.headers.get("x-request-id")).toBe("trace-123");
+    await new Promise((r) => setTimeout(r, 200));
+    const lines = gw
+      .output()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l));
+    const line = lines.find((l) => l.requestId === "trace-123" && l.msg === "request");
+    expect(line).toMatchObject({ service: "gateway", method: "GET", status: res.status });
+    expect(JSON.stringify(lines)).not.toContain(tenant.apiKey);
+    await gw.stop();
+    expect(gw.child.exitCode).toBe(0);
+    await prisma.$disconnect();
+  });
+
+  it("ends open streams when it shuts down, so clients can re-attach elsewhere", async () => {
+    const port = await freePort();
+    const { databaseUrl, redisUrl, redisPrefix } = testEnv();
+    const gw = startService("gateway", { PORT: String(port), DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_PREFIX: `${redisPrefix}:life2`, SHUTDOWN_STREAM_GRACE_MS: "500" });
+    await waitForOk(`http://127.0.0.1:${port}/healthz`, gw);
+    const prisma = testPrisma(databaseUrl);
+    const tenant = await createTenant(prisma);
+    // No worker listens on this prefix: the run stays queued and its stream stays open.
+    const stream = readSse(`http://127.0.0.1:${port}/api/run`, { body: { query: "waiting" }, headers: tenant.headers, timeoutMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 1000));
+    const t0 = Date.now();
+    await gw.stop();
+    const res = await stream;
+    expect(res.events[0]!.data.type).toBe("run_started");
+    expect(gw.child.exitCode).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    await prisma.$disconnect();
+  });
+});
