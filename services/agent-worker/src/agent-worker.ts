@@ -37,7 +37,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   const bull = createRedis({ url: config.REDIS_URL, role: "bullmq", onError, name: workerId });
   const memory = createMemoryClient({ baseUrl: config.MEMORY_URL, token: config.INTERNAL_TOKEN, timeoutMs: config.MEMORY_TIMEOUT_MS });
   const tools = new ToolRegistry({ timeoutMs: config.HTTP_TOOL_TIMEOUT_MS, maxBytes: config.HTTP_TOOL_MAX_BYTES, allowPrivate: config.HTTP_TOOL_ALLOW_PRIVATE });
-  const deps: RunDeps = { config, logger: log, prisma, redis, redisPrefix: config.REDIS_PREFIX, models: new ModelClients(config), agents: new AgentCache(prisma), tools, memory, workerId };
+  const deps: RunDeps = { config, logger: log, prisma, redis, redisPrefix: config.REDIS_PREFIX, models: new ModelClients(config), agents: new AgentCache(prisma), tools, memory, workerId, heartbeatTtlMs: config.LOCK_DURATION_MS };
   const active = new ActiveRuns();
   const store = { prisma, redis, redisPrefix: config.REDIS_PREFIX };
 
@@ -76,7 +76,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   queue.on("error", (err) => log.warn({ err: err.message }, "queue error"));
   const sweeper = setInterval(
     () => {
-      void sweepOrphanedRuns(deps).catch((err) => log.warn({ err: err.message }, "orphan sweep failed"));
+      void sweepOrphanedRuns(deps, queue).catch((err) => log.warn({ err: err.message }, "orphan sweep failed"));
       void reviveQueuedRuns(deps, queue).catch((err) => log.warn({ err: err.message }, "queued-run sweep failed"));
     },
     Math.max(1000, Math.floor(Math.min(config.RUN_STALE_AFTER_MS, config.QUEUED_STALE_AFTER_MS) / 4)),

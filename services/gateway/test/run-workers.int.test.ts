@@ -74,6 +74,34 @@ describe("agent workers", () => {
     expect(after.status).toBe("completed");
   });
 
+  it("restarts on another worker a run whose worker died before it emitted anything", async () => {
+    await stack.addWorker(workerEnv);
+    const events: any[] = [];
+    const streaming = readSse(`${stack.gatewayUrl}/api/run`, {
+      body: { query: "[sleep:1200][chunks:2] second chance" },
+      headers: tenant.headers,
+      until: (e) => {
+        events.push(e.data);
+        return false;
+      },
+      timeoutMs: 60_000,
+    });
+    const started = Date.now();
+    let workerId: string | null = null;
+    while (!workerId && Date.now() - started < 10_000) {
+      await new Promise((r) => setTimeout(r, 50));
+      if (events[0]) workerId = (await prisma.run.findUniqueOrThrow({ where: { id: events[0].run_id } })).workerId;
+    }
+    await stack.workerById(workerId!).kill();
+    const res = await streaming;
+    expect(res.events.map((e) => e.data.type)).toEqual(["run_started", "text_chunk", "text_chunk", "run_completed"]);
+    expect(res.events.map((e) => Number(e.id))).toEqual([1, 2, 3, 4]);
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: events[0].run_id } });
+    expect(run.status).toBe("completed");
+    expect(run.workerId).not.toBe(workerId);
+    expect(run.output).toBe("Echo: second chance");
+  });
+
   it("lets active runs finish when a worker is stopped gracefully", async () => {
     const w = await stack.addWorker(workerEnv);
     for (const other of stack.workers.filter((x) => x !== w)) await other.stop();

@@ -2,7 +2,6 @@ import { readStoredEvents, runHeartbeatKey } from "@agentrun/events";
 import { finishRun } from "@agentrun/run-state";
 import type { RunDeps } from "./run-deps";
 
-export const RUN_HEARTBEAT_TTL_MS = 10_000;
 
 export interface ClaimedRun {
   /** Seq of the last event already stored (1: only run_started). */
@@ -47,13 +46,20 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
     )
     SELECT r.*, (SELECT user_id FROM tasks WHERE tasks.id = r.task_id) AS task_user_id FROM r`;
   if (claimed) {
-    await redis.set(hbKey, deps.workerId, "PX", RUN_HEARTBEAT_TTL_MS);
+    await redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs);
     return toClaimed(claimed, 1);
   }
   const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, query: true } });
   if (!run || run.status !== "running") return null;
-  // Whoever sets the heartbeat first owns the orphaned run; a live worker still holds it.
-  const owned = await redis.set(hbKey, deps.workerId, "PX", RUN_HEARTBEAT_TTL_MS, "NX");
+  // BullMQ hands the job over once the previous worker's lock expired; that worker's run
+  // heartbeat lives about as long, so wait for it to lapse. Whoever sets it first owns the run;
+  // a heartbeat that keeps being renewed means its worker is alive and still executing it.
+  let owned = await redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs, "NX");
+  if (owned !== "OK") {
+    const left = await redis.pttl(hbKey);
+    await new Promise((r) => setTimeout(r, Math.min(Math.max(left, 0) + 50, 2 * deps.heartbeatTtlMs)));
+    owned = await redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs, "NX");
+  }
   if (owned !== "OK") return null;
   const stored = await readStoredEvents({ prisma, redis, redisPrefix }, runId);
   const lastSeq = stored.at(-1)?.seq ?? 1;

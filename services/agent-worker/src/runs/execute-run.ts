@@ -2,7 +2,7 @@ import type { ChatCompletionMessageParam } from "openai/resources/chat/completio
 import { runContextSchema, type RunContext } from "@agentrun/contracts";
 import { RunEventWriter, runCancelKey, runHeartbeatKey } from "@agentrun/events";
 import { finishRun, type MessageRecord } from "@agentrun/run-state";
-import { claimRun, RUN_HEARTBEAT_TTL_MS } from "./claim-run";
+import { claimRun } from "./claim-run";
 import { callModel } from "./model-call";
 import { buildMessages, type HistoryMessage, type PromptMemory } from "./prompt";
 import { RunFailure, stopReasonOf } from "./run-failure";
@@ -28,7 +28,7 @@ export async function executeRun(deps: RunDeps, runId: string, signal: AbortSign
   const log = deps.logger.child({ runId });
   const store = { prisma, redis, redisPrefix };
   const hbKey = runHeartbeatKey(redisPrefix, runId);
-  const heartbeat = setInterval(() => void redis.set(hbKey, deps.workerId, "PX", RUN_HEARTBEAT_TTL_MS).catch(() => {}), RUN_HEARTBEAT_TTL_MS / 3);
+  const heartbeat = setInterval(() => void redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs).catch(() => {}), deps.heartbeatTtlMs / 3);
   const writer = new RunEventWriter({ redis, prisma, redisPrefix, runId, lastSeq: claim.lastSeq, onError: (err) => log.warn({ err }, "event store write failed") });
   const records: MessageRecord[] = [];
   const usage = { promptTokens: 0, completionTokens: 0, toolCalls: 0 };

@@ -19,6 +19,8 @@ export interface RunDeps {
   agents: AgentCache;
   tools: ToolRegistry;
   memory: MemoryClient;
+  /** Lifetime of a run's heartbeat key (the job lock duration); renewed every third of it. */
+  heartbeatTtlMs: number;
   /** Identifies this worker process in heartbeats. */
   workerId: string;
 }

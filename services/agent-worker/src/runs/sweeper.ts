@@ -3,12 +3,17 @@ import { finishRun } from "@agentrun/run-state";
 import { requeueRun, type AgentRunJob, type Queue } from "@agentrun/queue";
 import type { RunDeps } from "./run-deps";
 
+/** Job states in which BullMQ still owns the job and will deliver it (again) to a worker. */
+const LIVE_JOB_STATES = new Set(["active", "waiting", "delayed", "prioritized", "waiting-children"]);
+
 /**
- * Ends runs left `running` by a worker that died when no other worker took over their job:
- * a running run whose heartbeat has been missing for longer than RUN_STALE_AFTER_MS is
- * failed with `worker_lost`, so no run stays running forever and every stream gets its end.
+ * Ends runs left `running` by a worker that died when no other worker can take over their job
+ * (BullMQ failed it or lost it): a running run without heartbeat, older than
+ * RUN_STALE_AFTER_MS, whose job is not live is failed with `worker_lost`, so no run stays
+ * running forever and every stream gets its end. While the job is live, BullMQ's stall
+ * detection hands it to another worker, which restarts or ends the run itself.
  */
-export async function sweepOrphanedRuns(deps: RunDeps): Promise<number> {
+export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>): Promise<number> {
   const { prisma, redis, redisPrefix } = deps;
   const cutoff = new Date(Date.now() - deps.config.RUN_STALE_AFTER_MS);
   const candidates = await prisma.run.findMany({
@@ -20,6 +25,8 @@ export async function sweepOrphanedRuns(deps: RunDeps): Promise<number> {
   let ended = 0;
   for (const run of candidates) {
     if (await redis.exists(runHeartbeatKey(redisPrefix, run.id))) continue;
+    const job = await queue.getJob(run.id);
+    if (job && LIVE_JOB_STATES.has(await job.getState())) continue;
     // One sweeper per orphan, whichever worker gets there first.
     const lock = await redis.set(`${redisPrefix}:sweep:${run.id}`, deps.workerId, "EX", 60, "NX");
     if (lock !== "OK") continue;
