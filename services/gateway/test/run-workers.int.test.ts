@@ -115,3 +115,31 @@ describe("agent workers", () => {
     expect(res.events.filter((e) => e.data.type === "text_chunk").map((e) => e.data.content).join("")).toBe("Echo: graceful");
   });
 });
+
+describe("stream: false past the wait limit", () => {
+  let slow: Stack;
+  beforeAll(async () => {
+    slow = await startStack({ workers: 1, gatewayEnv: { RUN_WAIT_TIMEOUT_MS: "800" }, memory: false });
+  });
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  it("answers 202 with the run id and status, and the run goes on to complete", async () => {
+    const res = await fetch(`${slow.gatewayUrl}/api/run`, {
+      method: "POST",
+      headers: { ...tenant.headers, "content-type": "application/json" },
+      body: JSON.stringify({ query: "[sleep:300][chunks:6] slow answer", stream: false }),
+    });
+    expect(res.status).toBe(202);
+    const body = (await res.json()) as any;
+    expect(body).toEqual({ run_id: expect.stringMatching(/^run_/), task_id: expect.stringMatching(/^task_/), status: "running" });
+    const deadline = Date.now() + 15_000;
+    let status = "";
+    while (Date.now() < deadline && status !== "completed") {
+      status = (await prisma.run.findUniqueOrThrow({ where: { id: body.run_id } })).status;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe("completed");
+  });
+});

@@ -53,7 +53,9 @@ export function runRoutes(deps: GatewayDeps): Router {
       const terminal = await followRun({ ...store, runId, afterSeq: started.seq, onEvent: () => {}, signal: wait.signal });
       if (res.writableEnded || res.destroyed) return;
       if (!terminal) {
-        res.status(202).json({ run_id: runId, task_id: taskId, status: "running" });
+        // Past the wait limit: the run goes on; the caller polls the run or follows its events.
+        const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true } });
+        res.status(202).json({ run_id: runId, task_id: taskId, status: run?.status ?? "queued" });
         return;
       }
       res.status(200).json(await loadRunResult(deps.prisma, runId));
