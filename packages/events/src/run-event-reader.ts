@@ -24,10 +24,15 @@ function parseEvent(json: string): RunEvent | null {
  * durable) and the run's Redis log (everything emitted, until it expires).
  */
 export async function readStoredEvents(store: EventStore, runId: string, afterSeq = 0): Promise<RunEvent[]> {
-  const [rows, log] = await Promise.all([
-    store.prisma.runEvent.findMany({ where: { runId, seq: { gt: afterSeq } }, orderBy: { seq: "asc" }, select: { data: true } }),
-    store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1),
-  ]);
+  const [rows, log] = await Promise.all([readDbEvents(store, runId, afterSeq), store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1)]);
+  return mergeEvents(rows, log, afterSeq);
+}
+
+function readDbEvents(store: EventStore, runId: string, afterSeq: number) {
+  return store.prisma.runEvent.findMany({ where: { runId, seq: { gt: afterSeq } }, orderBy: { seq: "asc" }, select: { data: true } });
+}
+
+function mergeEvents(rows: { data: unknown }[], log: string[], afterSeq: number): RunEvent[] {
   const bySeq = new Map<number, RunEvent>();
   for (const r of rows) {
     const e = runEventSchema.safeParse(r.data);
@@ -69,6 +74,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
   let unsubscribe: (() => void) | null = null;
   let poll: NodeJS.Timeout | null = null;
   let filling = false;
+  let idlePolls = 0;
 
   return new Promise<RunEvent | null>((resolve, reject) => {
     const finish = (result: RunEvent | null, err?: unknown) => {
@@ -88,6 +94,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       for (let ev = pending.get(next); ev; ev = pending.get(next)) {
         pending.delete(next);
         next++;
+        idlePolls = 0;
         onEvent(ev);
         if (isTerminalEvent(ev)) return finish(ev);
       }
@@ -95,11 +102,19 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       if (pending.size > 0) void fill();
     };
 
-    const fill = async () => {
+    // The periodic check reads the Redis log; PostgreSQL only when the log cannot cover the next
+    // event (it is empty, expired or was lost with a Redis restart), and then less often while
+    // nothing new turns up, so that thousands of idle streams cost the database little.
+    const fill = async (periodic = false) => {
       if (filling || finished) return;
       filling = true;
       try {
-        for (const e of await readStoredEvents(opts, runId, next - 1)) add(e);
+        const log = await opts.redis.lrange(runLogKey(opts.redisPrefix, runId), 0, -1);
+        const fromLog = mergeEvents([], log, next - 1);
+        const covered = fromLog.length > 0 && fromLog[0]!.seq === next;
+        const dbDue = !periodic || !covered && (++idlePolls & (idlePolls - 1)) === 0; // 1st, 2nd, 4th, 8th… idle poll
+        const rows = covered || !dbDue ? [] : await readDbEvents(opts, runId, next - 1);
+        for (const e of mergeEvents(rows, log, next - 1)) add(e);
       } catch {
         // The periodic poll tries again; a lasting outage is reported by the caller's checks.
       } finally {
@@ -117,7 +132,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       .then(async (unsub) => {
         if (finished) return unsub();
         unsubscribe = unsub;
-        poll = setInterval(() => void fill(), opts.pollIntervalMs ?? 5000);
+        poll = setInterval(() => void fill(true), opts.pollIntervalMs ?? 5000);
         poll.unref();
         // The first read must succeed: without it the caller cannot know what it missed.
         for (const e of await readStoredEvents(opts, runId, next - 1)) add(e);
