@@ -5,3 +5,4 @@ export { startStack, type Stack, type StackOptions } from "./stack";
 export { freePort, startService, waitForOk, type ServiceProcess } from "./processes";
 export { readSse, type SseEvent, type SseResponse, type StreamOptions } from "./sse-client";
 export { startPrivateRedis, startPrivatePostgres, type PrivateRedis, type PrivatePostgres } from "./private-servers";
+export { eventually, watchSse, type SseWatch } from "./waiting";

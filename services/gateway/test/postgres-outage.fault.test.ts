@@ -1,5 +1,7 @@
-import { createTenant, readSse, startPrivatePostgres, startStack, testPrisma, type PrivatePostgres, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, eventually, watchSse, startPrivatePostgres, startStack, testPrisma, type PrivatePostgres, type Stack, type Tenant } from "@agentrun/testing";
 import { ensureDatabase, migrateDeploy, type PrismaClient } from "@agentrun/db";
+
+jest.setTimeout(120_000);
 
 // The stack runs on a PostgreSQL cluster of its own, which this test stops and starts again.
 let pg: PrivatePostgres;
@@ -31,32 +33,28 @@ const postRun = (query: string) =>
   });
 
 it("answers 503 while PostgreSQL is down, finishes the run in progress when it returns, and resumes by itself", async () => {
+  const step = (s: string) => process.env.DEBUG_FAULTS && console.log(new Date().toISOString(), s);
   expect((await postRun("warm up")).status).toBe(200);
-  let seen = 0;
-  const stream = readSse(`${stack.gatewayUrl}/api/run`, {
-    body: { query: "[sleep:100][chunks:30] through a database outage" },
-    headers: tenant.headers,
-    timeoutMs: 90_000,
-    until: () => {
-      seen++;
-      return false;
-    },
-  });
-  while (seen < 3) await new Promise((r) => setTimeout(r, 20));
+  const watch = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:30] through a database outage" }, headers: tenant.headers, timeoutMs: 90_000 });
+  await watch.waitFor((_, all) => all.length >= 3);
   await pg.stop();
+  step("pg stopped");
 
   // Past the API key cache, so the request needs the database.
   await new Promise((r) => setTimeout(r, 1000));
   const t0 = Date.now();
   const during = await postRun("during the outage");
+  step(`during: ${during.status}`);
   expect(during.status).toBe(503);
   expect(((await during.json()) as any).error.code).toBe("unavailable");
   expect(Date.now() - t0).toBeLessThan(6000);
 
   await new Promise((r) => setTimeout(r, 2000));
   await pg.start();
+  step("pg started");
 
-  const res = await stream;
+  const res = await watch.result;
+  step("stream done");
   const seqs = res.events.map((e) => Number(e.id));
   expect(seqs).toEqual(seqs.map((_, k) => k + 1));
   expect(res.events.at(-1)!.data.type).toBe("run_completed");
@@ -65,15 +63,9 @@ it("answers 503 while PostgreSQL is down, finishes the run in progress when it r
   expect(await prisma.runEvent.count({ where: { runId } })).toBe(res.events.length);
   expect((await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("completed");
 
-  const deadline = Date.now() + 20_000;
-  let body: any = null;
-  while (Date.now() < deadline) {
-    const r = await postRun("after the outage").catch(() => null);
-    if (r?.status === 200) {
-      body = await r.json();
-      break;
-    }
-    await new Promise((r2) => setTimeout(r2, 500));
-  }
+  const body = await eventually(async () => {
+    const r = await postRun("after the outage");
+    return r.status === 200 ? ((await r.json()) as any) : null;
+  });
   expect(body).toMatchObject({ status: "completed", output: "Echo: after the outage" });
 });

@@ -1,5 +1,7 @@
-import { createTenant, readSse, startPrivateRedis, startStack, testEnv, testPrisma, type PrivateRedis, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, eventually, watchSse, startPrivateRedis, startStack, testEnv, testPrisma, type PrivateRedis, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
+
+jest.setTimeout(120_000);
 
 // The stack runs on a Redis server of its own, which this test stops and restarts (losing its data).
 let redis: PrivateRedis;
@@ -30,20 +32,9 @@ const postRun = (query: string) =>
 
 it("loses no event of runs streaming through a Redis restart, answers 503 during the outage, and recovers", async () => {
   expect((await postRun("warm up")).status).toBe(200);
-  const seen = [0, 0, 0];
-  const streams = [0, 1, 2].map((i) =>
-    readSse(`${stack.gatewayUrl}/api/run`, {
-      body: { query: `[sleep:100][chunks:40] through the outage ${i}` },
-      headers: tenant.headers,
-      timeoutMs: 60_000,
-      until: () => {
-        seen[i]!++;
-        return false;
-      },
-    }),
-  );
+  const watches = [0, 1, 2].map((i) => watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: `[sleep:100][chunks:40] through the outage ${i}` }, headers: tenant.headers }));
   // Stop Redis once every run is streaming text.
-  while (seen.some((n) => n < 3)) await new Promise((r) => setTimeout(r, 20));
+  for (const w of watches) await w.waitFor((_, all) => all.length >= 3);
   await redis.stop();
 
   const t0 = Date.now();
@@ -55,8 +46,7 @@ it("loses no event of runs streaming through a Redis restart, answers 503 during
   await new Promise((r) => setTimeout(r, 1500));
   await redis.start();
 
-  const results = await Promise.all(streams);
-  if (process.env.DEBUG_FAULTS) console.log(stack.gateway.output().slice(-4000), stack.workers[0]!.output().slice(-4000));
+  const results = await Promise.all(watches.map((w) => w.result));
   for (const [i, res] of results.entries()) {
     const seqs = res.events.map((e) => Number(e.id));
     expect(seqs).toEqual(seqs.map((_, k) => k + 1));
@@ -69,15 +59,9 @@ it("loses no event of runs streaming through a Redis restart, answers 503 during
   }
 
   // Gateway and worker reconnect by themselves.
-  const deadline = Date.now() + 20_000;
-  let body: any = null;
-  while (Date.now() < deadline) {
-    const res = await postRun("after the outage").catch(() => null);
-    if (res?.status === 200) {
-      body = await res.json();
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  const body = await eventually(async () => {
+    const r = await postRun("after the outage");
+    return r.status === 200 ? ((await r.json()) as any) : null;
+  });
   expect(body).toMatchObject({ status: "completed", output: "Echo: after the outage" });
 });

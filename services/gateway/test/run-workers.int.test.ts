@@ -1,4 +1,4 @@
-import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, eventually, readSse, startStack, watchSse, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 let stack: Stack;
@@ -40,20 +40,11 @@ describe("agent workers", () => {
   });
 
   it("ends a run whose worker is killed mid-run, streams the terminal event, and other runs go on", async () => {
-    const events: any[] = [];
-    const streaming = readSse(`${stack.gatewayUrl}/api/run`, {
-      body: { query: "[sleep:300][chunks:60] long answer" },
-      headers: tenant.headers,
-      until: (e) => {
-        events.push(e.data);
-        return false;
-      },
-      timeoutMs: 60_000,
-    });
+    const watch = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:300][chunks:60] long answer" }, headers: tenant.headers });
+    const streaming = watch.result;
     // Wait until the run has streamed text, then kill the worker executing it.
-    const started = Date.now();
-    while (!events.some((e) => e.type === "text_chunk") && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 50));
-    const runId = events[0].run_id;
+    await watch.waitFor((e) => e.type === "text_chunk");
+    const runId = watch.events[0].run_id;
     const { workerId } = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
     const victim = stack.workerById(workerId!);
     await victim.kill();
@@ -76,24 +67,11 @@ describe("agent workers", () => {
 
   it("restarts on another worker a run whose worker died before it emitted anything", async () => {
     await stack.addWorker(workerEnv);
-    const events: any[] = [];
-    const streaming = readSse(`${stack.gatewayUrl}/api/run`, {
-      body: { query: "[sleep:1200][chunks:2] second chance" },
-      headers: tenant.headers,
-      until: (e) => {
-        events.push(e.data);
-        return false;
-      },
-      timeoutMs: 60_000,
-    });
-    const started = Date.now();
-    let workerId: string | null = null;
-    while (!workerId && Date.now() - started < 10_000) {
-      await new Promise((r) => setTimeout(r, 50));
-      if (events[0]) workerId = (await prisma.run.findUniqueOrThrow({ where: { id: events[0].run_id } })).workerId;
-    }
-    await stack.workerById(workerId!).kill();
-    const res = await streaming;
+    const watch = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:1200][chunks:2] second chance" }, headers: tenant.headers });
+    const events = watch.events;
+    const workerId = await eventually(async () => events[0] && (await prisma.run.findUniqueOrThrow({ where: { id: events[0].run_id } })).workerId, { intervalMs: 50 });
+    await stack.workerById(workerId).kill();
+    const res = await watch.result;
     expect(res.events.map((e) => e.data.type)).toEqual(["run_started", "text_chunk", "text_chunk", "run_completed"]);
     expect(res.events.map((e) => Number(e.id))).toEqual([1, 2, 3, 4]);
     const run = await prisma.run.findUniqueOrThrow({ where: { id: events[0].run_id } });
@@ -133,13 +111,7 @@ describe("stream: false past the wait limit", () => {
     });
     expect(res.status).toBe(202);
     const body = (await res.json()) as any;
-    expect(body).toEqual({ run_id: expect.stringMatching(/^run_/), task_id: expect.stringMatching(/^task_/), status: "running" });
-    const deadline = Date.now() + 15_000;
-    let status = "";
-    while (Date.now() < deadline && status !== "completed") {
-      status = (await prisma.run.findUniqueOrThrow({ where: { id: body.run_id } })).status;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(status).toBe("completed");
+    expect(body).toEqual({ run_id: expect.stringMatching(/^run_/), task_id: expect.stringMatching(/^task_/), status: expect.stringMatching(/^(queued|running)$/) });
+    await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: body.run_id } })).status === "completed");
   });
 });
