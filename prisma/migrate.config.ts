@@ -35,14 +35,33 @@ const cfg: pg.PoolConfig = {
   allowExitOnIdle: true, // an idle pool would keep the CLI alive for 10 s after it is done
 };
 
+// adapter-pg runs a migration script by splitting it on every ";", which breaks function bodies
+// and comments containing semicolons; send each script whole instead (PostgreSQL's simple query
+// protocol runs several statements in one call).
+function wholeScripts<T extends { executeScript(script: string): Promise<void> }>(conn: T): T {
+  const c = conn as any;
+  c.executeScript = async (script: string) => {
+    try {
+      await c.client.query(script);
+    } catch (error) {
+      c.onError(error);
+    }
+  };
+  return conn;
+}
+
 // adapter-pg drops the shadow database before closing its pool, which fails while the pool is
 // connected; create and drop it around a dedicated adapter instead.
 class MigratePg extends PrismaPg {
+  override async connect() {
+    return wholeScripts(await super.connect());
+  }
+
   override async connectToShadowDb() {
     const main = await this.connect();
     const database = `prisma_migrate_shadow_db_${crypto.randomUUID()}`;
     await main.executeScript(`CREATE DATABASE "${database}"`);
-    const shadow = await new PrismaPg({ ...cfg, database }).connect();
+    const shadow = wholeScripts(await new PrismaPg({ ...cfg, database }).connect());
     const close = shadow.dispose.bind(shadow);
     shadow.dispose = async () => {
       await close();

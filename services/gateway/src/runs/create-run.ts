@@ -1,7 +1,6 @@
-import type { PrismaClient, Prisma } from "@agentrun/db";
+import type { PrismaClient } from "@agentrun/db";
 import { newId } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
-import { reserveRunCredits } from "@agentrun/credits";
 import type { RunContext, RunEvent } from "@agentrun/contracts";
 import type { AuthContext } from "../request-context";
 
@@ -24,67 +23,43 @@ export interface CreatedRun {
   started: RunEvent;
 }
 
+/** SQLSTATEs raised by agentrun_create_run (see its migration) and what they mean to the caller. */
+const REFUSALS: Record<string, () => AppError> = {
+  AR404: () => new AppError("task_not_found"),
+  AR403: () => new AppError("forbidden", { message: "This task belongs to another organization, agent or visitor." }),
+  AR409: () => new AppError("run_in_progress", { message: "The task already has a queued or running run; wait for it to end or cancel it." }),
+  AR402: () => new AppError("insufficient_credits"),
+};
+
+/** The SQLSTATE of a database error raised through Prisma's driver adapter, if any. */
+function sqlState(err: unknown): string | undefined {
+  return (err as { meta?: { driverAdapterError?: { cause?: { code?: string } } } })?.meta?.driverAdapterError?.cause?.code;
+}
+
 /**
- * Records a new run as `queued` in one transaction: creates the task or claims the existing
- * one (a conditional update, so two concurrent requests cannot both start a run on it),
- * reserves the base credit, inserts the run and its `run_started` event (seq 1).
- * Checks follow the contract's order: task 404/403, then 409, then 402.
+ * Records a new run as `queued` in one database round trip (the `agentrun_create_run`
+ * function): creates the task or claims the existing one with a conditional update (so two
+ * concurrent requests cannot both start a run on it), reserves the base credit with a ledger
+ * entry, and inserts the run and its `run_started` event (seq 1). Refusals follow the contract's
+ * order: task 404/403, then 409, then 402.
  */
 export async function createRun(prisma: PrismaClient, input: CreateRunInput): Promise<CreatedRun> {
   const { auth } = input;
   const runId = newId("run");
-  return prisma.$transaction(async (tx) => {
-    let taskId: string;
-    if (input.taskId) {
-      taskId = input.taskId;
-      await claimTask(tx, input, runId);
-    } else {
-      taskId = newId("task");
-      await tx.task.create({
-        data: {
-          id: taskId,
-          orgId: auth.orgId,
-          agentId: auth.agentId,
-          title: input.query.slice(0, TITLE_MAX_CHARS),
-          userId: input.context?.user_id,
-          metadata: (input.context?.metadata as Prisma.InputJsonValue) ?? undefined,
-          visitorId: input.visitorId,
-          activeRunId: runId,
-          runCount: 1,
-        },
-      });
-    }
-    await reserveRunCredits(tx, auth.orgId, runId, RUN_RESERVATION);
-    const started: RunEvent = { seq: 1, type: "run_started", run_id: runId, task_id: taskId };
-    await tx.run.create({
-      data: {
-        id: runId,
-        taskId,
-        orgId: auth.orgId,
-        agentId: auth.agentId,
-        query: input.query,
-        context: (input.context as Prisma.InputJsonValue) ?? undefined,
-        creditsReserved: RUN_RESERVATION,
-        lastSeq: 1,
-        events: { create: { seq: 1, type: started.type, data: started } },
-      },
-    });
-    return { runId, taskId, started };
-  });
-}
-
-async function claimTask(tx: Prisma.TransactionClient, input: CreateRunInput, runId: string): Promise<void> {
-  const { auth } = input;
-  const taskId = input.taskId!;
-  const claimed = await tx.task.updateMany({
-    where: { id: taskId, orgId: auth.orgId, agentId: auth.agentId, activeRunId: null, ...(input.visitorId ? { visitorId: input.visitorId } : {}) },
-    data: { activeRunId: runId, runCount: { increment: 1 }, status: "pending" },
-  });
-  if (claimed.count === 1) return;
-  const task = await tx.task.findUnique({ where: { id: taskId }, select: { orgId: true, agentId: true, visitorId: true, activeRunId: true } });
-  if (!task) throw new AppError("task_not_found", { message: `No task has the id '${taskId}'.` });
-  if (task.orgId !== auth.orgId || task.agentId !== auth.agentId || (input.visitorId && task.visitorId !== input.visitorId)) {
-    throw new AppError("forbidden", { message: "This task belongs to another organization, agent or visitor." });
+  const taskId = input.taskId ?? newId("task");
+  const started: RunEvent = { seq: 1, type: "run_started", run_id: runId, task_id: taskId };
+  const metadata = input.context?.metadata === undefined ? null : JSON.stringify(input.context.metadata);
+  const context = input.context === undefined ? null : JSON.stringify(input.context);
+  try {
+    await prisma.$queryRaw`SELECT agentrun_create_run(
+      ${runId}, ${taskId}, ${input.taskId === undefined}, ${auth.orgId}, ${auth.agentId},
+      ${input.query}, ${[...input.query].slice(0, TITLE_MAX_CHARS).join("")}, ${input.context?.user_id ?? null},
+      ${metadata}::jsonb, ${context}::jsonb, ${input.visitorId ?? null},
+      ${RUN_RESERVATION}::int, ${newId("led")}, ${JSON.stringify(started)}::jsonb)`;
+  } catch (err) {
+    const refusal = REFUSALS[sqlState(err) ?? ""];
+    if (refusal) throw refusal();
+    throw err;
   }
-  throw new AppError("run_in_progress", { message: `Task '${taskId}' already has a queued or running run (${task.activeRunId}).` });
+  return { runId, taskId, started };
 }
