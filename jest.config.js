@@ -1,11 +1,14 @@
 // Tests run against the real PostgreSQL and Redis: the global setup creates a fresh database
 // (migrated with the committed migrations) and a Redis key prefix for this run, and the
 // teardown removes both.
-const swc = ["@swc/jest", { jsc: { parser: { syntax: "typescript" }, target: "es2022" }, module: { type: "commonjs" } }];
+// ts-jest transpiles each file on its own (no type check here: `npm run typecheck` does that).
+// Pure-JS tooling on purpose: native transformers ship per-platform binaries that some
+// registries do not carry, which would make `npm ci` fail on a fresh clone.
+const tsJest = ["ts-jest", { isolatedModules: true, tsconfig: { module: "commonjs", moduleResolution: "node", target: "es2022", esModuleInterop: true, resolveJsonModule: true } }];
 
 const common = {
   testEnvironment: "node",
-  transform: { "^.+\\.(t|j)sx?$": swc },
+  transform: { "^.+\\.tsx?$": tsJest },
   moduleFileExtensions: ["ts", "js", "json"],
 };
 
