@@ -6,7 +6,7 @@ import type {
   internalMemoryCreateSchema,
   internalMemorySearchSchema,
 } from "@agentrun/contracts";
-import { AppError, ERROR_STATUS, type ErrorCode } from "@agentrun/errors";
+import { AppError, type ErrorCode } from "@agentrun/errors";
 
 /** Body of `POST /internal/memories`; `category` defaults to `general`. */
 export type CreateMemoryRequest = z.input<typeof internalMemoryCreateSchema>;
@@ -50,9 +50,10 @@ export interface CallOptions {
 
 /**
  * The memory service's internal API. Every method rejects with an {@link AppError}: the
- * service's own error (`invalid_request`, `memory_not_found`, `forbidden`, … with its status,
- * message and details), or `unavailable` when the service cannot be reached, times out, answers
- * 5xx or answers something that is not the contract's shape.
+ * service's own error about the request (`invalid_request`, `memory_not_found` or `forbidden`, with
+ * its status, message and details), or `unavailable` when the service cannot be reached, times
+ * out, answers 5xx, answers another error (e.g. 401 for a wrong token) or answers something that
+ * is not the contract's shape.
  */
 export interface MemoryClient {
   create(input: CreateMemoryRequest, opts?: CallOptions): Promise<CreateMemoryResponse>;
@@ -72,12 +73,20 @@ interface Call {
 
 const unavailable = (cause: unknown): AppError => new AppError("unavailable", { message: "memory service unavailable", cause });
 
-const isErrorCode = (code: unknown): code is ErrorCode => typeof code === "string" && Object.hasOwn(ERROR_STATUS, code);
+/**
+ * The service's errors that are about the caller's request and so are rethrown as they are.
+ * Any other 4xx (`unauthorized` from a wrong INTERNAL_TOKEN, `not_found` for a route the service
+ * lacks, …) is a deployment fault: passed through, it would reach a public caller as if it were
+ * theirs, so it becomes `unavailable` like a 5xx.
+ */
+const CALLER_ERROR_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["invalid_request", "forbidden", "memory_not_found"]);
 
-/** The service's error, when `body` is the contract's `{error:{code,message,details?}}`. */
+const isCallerErrorCode = (code: unknown): code is ErrorCode => typeof code === "string" && CALLER_ERROR_CODES.has(code as ErrorCode);
+
+/** The service's error, when `body` is the contract's `{error:{code,message,details?}}` with a caller error code. */
 function contractError(status: number, body: unknown): AppError | undefined {
   const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
-  if (!error || !isErrorCode(error.code) || typeof error.message !== "string") return undefined;
+  if (!error || !isCallerErrorCode(error.code) || typeof error.message !== "string") return undefined;
   return new AppError(error.code, { status, message: error.message, details: error.details });
 }
 

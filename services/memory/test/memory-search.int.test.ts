@@ -153,6 +153,7 @@ describe("memory client against the service", () => {
     expect(invalid).toMatchObject({ code: "invalid_request", status: 400, details: [{ path: "category", message: expect.any(String) }] });
     await client.remove(scope, id);
     await expect(client.get(scope, id)).rejects.toMatchObject({ code: "memory_not_found", status: 404 });
-    await expect(createMemoryClient({ baseUrl, token: "wrong-token-0123456789" }).list(scope)).rejects.toMatchObject({ code: "unauthorized", status: 401 });
+    // A wrong internal token is the deployment's fault, not the caller's: never a 401 to pass on.
+    await expect(createMemoryClient({ baseUrl, token: "wrong-token-0123456789" }).list(scope)).rejects.toMatchObject({ code: "unavailable", status: 503 });
   });
 });

@@ -26,6 +26,8 @@ export const calcEvaluate = defineAction({
     } catch (err) {
       throw new ToolError("invalid_expression", `Cannot evaluate '${expression}': ${(err as Error).message}`);
     }
+    // JSON has no Infinity or NaN: the model would see null.
+    if (typeof value === "number" && !Number.isFinite(value)) throw new ToolError("invalid_expression", `'${expression}' has no finite value (${value}).`);
     if (typeof value === "number" || typeof value === "boolean") return { expression, result: value };
     if (value && typeof (value as { toString?: unknown }).toString === "function" && typeof value !== "function") {
       return { expression, result: math.format(value as never, { precision: 14 }) };

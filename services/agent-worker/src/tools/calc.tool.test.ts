@@ -1,0 +1,110 @@
+import net from "node:net";
+import { createMemoryClient } from "@agentrun/memory-client";
+import { calcEvaluate } from "./calc.tool";
+import { ToolError, type ToolContext } from "./tool";
+
+let ctx: ToolContext;
+
+beforeAll(async () => {
+  // A real memory client on a port nobody listens on: the calculator never calls it.
+  const srv = net.createServer();
+  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise((resolve) => srv.close(resolve));
+  ctx = { orgId: "org_test", agentId: "agt_test", httpAllowlist: [], memory: createMemoryClient({ baseUrl: `http://127.0.0.1:${port}`, token: "t" }), signal: new AbortController().signal };
+});
+
+const evaluate = (expression: string) => calcEvaluate.run({ expression }, ctx);
+
+/** The ToolError `evaluate(expression)` rejects with. */
+async function failure(expression: string): Promise<ToolError> {
+  const err = await evaluate(expression).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ToolError);
+  return err as ToolError;
+}
+
+describe("calc_evaluate", () => {
+  it("is the calc tool's evaluate action", () => {
+    expect([calcEvaluate.tool, calcEvaluate.action]).toEqual(["calc", "evaluate"]);
+  });
+
+  it.each([
+    ["2+3*4", 14],
+    ["(2 + 3) * 4 / 5", 4],
+    ["2^10", 1024],
+    ["-7 mod 3", 2],
+    ["5!", 120],
+    ["10 / 4", 2.5],
+  ])("evaluates the arithmetic %s", async (expression, result) => {
+    await expect(evaluate(expression)).resolves.toEqual({ expression, result });
+  });
+
+  it.each([
+    ["sqrt(16) + 2^3", 12],
+    ["abs(-3) + max(1, 5, 2)", 8],
+    ["round(pi, 4)", 3.1416],
+    ["cos(pi)", -1],
+    ["log(1000, 10)", 3],
+  ])("evaluates the function call %s", async (expression, result) => {
+    const out = (await evaluate(expression)) as { result: number };
+    expect(out.result).toBeCloseTo(result, 10);
+  });
+
+  it("answers comparisons as booleans", async () => {
+    await expect(evaluate("3 > 2")).resolves.toEqual({ expression: "3 > 2", result: true });
+  });
+
+  it("formats values that are not plain numbers: units, complex numbers, matrices", async () => {
+    await expect(evaluate("2 inch to cm")).resolves.toEqual({ expression: "2 inch to cm", result: "5.08 cm" });
+    await expect(evaluate("sqrt(-4)")).resolves.toEqual({ expression: "sqrt(-4)", result: "2i" });
+    await expect(evaluate("[1, 2] + [3, 4]")).resolves.toEqual({ expression: "[1, 2] + [3, 4]", result: "[4, 6]" });
+  });
+
+  it("keeps no state between calls", async () => {
+    await expect(evaluate("x = 5")).resolves.toEqual({ expression: "x = 5", result: 5 });
+    expect((await failure("x + 1")).code).toBe("invalid_expression");
+  });
+
+  it.each([
+    'import({ evil: 1 }, { override: true })',
+    'evaluate("1")',
+    'parse("1 + 1")',
+    'compile("1 + 1")',
+    'createUnit("foo")',
+    'simplify("x + x")',
+    'derivative("x^2", "x")',
+    'resolve("x", {})',
+  ])("refuses the disabled function in %s with invalid_expression", async (expression) => {
+    const err = await failure(expression);
+    expect(err.code).toBe("invalid_expression");
+    expect(err.message).toContain("function disabled");
+  });
+
+  it("still has working units after createUnit was refused", async () => {
+    await failure('createUnit("foo")');
+    expect((await failure("2 foo")).code).toBe("invalid_expression");
+    await expect(evaluate("1 km to m")).resolves.toMatchObject({ result: "1000 m" });
+  });
+
+  it.each(["2+", "(1 + 2", "3 $ 4", "sqrt(", "1 +* 2", "unknownFunction(2)"])("answers invalid_expression for %s", async (expression) => {
+    const err = await failure(expression);
+    expect(err.code).toBe("invalid_expression");
+    expect(err.message).toContain(expression);
+  });
+
+  it("answers invalid_expression when the expression defines a function instead of a value", async () => {
+    const err = await failure("f(x) = x^2");
+    expect(err.code).toBe("invalid_expression");
+    expect(err.message).toMatch(/does not evaluate to a value/);
+  });
+});
+
+describe("calc_evaluate without a finite value", () => {
+  it.each(["1/0", "-1/0", "0/0"])("refuses %s instead of returning null", async (expression) => {
+    const { calcEvaluate } = await import("./calc.tool");
+    await expect(calcEvaluate.run({ expression }, {} as never)).rejects.toMatchObject({ code: "invalid_expression" });
+  });
+});

@@ -1,0 +1,216 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createMemoryClient } from "@agentrun/memory-client";
+import { addressAllowed, hostAllowed, httpGetAction, type HttpToolLimits } from "./http.tool";
+import { ToolError, type ToolContext } from "./tool";
+
+describe("hostAllowed", () => {
+  it("matches exact names, ignoring case and a trailing dot", () => {
+    expect(hostAllowed("api.example.com", ["api.example.com"])).toBe(true);
+    expect(hostAllowed("API.Example.COM.", ["api.example.com"])).toBe(true);
+    expect(hostAllowed("api.example.com", [" API.example.com "])).toBe(true);
+    expect(hostAllowed("example.com", ["api.example.com"])).toBe(false);
+    expect(hostAllowed("api.example.com.evil.net", ["api.example.com"])).toBe(false);
+    expect(hostAllowed("api.example.com", [])).toBe(false);
+  });
+
+  it("matches subdomains at any depth for a `*.` entry, but not the bare domain or look-alikes", () => {
+    const list = ["*.example.com"];
+    expect(hostAllowed("api.example.com", list)).toBe(true);
+    expect(hostAllowed("a.b.example.com", list)).toBe(true);
+    expect(hostAllowed("example.com", list)).toBe(false);
+    expect(hostAllowed("badexample.com", list)).toBe(false);
+    expect(hostAllowed("example.com.evil.net", list)).toBe(false);
+  });
+
+  it("matches any entry of the list", () => {
+    expect(hostAllowed("127.0.0.1", ["example.com", "127.0.0.1"])).toBe(true);
+  });
+});
+
+describe("addressAllowed", () => {
+  it.each([
+    "127.0.0.1",
+    "127.1.2.3",
+    "10.0.0.1",
+    "10.255.255.254",
+    "172.16.0.1",
+    "192.168.1.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "0.0.0.0",
+    "224.0.0.1",
+    "255.255.255.255",
+    "::1",
+    "::",
+    "::ffff:127.0.0.1",
+    "::ffff:10.0.0.1",
+    "fc00::1",
+    "fe80::1",
+    "64:ff9b::7f00:1",
+    "2002:7f00:1::1",
+  ])("rejects the non-public address %s", (address) => {
+    expect(addressAllowed(address, false)).toBe(false);
+  });
+
+  it.each(["8.8.8.8", "1.1.1.1", "::ffff:8.8.8.8", "2001:4860:4860::8888"])("accepts the public address %s", (address) => {
+    expect(addressAllowed(address, false)).toBe(true);
+  });
+
+  it("accepts private addresses when allowPrivate is set", () => {
+    for (const address of ["127.0.0.1", "10.0.0.1", "192.168.1.1", "169.254.169.254", "::1", "8.8.8.8"]) expect(addressAllowed(address, true)).toBe(true);
+  });
+});
+
+describe("http_get against a real server on 127.0.0.1", () => {
+  type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+  let server: Server;
+  let base: string;
+  let handler: Handler;
+  let memoryUrl: string;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => handler(req, res));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // A port nobody listens on for the memory client, which this tool never calls.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    memoryUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((resolve) => closed.close(resolve));
+  });
+
+  afterEach(() => server.closeAllConnections());
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  const limits: HttpToolLimits = { timeoutMs: 300, maxBytes: 1000, allowPrivate: true };
+  const ctxFor = (httpAllowlist: string[], signal = new AbortController().signal): ToolContext => ({
+    orgId: "org_test",
+    agentId: "agt_test",
+    httpAllowlist,
+    memory: createMemoryClient({ baseUrl: memoryUrl, token: "t" }),
+    signal,
+  });
+  const get = (url: string, opts: { limits?: Partial<HttpToolLimits>; allowlist?: string[]; signal?: AbortSignal } = {}) =>
+    httpGetAction({ ...limits, ...opts.limits }).run({ url }, ctxFor(opts.allowlist ?? ["127.0.0.1"], opts.signal));
+
+  /** The ToolError `p` rejects with. */
+  async function failure(p: Promise<unknown>): Promise<ToolError> {
+    const err = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ToolError);
+    return err as ToolError;
+  }
+
+  it("is the http tool's get action", () => {
+    const action = httpGetAction(limits);
+    expect([action.tool, action.action]).toEqual(["http", "get"]);
+  });
+
+  it("fetches JSON and returns the status, content type and parsed body", async () => {
+    const seen: Array<{ method?: string; url?: string; agent?: string }> = [];
+    handler = (req, res) => {
+      seen.push({ method: req.method, url: req.url, agent: req.headers["user-agent"] });
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify({ ok: true, items: [1, 2] }));
+    };
+    await expect(get(`${base}/data?x=1`)).resolves.toEqual({ status: 200, content_type: "application/json; charset=utf-8", body: { ok: true, items: [1, 2] }, truncated: false });
+    expect(seen).toEqual([{ method: "GET", url: "/data?x=1", agent: "agentrun-http-tool/1" }]);
+  });
+
+  it("returns a non-JSON body as text, and error statuses as results", async () => {
+    handler = (_req, res) => void res.writeHead(404, { "content-type": "text/plain" }).end("no such page");
+    await expect(get(`${base}/missing`)).resolves.toEqual({ status: 404, content_type: "text/plain", body: "no such page", truncated: false });
+  });
+
+  it("does not follow redirects but reports them", async () => {
+    handler = (_req, res) => void res.writeHead(302, { location: "http://169.254.169.254/latest/meta-data" }).end();
+    await expect(get(`${base}/redirect`)).resolves.toMatchObject({ status: 302, location: "http://169.254.169.254/latest/meta-data", truncated: false });
+  });
+
+  it("truncates a large body to maxBytes and says so", async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      // Several writes, so the limit falls in the middle of a chunk.
+      for (let i = 0; i < 50; i++) res.write("a".repeat(1000));
+      res.end();
+    };
+    const out = (await get(`${base}/large`, { limits: { maxBytes: 2500 } })) as { body: string; truncated: boolean; status: number };
+    expect(out.status).toBe(200);
+    expect(out.truncated).toBe(true);
+    // Truncated JSON is not parsed: it is returned as the text it is.
+    expect(out.body).toBe("a".repeat(2500));
+  });
+
+  it("returns a body of exactly maxBytes whole", async () => {
+    handler = (_req, res) => void res.writeHead(200, { "content-type": "text/plain" }).end("b".repeat(1000));
+    await expect(get(`${base}/exact`)).resolves.toMatchObject({ body: "b".repeat(1000), truncated: false });
+  });
+
+  it("gives up on a server that never answers with timeout, within timeoutMs", async () => {
+    handler = () => undefined;
+    const started = Date.now();
+    const err = await failure(get(`${base}/hang`));
+    const elapsed = Date.now() - started;
+    expect(err.code).toBe("timeout");
+    expect(elapsed).toBeGreaterThanOrEqual(250);
+    expect(elapsed).toBeLessThan(1500);
+  });
+
+  it("gives up on a body that stalls with timeout, within timeoutMs", async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.write("partial");
+    };
+    const started = Date.now();
+    expect((await failure(get(`${base}/stall`))).code).toBe("timeout");
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+
+  it("rethrows when the run is aborted, instead of a tool error", async () => {
+    handler = () => undefined;
+    const run = new AbortController();
+    const reason = new Error("run cancelled");
+    setTimeout(() => run.abort(reason), 50);
+    const err = await get(`${base}/hang`, { limits: { timeoutMs: 5000 }, signal: run.signal }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBe(reason);
+  });
+
+  it("refuses a private address unless allowPrivate is set: address_not_allowed, without connecting", async () => {
+    let requests = 0;
+    handler = (_req, res) => {
+      requests++;
+      res.end("{}");
+    };
+    const err = await failure(get(`${base}/data`, { limits: { allowPrivate: false } }));
+    expect(err.code).toBe("address_not_allowed");
+    expect(requests).toBe(0);
+  });
+
+  it("refuses a host that resolves to a private address: address_not_allowed", async () => {
+    const port = new URL(base).port;
+    expect((await failure(get(`http://localhost:${port}/data`, { limits: { allowPrivate: false }, allowlist: ["localhost"] }))).code).toBe("address_not_allowed");
+  });
+
+  it("refuses a host that is not on the allowlist: host_not_allowed", async () => {
+    const port = new URL(base).port;
+    expect((await failure(get(`${base}/data`, { allowlist: ["example.com"] }))).code).toBe("host_not_allowed");
+    expect((await failure(get(`http://localhost:${port}/data`))).code).toBe("host_not_allowed");
+    expect((await failure(get(`${base}/data`, { allowlist: [] }))).code).toBe("host_not_allowed");
+  });
+
+  it("refuses URLs that are not http or https: invalid_url", async () => {
+    expect((await failure(get("ftp://127.0.0.1/file"))).code).toBe("invalid_url");
+    expect((await failure(get("file:///etc/passwd"))).code).toBe("invalid_url");
+  });
+
+  it("reports a refused connection as fetch_failed", async () => {
+    expect((await failure(get(`${memoryUrl}/nothing-here`))).code).toBe("fetch_failed");
+  });
+});

@@ -1,0 +1,140 @@
+import net from "node:net";
+import { createMemoryClient } from "@agentrun/memory-client";
+import { BUILT_IN_TOOLS, ToolRegistry } from "./registry";
+import type { ToolContext } from "./tool";
+
+let memoryUrl: string;
+const registry = new ToolRegistry({ timeoutMs: 300, maxBytes: 1000, allowPrivate: false });
+const ALL = [...BUILT_IN_TOOLS];
+
+beforeAll(async () => {
+  // The memory service is down: a real client on a port nobody listens on.
+  const srv = net.createServer();
+  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  memoryUrl = `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`;
+  await new Promise((resolve) => srv.close(resolve));
+});
+
+const ctxFor = (extra: Partial<ToolContext> = {}): ToolContext => ({
+  orgId: "org_test",
+  agentId: "agt_test",
+  httpAllowlist: [],
+  memory: createMemoryClient({ baseUrl: memoryUrl, token: "t", timeoutMs: 500 }),
+  signal: new AbortController().signal,
+  ...extra,
+});
+
+const names = (enabled: readonly string[]) => registry.definitions(enabled).map((d) => (d.type === "function" ? d.function.name : d.type));
+
+describe("ToolRegistry.definitions", () => {
+  it("offers every action of every built-in tool as <tool>_<action>", () => {
+    expect(names(ALL).sort()).toEqual(["calc_evaluate", "clock_now", "http_get", "memory_save", "memory_search"]);
+  });
+
+  it("offers only the enabled tools' functions", () => {
+    expect(names(["calc"])).toEqual(["calc_evaluate"]);
+    expect(names(["memory", "clock"]).sort()).toEqual(["clock_now", "memory_save", "memory_search"]);
+    expect(names([])).toEqual([]);
+    expect(names(["no-such-tool"])).toEqual([]);
+  });
+
+  it("gives the same definitions whatever the order of the enabled tools", () => {
+    expect(names(["memory", "calc"]).sort()).toEqual(names(["calc", "memory"]).sort());
+  });
+
+  it("describes each function with a description and a JSON schema of its parameters", () => {
+    for (const def of registry.definitions(ALL)) {
+      if (def.type !== "function") throw new Error("expected function tools only");
+      expect(def.function.description).toEqual(expect.any(String));
+      expect(def.function.parameters).toMatchObject({ type: "object", properties: expect.any(Object) });
+    }
+    const calc = registry.definitions(["calc"])[0];
+    if (calc?.type !== "function") throw new Error("expected calc_evaluate");
+    expect(calc.function.parameters).toMatchObject({
+      type: "object",
+      properties: { expression: { type: "string", minLength: 1, maxLength: 1000, description: expect.any(String) } },
+      required: ["expression"],
+    });
+    const save = registry.definitions(["memory"]).find((d) => d.type === "function" && d.function.name === "memory_save");
+    if (save?.type !== "function") throw new Error("expected memory_save");
+    expect(save.function.parameters).toMatchObject({
+      properties: { content: { type: "string" }, category: { enum: ["general", "preference", "fact", "instruction"] } },
+      required: ["content"],
+    });
+  });
+});
+
+describe("ToolRegistry.call", () => {
+  it("runs an enabled function and reports its tool, action, params and result", async () => {
+    const started: unknown[] = [];
+    const outcome = await registry.call("calc_evaluate", '{"expression":"6*7"}', ["calc"], ctxFor(), (c) => started.push(c));
+    expect(outcome).toEqual({ tool: "calc", action: "evaluate", params: { expression: "6*7" }, result: { expression: "6*7", result: 42 }, ok: true });
+    expect(started).toEqual([{ tool: "calc", action: "evaluate", params: { expression: "6*7" } }]);
+  });
+
+  it("treats empty arguments as {}", async () => {
+    const outcome = await registry.call("clock_now", "", ["clock"], ctxFor());
+    expect(outcome.ok).toBe(true);
+    expect(outcome.result).toMatchObject({ iso: expect.stringMatching(/Z$/) });
+  });
+
+  it.each([
+    ["arguments that are not JSON", "{oops"],
+    ["a truncated JSON object", '{"expression": "1+'],
+  ])("answers invalid_arguments for %s, still announcing the call", async (_name, args) => {
+    const started: unknown[] = [];
+    const outcome = await registry.call("calc_evaluate", args, ["calc"], ctxFor(), (c) => started.push(c));
+    expect(outcome).toMatchObject({ tool: "calc", action: "evaluate", params: {}, ok: false, result: { error: { code: "invalid_arguments", message: expect.any(String) } } });
+    expect(started).toHaveLength(1);
+  });
+
+  it.each([
+    ["a parameter of the wrong type", '{"expression": 5}'],
+    ["a missing parameter", "{}"],
+    ["JSON that is not an object", "[1, 2]"],
+    ["JSON null", "null"],
+  ])("answers invalid_arguments for %s", async (_name, args) => {
+    const outcome = await registry.call("calc_evaluate", args, ["calc"], ctxFor());
+    expect(outcome.ok).toBe(false);
+    expect(outcome.result).toMatchObject({ error: { code: "invalid_arguments" } });
+  });
+
+  it.each(["calc_unknown", "nosuch_tool", "calc", "", "memory_delete"])("answers unknown_tool for the unknown function '%s'", async (name) => {
+    const outcome = await registry.call(name, "{}", ALL, ctxFor());
+    expect(outcome.ok).toBe(false);
+    expect(outcome.result).toMatchObject({ error: { code: "unknown_tool", message: expect.any(String) } });
+  });
+
+  it("answers unknown_tool for a function of a tool the agent did not enable", async () => {
+    const outcome = await registry.call("calc_evaluate", '{"expression":"1+1"}', ["memory", "clock"], ctxFor());
+    expect(outcome).toMatchObject({ tool: "calc", action: "evaluate", ok: false, result: { error: { code: "unknown_tool" } } });
+  });
+
+  it("turns the tool's own error into an error result", async () => {
+    const outcome = await registry.call("calc_evaluate", '{"expression":"2+"}', ["calc"], ctxFor());
+    expect(outcome).toMatchObject({ ok: false, result: { error: { code: "invalid_expression" } } });
+    const http = await registry.call("http_get", '{"url":"http://example.com/"}', ["http"], ctxFor());
+    expect(http).toMatchObject({ ok: false, result: { error: { code: "host_not_allowed" } } });
+  });
+
+  it("answers no_user for memory without the run's user_id", async () => {
+    const outcome = await registry.call("memory_save", '{"content":"likes tea"}', ["memory"], ctxFor());
+    expect(outcome).toMatchObject({ tool: "memory", action: "save", ok: false, result: { error: { code: "no_user" } } });
+  });
+
+  it("answers unavailable when the memory service is down", async () => {
+    const ctx = ctxFor({ userId: "u1" });
+    const save = await registry.call("memory_save", '{"content":"likes tea","category":"preference"}', ["memory"], ctx);
+    expect(save).toMatchObject({ tool: "memory", action: "save", params: { content: "likes tea", category: "preference" }, ok: false });
+    expect(save.result).toEqual({ error: { code: "unavailable", message: "memory service unavailable" } });
+    const search = await registry.call("memory_search", '{"query":"tea"}', ["memory"], ctx);
+    expect(search.result).toMatchObject({ error: { code: "unavailable" } });
+  });
+
+  it("rethrows instead of answering when the run was aborted", async () => {
+    const run = new AbortController();
+    const reason = new Error("run cancelled");
+    run.abort(reason);
+    await expect(registry.call("memory_save", '{"content":"likes tea"}', ["memory"], ctxFor({ userId: "u1", signal: run.signal }))).rejects.toBe(reason);
+  });
+});
