@@ -15,6 +15,13 @@ export interface CreateRunInput {
   context?: RunContext;
   /** Widget visitor starting the run, when it came through the widget gateway. */
   visitorId?: string;
+  /** Ids chosen in advance (an Idempotency-Key claim names them before the run exists). */
+  ids?: { runId: string; taskId: string };
+}
+
+/** Ids for a run about to be created: a new run id, and a new task id unless it continues one. */
+export function newRunIds(taskId?: string): { runId: string; taskId: string } {
+  return { runId: newId("run"), taskId: taskId ?? newId("task") };
 }
 
 export interface CreatedRun {
@@ -45,8 +52,7 @@ function sqlState(err: unknown): string | undefined {
  */
 export async function createRun(prisma: PrismaClient, input: CreateRunInput): Promise<CreatedRun> {
   const { auth } = input;
-  const runId = newId("run");
-  const taskId = input.taskId ?? newId("task");
+  const { runId, taskId } = input.ids ?? newRunIds(input.taskId);
   const started: RunEvent = { seq: 1, type: "run_started", run_id: runId, task_id: taskId };
   const metadata = input.context?.metadata === undefined ? null : JSON.stringify(input.context.metadata);
   const context = input.context === undefined ? null : JSON.stringify(input.context);

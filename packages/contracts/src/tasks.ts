@@ -1,0 +1,63 @@
+/** Tasks, messages and run events: query and body schemas of the conversation endpoints. */
+import { z } from "zod";
+import { TASK_STATUSES, idParam, intParam } from "./common";
+import { runContextSchema } from "./runs";
+
+/** Query of `GET /api/tasks`. */
+export const taskListQuerySchema = z.object({
+  limit: intParam(1, 100, 20),
+  offset: intParam(0, 1_000_000_000, 0),
+  status: z.enum(TASK_STATUSES).optional(),
+});
+
+/** Body of `POST /api/tasks`. */
+export const taskCreateSchema = z
+  .object({
+    title: z.string().trim().min(1).max(200).optional(),
+    user_id: z.string().min(1).max(256).optional(),
+    metadata: runContextSchema.shape.metadata,
+  })
+  .strict();
+
+/** Query of `GET /api/messages`. */
+export const messageListQuerySchema = z.object({
+  task_id: idParam,
+  limit: intParam(1, 200, 50),
+  before: idParam.optional(),
+});
+
+/** Query of `GET /api/tasks/{id}/runs/{run_id}/events`. */
+export const eventsQuerySchema = z.object({
+  after: intParam(0, 1_000_000_000, 0),
+});
+
+/** `Last-Event-ID`: the seq of the last event the client has. */
+export const lastEventIdSchema = z.string().regex(/^\d{1,10}$/, "must be a non-negative integer").transform(Number);
+
+/** `Idempotency-Key` header. */
+export const idempotencyKeySchema = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, "must be 1-255 printable ASCII characters without spaces");
+
+export interface TaskView {
+  task_id: string;
+  title: string;
+  status: string;
+  created_at: string;
+  updated_at: string;
+  run_count: number;
+  credits_used: number;
+  user_id?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface MessageView {
+  message_id: string;
+  task_id: string;
+  run_id: string | null;
+  role: "user" | "assistant" | "tool";
+  content: string;
+  created_at: string;
+  tool?: string;
+  action?: string;
+  params?: unknown;
+  result?: unknown;
+}

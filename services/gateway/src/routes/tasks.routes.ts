@@ -1,0 +1,79 @@
+import { Router } from "express";
+import { Prisma, newId } from "@agentrun/db";
+import { taskCreateSchema, taskListQuerySchema } from "@agentrun/contracts";
+import { runLogKey } from "@agentrun/events";
+import type { GatewayDeps } from "../deps";
+import { authOf } from "../request-context";
+import { cancelRunAndWait } from "../tasks/cancel-run";
+import { ownedTask } from "../tasks/task-access";
+import { toRunView } from "../views/run.view";
+import { toTaskView } from "../views/task.view";
+
+/** Tasks of the caller's agent: list, create, read, delete, and their runs. */
+export function tasksRoutes(deps: GatewayDeps): Router {
+  const router = Router();
+  const { prisma } = deps;
+  const store = { prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
+
+  router.get("/tasks", async (req, res) => {
+    const auth = authOf(req);
+    const q = taskListQuerySchema.parse(req.query);
+    // Newest first on the (agent_id[, status], created_at DESC, id DESC) indexes; the total from
+    // the trigger-kept task_counts, which stays cheap at millions of tasks (an agent's tasks all
+    // belong to its organization).
+    const filter = { agentId: auth.agentId, ...(q.status ? { status: q.status } : {}) };
+    const [tasks, counted] = await Promise.all([
+      prisma.task.findMany({ where: { ...filter, orgId: auth.orgId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: q.limit, skip: q.offset }),
+      prisma.taskCount.aggregate({ where: filter, _sum: { n: true } }),
+    ]);
+    res.json({ tasks: tasks.map(toTaskView), total: Number(counted._sum.n ?? 0) });
+  });
+
+  router.post("/tasks", async (req, res) => {
+    const auth = authOf(req);
+    const body = taskCreateSchema.parse(req.body ?? {});
+    const task = await prisma.task.create({
+      data: {
+        id: newId("task"),
+        orgId: auth.orgId,
+        agentId: auth.agentId,
+        title: body.title ?? "New task",
+        userId: body.user_id,
+        metadata: (body.metadata as Prisma.InputJsonValue) ?? undefined,
+      },
+    });
+    res.status(201).json(toTaskView(task));
+  });
+
+  router.get("/tasks/:task_id", async (req, res) => {
+    const task = await ownedTask(prisma, authOf(req), req.params.task_id);
+    const runs = await prisma.run.findMany({
+      where: { taskId: task.id },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      select: { id: true, status: true, query: true, creditsUsed: true, durationMs: true, createdAt: true },
+    });
+    res.json({
+      ...toTaskView(task),
+      runs: runs.map((r) => ({ run_id: r.id, status: r.status, query: r.query, credits_used: r.creditsUsed, duration_ms: r.durationMs, created_at: r.createdAt.toISOString() })),
+    });
+  });
+
+  router.get("/tasks/:task_id/runs", async (req, res) => {
+    const task = await ownedTask(prisma, authOf(req), req.params.task_id);
+    const runs = await prisma.run.findMany({ where: { taskId: task.id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+    res.json({ runs: runs.map(toRunView) });
+  });
+
+  router.delete("/tasks/:task_id", async (req, res) => {
+    const task = await ownedTask(prisma, authOf(req), req.params.task_id);
+    const runs = await prisma.run.findMany({ where: { taskId: task.id }, select: { id: true, status: true, query: true } });
+    // Stop what is in progress first, so that its streams end with run_cancelled and no worker
+    // writes to the task while it is deleted.
+    await Promise.all(runs.map((run) => cancelRunAndWait(store, run)));
+    await prisma.task.deleteMany({ where: { id: task.id } });
+    if (runs.length) await deps.redis.unlink(...runs.map((r) => runLogKey(deps.config.REDIS_PREFIX, r.id)));
+    res.status(204).end();
+  });
+
+  return router;
+}

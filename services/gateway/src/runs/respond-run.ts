@@ -1,0 +1,54 @@
+import type { Request, Response } from "express";
+import type { RunEvent } from "@agentrun/contracts";
+import { followRun } from "@agentrun/events";
+import type { GatewayDeps } from "../deps";
+import { openSse } from "./sse";
+import { loadRunResult } from "./run-result";
+
+export interface RespondRunInput {
+  runId: string;
+  taskId: string;
+  stream: boolean;
+  /** Events the caller already holds and sends first (a new run's run_started). */
+  sent?: RunEvent[];
+}
+
+/**
+ * Answers for a run that exists: SSE from the first event not yet sent to its terminal event,
+ * or (JSON) the Run with its tool calls once it ends — 202 with its current status past the
+ * wait limit. Used for new runs, idempotent replays and the widget gateway.
+ */
+export async function respondWithRun(deps: GatewayDeps, req: Request, res: Response, input: RespondRunInput): Promise<void> {
+  const { runId, taskId } = input;
+  const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, hub: deps.hub };
+  const afterSeq = input.sent?.at(-1)?.seq ?? 0;
+  if (input.stream) {
+    const sse = openSse(req, res, deps.config.SSE_HEARTBEAT_MS);
+    for (const e of input.sent ?? []) sse.send(e);
+    try {
+      await followRun({ ...store, runId, afterSeq, onEvent: sse.send, signal: sse.signal });
+    } catch (err) {
+      // The run goes on; the client can re-attach through the events endpoint.
+      req.log.error({ err, runId }, "lost the run's event stream");
+    }
+    sse.end();
+    return;
+  }
+
+  const wait = new AbortController();
+  const timer = setTimeout(() => wait.abort(), deps.config.RUN_WAIT_TIMEOUT_MS);
+  res.on("close", () => wait.abort());
+  try {
+    const terminal = await followRun({ ...store, runId, afterSeq, onEvent: () => {}, signal: wait.signal });
+    if (res.writableEnded || res.destroyed) return;
+    if (!terminal) {
+      // Past the wait limit: the run goes on; the caller polls the run or follows its events.
+      const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true } });
+      res.status(202).json({ run_id: runId, task_id: taskId, status: run?.status ?? "queued" });
+      return;
+    }
+    res.status(200).json(await loadRunResult(deps.prisma, runId));
+  } finally {
+    clearTimeout(timer);
+  }
+}

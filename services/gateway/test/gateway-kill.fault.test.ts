@@ -1,0 +1,52 @@
+import { createTenant, freePort, readSse, startService, startStack, testEnv, testPrisma, waitForOk, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+
+jest.setTimeout(120_000);
+
+let stack: Stack;
+let second: ServiceProcess;
+let secondUrl: string;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  stack = await startStack();
+  const port = await freePort();
+  second = startService("gateway", { ...stack.env, PORT: String(port) });
+  secondUrl = `http://127.0.0.1:${port}`;
+  await waitForOk(`${secondUrl}/healthz`, second);
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma);
+});
+
+afterAll(async () => {
+  await second?.stop();
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+it("lets a client whose gateway was killed re-attach through another gateway and receive every event exactly once", async () => {
+  const first: any[] = [];
+  const killed = readSse(`${stack.gatewayUrl}/api/run`, {
+    body: { query: "[sleep:100][chunks:30] survive the gateway" },
+    headers: tenant.headers,
+    until: (e) => {
+      first.push({ id: Number(e.id), ...e.data });
+      return false;
+    },
+  }).catch((err: Error) => err);
+  while (first.length < 5) await new Promise((r) => setTimeout(r, 20));
+  await stack.gateway.kill();
+  expect(await killed).toBeInstanceOf(Error);
+
+  const { run_id: runId, task_id: taskId } = first[0];
+  const lastId = first.at(-1).id;
+  const rest = await readSse(`${secondUrl}/api/tasks/${taskId}/runs/${runId}/events`, { headers: { ...tenant.headers, "last-event-id": String(lastId) } });
+  expect(rest.status).toBe(200);
+  const all = [...first.map((e) => e.id), ...rest.events.map((e) => Number(e.id))];
+  expect(all).toEqual(all.map((_, i) => i + 1));
+  expect(rest.events.at(-1)!.data.type).toBe("run_completed");
+  const text = [...first, ...rest.events.map((e) => e.data)].filter((e) => e.type === "text_chunk").map((e) => e.content).join("");
+  expect(text).toBe("Echo: survive the gateway");
+  expect(await prisma.runEvent.count({ where: { runId } })).toBe(all.length);
+});

@@ -1,0 +1,166 @@
+import { createTenant, readSse, startStack, testEnv, testPrisma, watchSse, eventually, type Stack, type Tenant } from "@agentrun/testing";
+import { newId, type PrismaClient } from "@agentrun/db";
+
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  stack = await startStack({ memory: false });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma);
+});
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+const api = async (method: string, path: string, body?: unknown, t: Tenant = tenant, headers: Record<string, string> = {}) => {
+  const res = await fetch(`${stack.gatewayUrl}/api${path}`, {
+    method,
+    headers: { ...t.headers, ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+};
+const run = (query: string, extra: object = {}, t: Tenant = tenant) => api("POST", "/run", { query, stream: false, ...extra }, t);
+
+describe("tasks", () => {
+  it("lists the agent's tasks newest first with total, limit, offset and status", async () => {
+    const t = await createTenant(prisma);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await run(`task ${i}`, {}, t)).body.task_id);
+    await run("[error:500] failing", {}, t);
+    const all = await api("GET", "/tasks", undefined, t);
+    expect(all.status).toBe(200);
+    expect(all.body.total).toBe(6);
+    expect(all.body.tasks.slice(1).map((x: any) => x.task_id)).toEqual([...ids].reverse());
+    expect(all.body.tasks[1]).toMatchObject({ title: "task 4", status: "completed", run_count: 1 });
+    expect(all.body.tasks[1].credits_used).toBeGreaterThan(0);
+    const page = await api("GET", "/tasks?limit=2&offset=2", undefined, t);
+    expect(page.body.tasks.map((x: any) => x.task_id)).toEqual([ids[3], ids[2]]);
+    expect(page.body.total).toBe(6);
+    const failed = await api("GET", "/tasks?status=failed", undefined, t);
+    expect(failed.body.total).toBe(1);
+    expect(failed.body.tasks[0].status).toBe("failed");
+    for (const q of ["limit=0", "limit=101", "limit=abc", "offset=-1", "offset=1.5", "status=done"]) {
+      const bad = await api("GET", `/tasks?${q}`, undefined, t);
+      expect([q, bad.status, bad.body.error.code]).toEqual([q, 400, "invalid_request"]);
+    }
+  });
+
+  it("creates a task, runs on it, and returns it with run summaries and runs", async () => {
+    const created = await api("POST", "/tasks", { title: "Support case", user_id: "u-1", metadata: { plan: "pro" } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ title: "Support case", status: "pending", run_count: 0, credits_used: 0, user_id: "u-1", metadata: { plan: "pro" } });
+    const id = created.body.task_id;
+    const r1 = await run("one", { task_id: id });
+    const r2 = await run("[error:500]", { task_id: id });
+    const task = await api("GET", `/tasks/${id}`);
+    expect(task.body).toMatchObject({ task_id: id, status: "failed", run_count: 2, credits_used: r1.body.credits_used + r2.body.credits_used });
+    expect(task.body.runs.map((r: any) => [r.run_id, r.status])).toEqual([
+      [r1.body.run_id, "completed"],
+      [r2.body.run_id, "failed"],
+    ]);
+    const runs = await api("GET", `/tasks/${id}/runs`);
+    expect(runs.body.runs.map((r: any) => r.run_id)).toEqual([r1.body.run_id, r2.body.run_id]);
+    expect(runs.body.runs[1].error.code).toBe("model_error");
+    const sums = await prisma.run.aggregate({ where: { taskId: id }, _sum: { creditsUsed: true }, _count: true });
+    expect(task.body.credits_used).toBe(sums._sum.creditsUsed);
+    expect(task.body.run_count).toBe(sums._count);
+    expect((await api("POST", "/tasks", { title: "" })).status).toBe(400);
+    expect((await api("POST", "/tasks", { nope: 1 })).status).toBe(400);
+  });
+
+  it("answers 404 for unknown ids and 403 for another organization's or agent's task", async () => {
+    const { body } = await run("mine");
+    const other = await createTenant(prisma);
+    const sibling = { ...tenant, agentId: newId("agt") };
+    await prisma.agent.create({ data: { id: sibling.agentId, orgId: tenant.orgId, name: "sibling", model: "scripted", tools: [] } });
+    sibling.headers = { ...tenant.headers, "x-agent-id": sibling.agentId };
+    for (const path of [`/tasks/${body.task_id}`, `/tasks/${body.task_id}/runs`, `/messages?task_id=${body.task_id}`, `/tasks/${body.task_id}/runs/${body.run_id}/events`]) {
+      expect((await api("GET", path, undefined, other)).body.error.code).toBe("forbidden");
+      expect((await api("GET", path, undefined, sibling)).status).toBe(403);
+    }
+    expect((await api("DELETE", `/tasks/${body.task_id}`, undefined, other)).status).toBe(403);
+    expect((await api("GET", "/tasks/task_unknown")).body.error.code).toBe("task_not_found");
+    expect((await api("GET", `/tasks/${body.task_id}/runs/run_unknown/events`)).body.error.code).toBe("run_not_found");
+    expect((await api("POST", `/tasks/${body.task_id}/runs/run_unknown/cancel`)).status).toBe(404);
+    expect((await run("x", { task_id: "task_unknown" })).body.error.code).toBe("task_not_found");
+  });
+
+  it("deletes a task with a run in progress: the run is cancelled, then everything is 404", async () => {
+    const w = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:200][chunks:30] long" }, headers: tenant.headers });
+    await w.waitFor((e) => e.type === "text_chunk");
+    const { run_id: runId, task_id: taskId } = w.events[0];
+    const del = await fetch(`${stack.gatewayUrl}/api/tasks/${taskId}`, { method: "DELETE", headers: tenant.headers });
+    expect(del.status).toBe(204);
+    expect(await del.text()).toBe("");
+    const res = await w.result;
+    expect(res.events.at(-1)!.data.type).toBe("run_cancelled");
+    for (const path of [`/tasks/${taskId}`, `/tasks/${taskId}/runs`, `/messages?task_id=${taskId}`, `/tasks/${taskId}/runs/${runId}/events`]) {
+      expect((await api("GET", path)).status).toBe(404);
+    }
+    expect(await prisma.run.count({ where: { taskId } })).toBe(0);
+    expect(await prisma.runEvent.count({ where: { runId } })).toBe(0);
+    expect(await prisma.message.count({ where: { taskId } })).toBe(0);
+  });
+});
+
+describe("messages", () => {
+  it("pages a task's history backwards with before and has_more, tool calls as tool messages", async () => {
+    const first = await run('[call:calc_evaluate {"expression":"1+1"}]');
+    const taskId = first.body.task_id;
+    await run("second", { task_id: taskId });
+    const all = await api("GET", `/messages?task_id=${taskId}`);
+    expect(all.body.has_more).toBe(false);
+    expect(all.body.messages.map((m: any) => m.role)).toEqual(["user", "tool", "assistant", "user", "assistant"]);
+    expect(all.body.messages[1]).toMatchObject({ tool: "calc", action: "evaluate", params: { expression: "1+1" }, result: { result: 2 } });
+    const last2 = await api("GET", `/messages?task_id=${taskId}&limit=2`);
+    expect(last2.body.messages.map((m: any) => m.content)).toEqual(["second", "Echo: second"]);
+    expect(last2.body.has_more).toBe(true);
+    const before = await api("GET", `/messages?task_id=${taskId}&limit=2&before=${last2.body.messages[0].message_id}`);
+    expect(before.body.messages.map((m: any) => m.role)).toEqual(["tool", "assistant"]);
+    expect(before.body.has_more).toBe(true);
+    const rest = await api("GET", `/messages?task_id=${taskId}&limit=2&before=${before.body.messages[0].message_id}`);
+    expect(rest.body.messages.map((m: any) => m.role)).toEqual(["user"]);
+    expect(rest.body.has_more).toBe(false);
+    expect((await api("GET", "/messages")).status).toBe(400);
+    expect((await api("GET", `/messages?task_id=${taskId}&limit=201`)).status).toBe(400);
+    expect((await api("GET", `/messages?task_id=${taskId}&before=msg_nope`)).status).toBe(400);
+  });
+});
+
+describe("run events", () => {
+  it("replays a finished run as SSE and as JSON, and resumes after a seq", async () => {
+    const live = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[chunks:5] replay me" }, headers: tenant.headers });
+    const { run_id, task_id } = live.events[0]!.data;
+    const url = `${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`;
+    const sse = await readSse(url, { headers: tenant.headers });
+    expect(sse.events.map((e) => e.data)).toEqual(live.events.map((e) => e.data));
+    expect(sse.events.map((e) => e.id)).toEqual(live.events.map((e) => e.id));
+    const json = await api("GET", `/tasks/${task_id}/runs/${run_id}/events`, undefined, tenant, { accept: "application/json" });
+    expect(json.body.events).toEqual(live.events.map((e) => e.data));
+    const after = await readSse(`${url}?after=4`, { headers: tenant.headers });
+    expect(after.events.map((e) => Number(e.id))).toEqual([5, 6, 7]);
+    const fromHeader = await readSse(`${url}?after=1`, { headers: { ...tenant.headers, "last-event-id": "6" } });
+    expect(fromHeader.events.map((e) => Number(e.id))).toEqual([7]);
+    expect((await api("GET", `/tasks/${task_id}/runs/${run_id}/events?after=-1`)).status).toBe(400);
+  });
+
+  it("lets a client that disconnected mid-run re-attach with Last-Event-ID and get every event exactly once", async () => {
+    const first = await readSse(`${stack.gatewayUrl}/api/run`, {
+      body: { query: "[sleep:80][chunks:25] reattach" },
+      headers: tenant.headers,
+      until: (_e, all) => all.length >= 6,
+    });
+    const { run_id, task_id } = first.events[0]!.data;
+    const rest = await readSse(`${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`, { headers: { ...tenant.headers, "last-event-id": first.events.at(-1)!.id! } });
+    const seqs = [...first.events, ...rest.events].map((e) => Number(e.id));
+    expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+    expect(rest.events.at(-1)!.data.type).toBe("run_completed");
+    const text = [...first.events, ...rest.events].filter((e) => e.data.type === "text_chunk").map((e) => e.data.content).join("");
+    expect(text).toBe("Echo: reattach");
+  });
+});

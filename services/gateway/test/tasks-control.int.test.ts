@@ -1,0 +1,143 @@
+import { createTenant, readSse, startStack, testEnv, testPrisma, watchSse, eventually, type Stack, type Tenant } from "@agentrun/testing";
+import { newId, type PrismaClient } from "@agentrun/db";
+
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  // One run at a time, so a second run stays queued while the first one is busy.
+  stack = await startStack({ memory: false, workerEnv: { WORKER_CONCURRENCY: "1" } });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma, { credits: 10_000 });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+const post = (path: string, body?: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${stack.gatewayUrl}/api${path}`, {
+    method: "POST",
+    headers: { ...tenant.headers, ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+
+describe("cancel", () => {
+  it("stops a running run promptly: the stream ends with run_cancelled and credits match what it consumed", async () => {
+    const w = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:300][chunks:50] cancel me" }, headers: tenant.headers });
+    await w.waitFor((e) => e.type === "text_chunk");
+    const { run_id, task_id } = w.events[0];
+    const t0 = Date.now();
+    const res = await post(`/tasks/${task_id}/runs/${run_id}/cancel`);
+    expect(res.status).toBe(202);
+    expect(res.body.run_id).toBe(run_id);
+    const done = await w.result;
+    expect(done.events.at(-1)!.data).toMatchObject({ type: "run_cancelled", run_id });
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: run_id }, include: { task: true } });
+    expect(run.status).toBe("cancelled");
+    expect(run.completedAt!.getTime() - t0).toBeLessThan(1500);
+    expect(run.task.status).toBe("completed");
+    expect(run.task.activeRunId).toBeNull();
+    expect(run.creditsUsed).toBe(1 + Math.ceil((run.promptTokens + run.completionTokens) / 1000));
+    expect(run.output.length).toBeGreaterThan(0);
+    expect(run.output.length).toBeLessThan("Echo: cancel me".length);
+    // Cancelling again changes nothing.
+    const again = await post(`/tasks/${task_id}/runs/${run_id}/cancel`);
+    expect(again).toMatchObject({ status: 202, body: { status: "cancelled" } });
+  });
+
+  it("cancels a queued run before any worker starts it", async () => {
+    const busy = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:150][chunks:10] busy" }, headers: tenant.headers });
+    await busy.waitFor((e) => e.type === "text_chunk");
+    const queued = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "waiting in line" }, headers: tenant.headers });
+    await queued.waitFor((e) => e.type === "run_started");
+    const { run_id, task_id } = queued.events[0];
+    expect((await prisma.run.findUniqueOrThrow({ where: { id: run_id } })).status).toBe("queued");
+    const res = await post(`/tasks/${task_id}/runs/${run_id}/cancel`);
+    expect(res.body.status).toBe("cancelled");
+    expect((await queued.result).events.map((e) => e.data.type)).toEqual(["run_started", "run_cancelled"]);
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: run_id } });
+    expect(run.creditsUsed).toBe(1);
+    expect(run.startedAt).toBeNull();
+    expect((await busy.result).events.at(-1)!.data.type).toBe("run_completed");
+  });
+});
+
+describe("one run at a time per task", () => {
+  it("decides two simultaneous runs on one task atomically: one starts, one gets 409", async () => {
+    const { body } = await post("/tasks", { title: "race" });
+    const results = await Promise.all([post("/run", { query: "a", task_id: body.task_id, stream: false }), post("/run", { query: "b", task_id: body.task_id, stream: false })]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+    expect(results.find((r) => r.status === 409)!.body.error.code).toBe("run_in_progress");
+    expect(await prisma.run.count({ where: { taskId: body.task_id } })).toBe(1);
+    expect((await prisma.task.findUniqueOrThrow({ where: { id: body.task_id } })).runCount).toBe(1);
+  });
+});
+
+describe("Idempotency-Key", () => {
+  it("returns the same run for the same key and body, also when streamed, and 409 for another body", async () => {
+    const key = `key-${newId("run")}`;
+    const first = await post("/run", { query: "only once", stream: false }, { "idempotency-key": key });
+    const second = await post("/run", { query: "only once", stream: false }, { "idempotency-key": key });
+    expect(first.status).toBe(200);
+    expect(second.body.run_id).toBe(first.body.run_id);
+    expect(second.body.output).toBe("Echo: only once");
+    const streamed = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "only once" }, headers: { ...tenant.headers, "idempotency-key": key } });
+    expect(streamed.events[0]!.data.run_id).toBe(first.body.run_id);
+    expect(streamed.events.map((e) => Number(e.id))).toEqual(streamed.events.map((_, i) => i + 1));
+    expect(streamed.events.at(-1)!.data.type).toBe("run_completed");
+    expect(await prisma.run.count({ where: { taskId: first.body.task_id } })).toBe(1);
+    const other = await post("/run", { query: "something else", stream: false }, { "idempotency-key": key });
+    expect(other).toMatchObject({ status: 409, body: { error: { code: "idempotency_conflict" } } });
+    expect((await post("/run", { query: "x" }, { "idempotency-key": "has space" })).status).toBe(400);
+  });
+
+  it("starts one run for concurrent requests with the same new key", async () => {
+    const key = `key-${newId("run")}`;
+    const results = await Promise.all(Array.from({ length: 5 }, () => post("/run", { query: "together", stream: false }, { "idempotency-key": key })));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(new Set(results.map((r) => r.body.run_id)).size).toBe(1);
+    expect(await prisma.run.count({ where: { orgId: tenant.orgId, query: "together" } })).toBe(1);
+  });
+});
+
+describe("list query plan", () => {
+  it("lists 10,000 tasks of an agent on an index, never a sequential scan", async () => {
+    const t = await createTenant(prisma);
+    const others = await createTenant(prisma);
+    // The agent's 10,000 tasks among 40,000 of another agent, as in a shared deployment.
+    const bulk = (agent: Tenant, n: number) =>
+      prisma.$executeRawUnsafe(
+        `INSERT INTO tasks (id, org_id, agent_id, title, status, run_count, credits_used, created_at, updated_at)
+         SELECT 'task_bulk_' || '${agent.agentId}_' || i, '${agent.orgId}', '${agent.agentId}', 'bulk ' || i,
+                (ARRAY['pending','running','completed','failed']::"TaskStatus"[])[1 + i % 4], 0, 0,
+                now() - (i || ' seconds')::interval, now()
+         FROM generate_series(1, ${n}) AS i`,
+      );
+    await bulk(t, 10_000);
+    await bulk(others, 40_000);
+    await prisma.$executeRawUnsafe("ANALYZE tasks");
+    await prisma.$executeRawUnsafe("ANALYZE task_counts");
+    const res = await fetch(`${stack.gatewayUrl}/api/tasks?limit=20`, { headers: t.headers });
+    const body = (await res.json()) as any;
+    expect(body.total).toBe(10_000);
+    const completed = (await (await fetch(`${stack.gatewayUrl}/api/tasks?status=completed`, { headers: t.headers })).json()) as any;
+    expect(completed.total).toBe(await prisma.task.count({ where: { agentId: t.agentId, status: "completed" } }));
+    expect(body.tasks[0].title).toBe("bulk 1");
+    const plans: string[] = [];
+    for (const status of [null, "completed"]) {
+      const filter = status ? `AND status = '${status}'` : "";
+      const [page] = await prisma.$queryRawUnsafe<{ "QUERY PLAN": unknown }[]>(
+        `EXPLAIN (FORMAT JSON) SELECT * FROM tasks WHERE agent_id = '${t.agentId}' AND org_id = '${t.orgId}' ${filter} ORDER BY created_at DESC, id DESC LIMIT 20 OFFSET 0`,
+      );
+      const [count] = await prisma.$queryRawUnsafe<{ "QUERY PLAN": unknown }[]>(`EXPLAIN (FORMAT JSON) SELECT sum(n) FROM task_counts WHERE agent_id = '${t.agentId}' ${filter}`);
+      plans.push(JSON.stringify(page!["QUERY PLAN"]), JSON.stringify(count!["QUERY PLAN"]));
+    }
+    for (const plan of plans) {
+      expect(plan).not.toContain('"Seq Scan"');
+      expect(plan).toMatch(/Index|Bitmap/);
+    }
+    expect(plans[0]).toContain("tasks_agent_id_created_at_id_idx");
+  });
+});
