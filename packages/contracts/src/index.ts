@@ -3,3 +3,5 @@ export * from "./common";
 export * from "./events";
 export * from "./runs";
 export * from "./memory";
+export * from "./widget";
+export * from "./tasks";

@@ -4,8 +4,18 @@ import { requestId } from "./middleware/request-id.middleware";
 import { authenticate } from "./middleware/auth.middleware";
 import { jsonBody } from "./middleware/json-body.middleware";
 import { errorHandler, notFound } from "./middleware/error.middleware";
+import { orgRateLimit } from "./middleware/rate-limit.middleware";
+import { requireHttps } from "./middleware/require-https.middleware";
+import { refuseOptions } from "./middleware/refuse-options.middleware";
+import { securityHeaders } from "./middleware/security-headers.middleware";
+import { authFailureGuard } from "./rate-limit/auth-failure-guard";
+import { openApiRoutes } from "./openapi/openapi.routes";
 import { healthRoutes } from "./routes/health.routes";
 import { runRoutes } from "./routes/run.routes";
+import { memoryRoutes } from "./routes/memory.routes";
+import { tasksRoutes } from "./routes/tasks.routes";
+import { messagesRoutes } from "./routes/messages.routes";
+import { runEventsRoutes } from "./routes/run-events.routes";
 
 /** The gateway's HTTP app: no side effects, no listen (tests drive it with supertest). */
 export function createApp(deps: GatewayDeps): Express {
@@ -13,16 +23,27 @@ export function createApp(deps: GatewayDeps): Express {
   app.disable("x-powered-by");
   app.set("trust proxy", parseTrustProxy(deps.config.TRUST_PROXY));
   app.use(requestId(deps.logger));
+  app.use(securityHeaders());
+  app.use(["/healthz", "/readyz", "/api/openapi.json", "/api/v1/openapi.json"], refuseOptions());
   app.use(healthRoutes(deps));
+  app.use(requireHttps(deps.config.REQUIRE_HTTPS));
+  app.use(openApiRoutes());
 
   const api = Router();
-  api.use(authenticate(deps.auth));
+  const failures = authFailureGuard({ limiter: deps.limiter, redisPrefix: deps.config.REDIS_PREFIX, limit: deps.config.AUTH_FAILURE_LIMIT });
+  api.use(authenticate(deps.auth, failures));
+  api.use(orgRateLimit(deps.limiter, deps.config.REDIS_PREFIX));
+  api.use(refuseOptions());
   api.use(jsonBody(deps.config.BODY_LIMIT_BYTES));
   api.use(runRoutes(deps));
+  api.use(memoryRoutes(deps));
+  api.use(tasksRoutes(deps));
+  api.use(messagesRoutes(deps));
+  api.use(runEventsRoutes(deps));
 
-  // Every /api/... endpoint is also served under /api/v1/....
-  app.use("/api/v1", api);
-  app.use("/api", api);
+  // Every /api/... endpoint is also served under /api/v1/...: one mount, so that a request passes
+  // the api's middleware (and the rate limiter) once, even when no route matches.
+  app.use(["/api/v1", "/api"], api);
   app.use(notFound());
   app.use(errorHandler());
   return app;

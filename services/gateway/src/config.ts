@@ -1,5 +1,15 @@
+import { accessSync, constants } from "node:fs";
 import { z } from "zod";
 import { databaseUrl, envBoolean, internalToken, logLevel, port, redisPrefix, redisUrl } from "@agentrun/config";
+
+const readableFile = z.string().refine((p) => {
+  try {
+    accessSync(p, constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}, "is not a readable file");
 
 /** The gateway's environment. */
 export const gatewayConfigSchema = z.object({
@@ -26,6 +36,28 @@ export const gatewayConfigSchema = z.object({
   /** On SIGTERM, how long open streams may stay before they are cut. */
   SHUTDOWN_STREAM_GRACE_MS: z.coerce.number().int().min(0).default(2000),
   DB_POOL_SIZE: z.coerce.number().int().positive().default(10),
+  /** Failed authentications per client IP (`req.ip`) in a sliding minute; further failures get 429, valid keys never do. */
+  AUTH_FAILURE_LIMIT: z.coerce.number().int().positive().default(30),
+  /** How often the API keys used since the last write get their `last_used_at` (one statement). */
+  KEY_LAST_USED_FLUSH_MS: z.coerce.number().int().positive().default(10_000),
+  /** PEM certificate chain; with TLS_KEY_FILE the gateway serves HTTPS itself. */
+  TLS_CERT_FILE: readableFile.optional(),
+  /** PEM private key of TLS_CERT_FILE. */
+  TLS_KEY_FILE: readableFile.optional(),
+  NODE_ENV: z.string().default("development"),
+  /** Signs widget visitor tokens; set a long random value in production. */
+  WIDGET_TOKEN_SECRET: z.string().min(32).default("agentrun-dev-widget-token-secret-0123456789"),
+  /** Lifetime of a visitor token, in seconds; every widget call returns a renewed one. */
+  WIDGET_TOKEN_TTL_S: z.coerce.number().int().positive().default(86_400),
+  /** Widget requests per minute per widget key (sliding window), apart from the API plan limit. */
+  WIDGET_RPM_PER_KEY: z.coerce.number().int().positive().default(120),
+  /** Widget requests per minute per client IP (`req.ip`, so TRUST_PROXY applies). */
+  WIDGET_RPM_PER_IP: z.coerce.number().int().positive().default(20),
+  /** Serve the `/widget-demo` page. @defaultValue true unless NODE_ENV=production */
+  WIDGET_DEMO: envBoolean.optional(),
+}).refine((c) => (c.TLS_CERT_FILE === undefined) === (c.TLS_KEY_FILE === undefined), {
+  message: "set both TLS_CERT_FILE and TLS_KEY_FILE, or neither",
+  path: ["TLS_CERT_FILE"],
 });
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

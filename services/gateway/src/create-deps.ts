@@ -7,6 +7,7 @@ import type { GatewayConfig } from "./config";
 import type { GatewayDeps } from "./deps";
 import { AuthCache } from "./auth/auth-cache";
 import { createMemoryClient } from "@agentrun/memory-client";
+import { SlidingWindowLimiter } from "./rate-limit/sliding-window-limiter";
 
 /** Opens the gateway's connections; `close` releases them in order. */
 export function createGatewayDeps(config: GatewayConfig, logger: Logger): { deps: GatewayDeps; close: () => Promise<void> } {
@@ -18,10 +19,10 @@ export function createGatewayDeps(config: GatewayConfig, logger: Logger): { deps
   const queue = createRunQueue({ connection: bull, redisPrefix: config.REDIS_PREFIX });
   queue.on("error", (err) => logger.warn({ err: err.message }, "queue error"));
   const auth = new AuthCache(prisma, config.AUTH_CACHE_TTL_MS);
-  const flushTimer = setInterval(() => void auth.flushLastUsed().catch((err) => logger.warn({ err: err.message }, "could not record key use")), 10_000);
+  const flushTimer = setInterval(() => void auth.flushLastUsed().catch((err) => logger.warn({ err: err.message }, "could not record key use")), config.KEY_LAST_USED_FLUSH_MS);
   flushTimer.unref();
   const memory = createMemoryClient({ baseUrl: config.MEMORY_URL, token: config.INTERNAL_TOKEN, timeoutMs: config.MEMORY_TIMEOUT_MS });
-  const deps: GatewayDeps = { config, logger, prisma, redis, hub: new SubscriberHub(subscriber), queue, auth, memory };
+  const deps: GatewayDeps = { config, logger, prisma, redis, hub: new SubscriberHub(subscriber), queue, auth, memory, limiter: new SlidingWindowLimiter(redis) };
 
   const close = async () => {
     clearInterval(flushTimer);

@@ -6,6 +6,7 @@ import type { AgentRunJob, Queue } from "@agentrun/queue";
 import type { GatewayConfig } from "./config";
 import type { AuthCache } from "./auth/auth-cache";
 import type { MemoryClient } from "@agentrun/memory-client";
+import type { SlidingWindowLimiter } from "./rate-limit/sliding-window-limiter";
 
 /** Everything the gateway's routes use, created once in index.ts (or by a test). */
 export interface GatewayDeps {
@@ -19,4 +20,6 @@ export interface GatewayDeps {
   auth: AuthCache;
   /** Client of the memory service's internal API. */
   memory: MemoryClient;
+  /** Sliding-window request counter in Redis (60 s), shared by every gateway instance. */
+  limiter: SlidingWindowLimiter;
 }

@@ -1,3 +1,6 @@
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import https from "node:https";
 import { loadConfig, runMain } from "@agentrun/config";
 import { createLogger } from "@agentrun/logger";
 import { gatewayConfigSchema } from "./config";
@@ -9,7 +12,12 @@ runMain(async () => {
   const config = loadConfig(gatewayConfigSchema);
   const logger = createLogger({ service: "gateway", level: config.LOG_LEVEL });
   const { deps, close } = createGatewayDeps(config, logger);
-  const server = createApp(deps).listen(config.PORT, () => logger.info({ port: config.PORT }, "gateway listening"));
+  const app = createApp(deps);
+  // Direct TLS when a certificate is configured (config requires both files or neither);
+  // otherwise plain HTTP, usually behind a TLS-terminating proxy (see TRUST_PROXY, REQUIRE_HTTPS).
+  const tls = config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } : null;
+  const server = tls ? https.createServer(tls, app) : http.createServer(app);
+  server.listen(config.PORT, () => logger.info({ port: config.PORT, tls: tls !== null }, "gateway listening"));
   server.keepAliveTimeout = 65_000;
 
   let stopping = false;

@@ -3,20 +3,22 @@ import type { RequestHandler } from "express";
 import { AppError } from "@agentrun/errors";
 import type { AuthCache } from "../auth/auth-cache";
 import type { AuthContext } from "../request-context";
+import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 /**
  * Authenticates the API key (401) and resolves the agent named by X-Agent-Id (400 missing,
- * 404 unknown, 403 another organization's), in the contract's order.
+ * 404 unknown, 403 another organization's), in the contract's order. Failed authentications are
+ * counted per client address by `failures`, which turns them into 429 beyond its limit.
  */
-export function authenticate(cache: AuthCache): RequestHandler {
+export function authenticate(cache: AuthCache, failures: AuthFailureGuard): RequestHandler {
   return async (req, _res, next) => {
     const match = BEARER.exec(req.get("authorization") ?? "");
-    if (!match?.[1]) throw new AppError("unauthorized", { message: "Missing or malformed Authorization header; expected 'Bearer <API key>'." });
+    if (!match?.[1]) throw await failures.reject(req.ip ?? "unknown", "Missing or malformed Authorization header; expected 'Bearer <API key>'.");
     const key = await cache.apiKey(createHash("sha256").update(match[1]).digest("hex"));
-    if (!key || key.revoked) throw new AppError("unauthorized", { message: "The API key is invalid or revoked." });
+    if (!key || key.revoked) throw await failures.reject(req.ip ?? "unknown", "The API key is invalid or revoked.");
     cache.markUsed(key.keyId);
 
     const agentId = req.get("x-agent-id");

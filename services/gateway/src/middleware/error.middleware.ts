@@ -6,7 +6,7 @@ import { AppError, errorBody, isUnavailableError } from "@agentrun/errors";
 function fromBodyParser(err: any): AppError | null {
   switch (err?.type) {
     case "entity.parse.failed":
-      return new AppError("invalid_request", { message: "The request body is not valid JSON." });
+      return new AppError("invalid_request", { message: "The request body is not a valid JSON object." });
     case "entity.too.large":
       return new AppError("payload_too_large", { message: `The request body exceeds ${err.limit} bytes.` });
     case "encoding.unsupported":
@@ -21,6 +21,19 @@ function fromBodyParser(err: any): AppError | null {
   }
 }
 
+/**
+ * Client errors that Express and its helpers raise with an HTTP status (http-errors, the router's
+ * URIError for a malformed escape in a path parameter) as contract errors.
+ */
+function fromHttpStatus(err: any): AppError | null {
+  const status = Number(err?.status ?? err?.statusCode);
+  if (!(err instanceof URIError || err?.expose === true) || !(status >= 400 && status < 500)) return null;
+  if (status === 404) return new AppError("not_found");
+  if (status === 413) return new AppError("payload_too_large");
+  if (status === 415) return new AppError("unsupported_media_type");
+  return new AppError("invalid_request", { message: err instanceof URIError ? "The URL contains a malformed percent-encoding." : "The request could not be understood." });
+}
+
 /** Maps every error to the contract's `{error:{code,message}}`; 5xx are logged with the stack, never sent. */
 export function errorHandler(): ErrorRequestHandler {
   return (err, req, res, _next) => {
@@ -31,7 +44,7 @@ export function errorHandler(): ErrorRequestHandler {
         message: err.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; "),
         details: err.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
       });
-    else appErr = fromBodyParser(err) ?? (isUnavailableError(err) ? new AppError("unavailable", { cause: err }) : new AppError("internal_error", { cause: err }));
+    else appErr = fromBodyParser(err) ?? fromHttpStatus(err) ?? (isUnavailableError(err) ? new AppError("unavailable", { cause: err }) : new AppError("internal_error", { cause: err }));
 
     const log = req.log ?? console;
     if (appErr.status >= 500) log.error({ err, code: appErr.code }, "request failed");
@@ -46,7 +59,11 @@ export function errorHandler(): ErrorRequestHandler {
   };
 }
 
-/** Unknown routes: 404 in the contract's shape. */
+/**
+ * Unknown routes, and known paths with a method they do not serve (`PUT /api/run`): 404
+ * `not_found` naming both, as Stripe answers an unrecognized request URL; the message says what
+ * was asked for, so a wrong method is easy to spot.
+ */
 export function notFound(): RequestHandler {
   return (req, _res, next) => next(new AppError("not_found", { message: `No route for ${req.method} ${req.path}.` }));
 }

@@ -11,6 +11,8 @@ export interface RespondRunInput {
   stream: boolean;
   /** Events the caller already holds and sends first (a new run's run_started). */
   sent?: RunEvent[];
+  /** Fields added to the JSON answers (200 and 202), e.g. the widget's visitor token. */
+  extra?: Record<string, unknown>;
 }
 
 /**
@@ -44,10 +46,10 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     if (!terminal) {
       // Past the wait limit: the run goes on; the caller polls the run or follows its events.
       const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true } });
-      res.status(202).json({ run_id: runId, task_id: taskId, status: run?.status ?? "queued" });
+      res.status(202).json({ run_id: runId, task_id: taskId, status: run?.status ?? "queued", ...input.extra });
       return;
     }
-    res.status(200).json(await loadRunResult(deps.prisma, runId));
+    res.status(200).json({ ...(await loadRunResult(deps.prisma, runId)), ...input.extra });
   } finally {
     clearTimeout(timer);
   }

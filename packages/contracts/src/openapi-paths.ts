@@ -1,0 +1,207 @@
+/** The operations of the OpenAPI document (see openapi.ts), one entry per public endpoint. */
+import { z } from "zod";
+import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject, ZodOpenApiResponsesObject } from "zod-openapi";
+import { runEventSchema } from "./events";
+import { memoryCreateSchema, memoryEntrySchema, memoryListQuerySchema } from "./memory";
+import { runRequestSchema } from "./runs";
+import { eventsQuerySchema, idempotencyKeySchema, lastEventIdSchema, messageListQuerySchema, taskCreateSchema, taskListQuerySchema } from "./tasks";
+import {
+  memoryListSchema,
+  memoryPathSchema,
+  messageListSchema,
+  runAcceptedSchema,
+  runListSchema,
+  runPathSchema,
+  runResultSchema,
+  runViewSchema,
+  taskDetailSchema,
+  taskListSchema,
+  taskPathSchema,
+  taskViewSchema,
+} from "./openapi-schemas";
+
+const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
+
+/** Headers of every response after authentication. */
+export const rateLimitHeaders = {
+  "X-RateLimit-Limit": ref("headers", "X-RateLimit-Limit"),
+  "X-RateLimit-Remaining": ref("headers", "X-RateLimit-Remaining"),
+  "X-RateLimit-Reset": ref("headers", "X-RateLimit-Reset"),
+};
+const okHeaders = { ...rateLimitHeaders, "X-Request-Id": ref("headers", "X-Request-Id") };
+
+const json = (schema: z.ZodType, description: string) => ({ description, headers: okHeaders, content: { "application/json": { schema } } });
+const noContent = (description: string) => ({ description, headers: okHeaders });
+const eventStream = { schema: runEventSchema };
+const STREAM_FRAMING =
+  "Each event is framed `id: <seq>` + `data: <RunEvent as JSON>` + a blank line; seq starts at 1 in each run and increases by 1. A `: ping` comment comes at least every 15 s while idle. Exactly one terminal event (run_completed, run_failed or run_cancelled) ends the stream.";
+
+/** Errors every authenticated operation can answer, in the contract's order of checks. */
+const COMMON_ERRORS: ZodOpenApiResponsesObject = {
+  "400": ref("responses", "BadRequest"),
+  "401": ref("responses", "Unauthorized"),
+  "403": ref("responses", "Forbidden"),
+  "404": ref("responses", "NotFound"),
+  "429": ref("responses", "TooManyRequests"),
+  "500": ref("responses", "InternalError"),
+  "503": ref("responses", "Unavailable"),
+};
+const BODY_ERRORS: ZodOpenApiResponsesObject = { "413": ref("responses", "PayloadTooLarge"), "415": ref("responses", "UnsupportedMediaType") };
+
+/** An operation that needs the API key and X-Agent-Id. */
+function authed(tag: string, op: Omit<ZodOpenApiOperationObject, "tags">, extraErrors: ZodOpenApiResponsesObject = {}): ZodOpenApiOperationObject {
+  return {
+    ...op,
+    tags: [tag],
+    parameters: [ref("parameters", "AgentId"), ...(op.parameters ?? [])],
+    responses: { ...op.responses, ...COMMON_ERRORS, ...extraErrors },
+  };
+}
+
+export function openApiPaths(): ZodOpenApiPathsObject {
+  return {
+    "/api/run": {
+      post: authed(
+        "Runs",
+        {
+          operationId: "createRun",
+          summary: "Run the agent on a query",
+          description:
+            "Starts a run on a new task, or continues `task_id`. Reserves 1 credit; the run costs `1 + tool calls + ceil(total tokens / 1000)` credits unless the agent's pricing says otherwise. A client that disconnects does not stop the run.",
+          requestParams: {
+            header: z.object({
+              "Idempotency-Key": idempotencyKeySchema.optional().meta({ description: "The same key with the same body within 24 h returns the same run instead of starting another." }),
+            }),
+          },
+          requestBody: { required: true, content: { "application/json": { schema: runRequestSchema } } },
+          responses: {
+            "200": {
+              description: `\`stream: true\` (default): text/event-stream of RunEvent. ${STREAM_FRAMING} \`stream: false\`: the finished run with its tool calls (a failed run is still 200, with \`status: failed\` and \`error\`).`,
+              headers: okHeaders,
+              content: { "text/event-stream": eventStream, "application/json": { schema: runResultSchema } },
+            },
+            "202": json(runAcceptedSchema, "`stream: false` and the run outlasted the wait limit (default 120 s): it goes on; follow it with the events endpoint."),
+          },
+        },
+        { "402": ref("responses", "PaymentRequired"), "409": ref("responses", "Conflict"), ...BODY_ERRORS },
+      ),
+    },
+    "/api/tasks": {
+      get: authed("Tasks", {
+        operationId: "listTasks",
+        summary: "List the agent's tasks, newest first",
+        requestParams: { query: taskListQuerySchema },
+        responses: { "200": json(taskListSchema, "A page of tasks.") },
+      }),
+      post: authed(
+        "Tasks",
+        {
+          operationId: "createTask",
+          summary: "Create an empty task",
+          description: "`title` defaults to \"New task\"; a task started by `POST /api/run` is titled with its first query, cut to 80 characters.",
+          requestBody: { content: { "application/json": { schema: taskCreateSchema } } },
+          responses: { "201": json(taskViewSchema, "The new task, status pending.") },
+        },
+        BODY_ERRORS,
+      ),
+    },
+    "/api/tasks/{task_id}": {
+      get: authed("Tasks", {
+        operationId: "getTask",
+        summary: "Get a task with its run summaries",
+        requestParams: { path: taskPathSchema },
+        responses: { "200": json(taskDetailSchema, "The task.") },
+      }),
+      delete: authed("Tasks", {
+        operationId: "deleteTask",
+        summary: "Delete a task with its runs, messages and events",
+        description: "Cancels a run in progress first. Afterwards every read of the task is 404.",
+        requestParams: { path: taskPathSchema },
+        responses: { "204": noContent("Deleted.") },
+      }),
+    },
+    "/api/tasks/{task_id}/runs": {
+      get: authed("Tasks", {
+        operationId: "listRuns",
+        summary: "List a task's runs, oldest first",
+        requestParams: { path: taskPathSchema },
+        responses: { "200": json(runListSchema, "The runs.") },
+      }),
+    },
+    "/api/tasks/{task_id}/runs/{run_id}/events": {
+      get: authed("Runs", {
+        operationId: "getRunEvents",
+        summary: "Replay (and follow) a run's events",
+        description: "Sends what is stored, then follows a run in progress live until its terminal event. Nothing is sent twice and nothing is skipped.",
+        requestParams: {
+          path: runPathSchema,
+          query: eventsQuerySchema,
+          header: z.object({ "Last-Event-ID": lastEventIdSchema.optional().meta({ description: "Resume after this seq (as `after`)." }) }),
+        },
+        responses: {
+          "200": {
+            description: `text/event-stream of RunEvent by default. ${STREAM_FRAMING} With \`Accept: application/json\`: \`{events}\`.`,
+            headers: okHeaders,
+            content: { "text/event-stream": eventStream, "application/json": { schema: z.object({ events: z.array(runEventSchema) }) } },
+          },
+        },
+      }),
+    },
+    "/api/tasks/{task_id}/runs/{run_id}/cancel": {
+      post: authed("Runs", {
+        operationId: "cancelRun",
+        summary: "Cancel a queued or running run",
+        requestParams: { path: runPathSchema },
+        responses: { "202": json(runViewSchema, "The run; it ends with run_cancelled.") },
+      }),
+    },
+    "/api/messages": {
+      get: authed("Messages", {
+        operationId: "listMessages",
+        summary: "A task's message history, oldest first",
+        requestParams: { query: messageListQuerySchema },
+        responses: { "200": json(messageListSchema, "A page of messages.") },
+      }),
+    },
+    "/api/memory": {
+      get: authed("Memory", {
+        operationId: "listMemory",
+        summary: "List the agent's memory entries, newest first",
+        description: "All users of the agent when user_id is absent.",
+        requestParams: { query: memoryListQuerySchema },
+        responses: { "200": json(memoryListSchema, "The entries.") },
+      }),
+      post: authed(
+        "Memory",
+        {
+          operationId: "createMemory",
+          summary: "Add a memory entry",
+          requestBody: { required: true, content: { "application/json": { schema: memoryCreateSchema } } },
+          responses: {
+            "201": json(memoryEntrySchema, "Created."),
+            "200": json(memoryEntrySchema, "The user already has an entry with this content: nothing was created."),
+          },
+        },
+        BODY_ERRORS,
+      ),
+    },
+    "/api/memory/{memory_id}": {
+      delete: authed("Memory", {
+        operationId: "deleteMemory",
+        summary: "Delete a memory entry",
+        requestParams: { path: memoryPathSchema },
+        responses: { "204": noContent("Deleted.") },
+      }),
+    },
+    "/api/openapi.json": {
+      get: {
+        operationId: "getOpenApi",
+        tags: ["Meta"],
+        summary: "This OpenAPI document",
+        description: "Needs no API key.",
+        security: [],
+        responses: { "200": { description: "The OpenAPI 3.1 document.", content: { "application/json": { schema: { type: "object" } } } } },
+      },
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * Response schemas that the OpenAPI document needs and the contract modules declare only as
+ * TypeScript interfaces (RunView, TaskView, MessageView), here as zod so that the document is
+ * generated from zod end to end. Request schemas come from the contract modules themselves.
+ */
+import { z } from "zod";
+import { RUN_STATUSES, TASK_STATUSES, idParam } from "./common";
+import { runErrorSchema } from "./events";
+import { memoryEntrySchema } from "./memory";
+
+const timestamp = z.string().meta({ format: "date-time", description: "ISO 8601 UTC timestamp.", examples: ["2025-01-31T12:00:00.000Z"] });
+const nullableTimestamp = timestamp.nullable();
+
+/** The error body of every failure, 404 of unknown routes and 500 included. */
+export const errorBodySchema = z.object({
+  error: z.object({
+    code: z.string().meta({
+      description: "Machine-readable code, e.g. invalid_request, unauthorized, insufficient_credits, forbidden, https_required, agent_not_found, task_not_found, run_not_found, memory_not_found, not_found, run_in_progress, idempotency_conflict, payload_too_large, unsupported_media_type, rate_limited, internal_error, unavailable.",
+    }),
+    message: z.string().meta({ description: "Human-readable explanation; never a stack trace." }),
+    details: z.unknown().optional().meta({ description: "Extra detail, e.g. the invalid fields as `[{path, message}]`." }),
+  }),
+});
+
+export const runViewSchema = z.object({
+  run_id: z.string(),
+  task_id: z.string(),
+  status: z.enum(RUN_STATUSES),
+  query: z.string(),
+  output: z.string(),
+  credits_used: z.number().int(),
+  duration_ms: z.number().int().nullable(),
+  created_at: timestamp,
+  started_at: nullableTimestamp,
+  completed_at: nullableTimestamp,
+  error: runErrorSchema.optional().meta({ description: "Present when the run failed." }),
+});
+
+export const toolCallViewSchema = z.object({
+  tool: z.string(),
+  action: z.string(),
+  params: z.record(z.string(), z.unknown()),
+  result: z.unknown(),
+});
+
+/** The answer of `POST /api/run` with `stream: false` once the run has ended. */
+export const runResultSchema = runViewSchema.extend({ tool_calls: z.array(toolCallViewSchema) });
+
+/** The answer of `POST /api/run` with `stream: false` when the run outlasts the wait limit. */
+export const runAcceptedSchema = z.object({ run_id: z.string(), task_id: z.string(), status: z.enum(RUN_STATUSES) });
+
+export const taskViewSchema = z.object({
+  task_id: z.string(),
+  title: z.string(),
+  status: z.enum(TASK_STATUSES),
+  created_at: timestamp,
+  updated_at: timestamp,
+  run_count: z.number().int(),
+  credits_used: z.number().int(),
+  user_id: z.string().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const runSummarySchema = runViewSchema.pick({ run_id: true, status: true, query: true, credits_used: true, duration_ms: true, created_at: true });
+export const taskDetailSchema = taskViewSchema.extend({ runs: z.array(runSummarySchema).meta({ description: "Oldest first." }) });
+export const taskListSchema = z.object({ tasks: z.array(taskViewSchema), total: z.number().int().meta({ description: "Tasks matching the filter, over all pages." }) });
+export const runListSchema = z.object({ runs: z.array(runViewSchema) });
+
+export const messageViewSchema = z.object({
+  message_id: z.string(),
+  task_id: z.string(),
+  run_id: z.string().nullable(),
+  role: z.enum(["user", "assistant", "tool"]),
+  content: z.string(),
+  created_at: timestamp,
+  tool: z.string().optional(),
+  action: z.string().optional(),
+  params: z.record(z.string(), z.unknown()).optional(),
+  result: z.unknown().optional(),
+});
+
+export const messageListSchema = z.object({ messages: z.array(messageViewSchema).meta({ description: "Oldest first." }), has_more: z.boolean() });
+
+export const memoryListSchema = z.object({ memories: z.array(memoryEntrySchema).meta({ description: "Newest first." }) });
+
+export const taskPathSchema = z.object({ task_id: idParam });
+export const runPathSchema = z.object({ task_id: idParam, run_id: idParam });
+export const memoryPathSchema = z.object({ memory_id: idParam });

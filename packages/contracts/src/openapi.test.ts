@@ -1,0 +1,71 @@
+import SwaggerParser from "@apidevtools/swagger-parser";
+import type { OpenAPIV3_1 } from "openapi-types";
+import { buildOpenApiDocument } from "./openapi";
+
+const doc = buildOpenApiDocument() as OpenAPIV3_1.Document;
+type Op = OpenAPIV3_1.OperationObject;
+
+const OPERATIONS: [string, string][] = [
+  ["/api/run", "post"],
+  ["/api/tasks", "get"],
+  ["/api/tasks", "post"],
+  ["/api/tasks/{task_id}", "get"],
+  ["/api/tasks/{task_id}", "delete"],
+  ["/api/tasks/{task_id}/runs", "get"],
+  ["/api/tasks/{task_id}/runs/{run_id}/events", "get"],
+  ["/api/tasks/{task_id}/runs/{run_id}/cancel", "post"],
+  ["/api/messages", "get"],
+  ["/api/memory", "get"],
+  ["/api/memory", "post"],
+  ["/api/memory/{memory_id}", "delete"],
+];
+const op = (path: string, method: string) => (doc.paths?.[path] as Record<string, Op> | undefined)?.[method];
+
+describe("OpenAPI document", () => {
+  it("is a valid OpenAPI 3.1 document with resolvable references", async () => {
+    expect(doc.openapi).toBe("3.1.0");
+    // validate() dereferences in place: give it a copy.
+    await expect(SwaggerParser.validate(structuredClone(doc) as never)).resolves.toBeTruthy();
+  });
+
+  it.each(OPERATIONS)("documents %s %s with the bearer key, X-Agent-Id and the common errors", (path, method) => {
+    const o = op(path, method);
+    expect(o).toBeDefined();
+    expect(o!.security).toBeUndefined(); // the document's default: bearerAuth
+    expect(o!.parameters).toContainEqual({ $ref: "#/components/parameters/AgentId" });
+    for (const status of ["401", "403", "404", "429", "500", "503"]) expect(o!.responses?.[status]).toBeDefined();
+    expect(Object.keys(o!.responses ?? {}).some((s) => s.startsWith("2"))).toBe(true);
+  });
+
+  it("declares the bearer security scheme, the error body and the rate-limit headers", () => {
+    expect(doc.security).toEqual([{ bearerAuth: [] }]);
+    expect(doc.components?.securitySchemes?.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(doc.components?.schemas?.Error).toMatchObject({
+      type: "object",
+      required: ["error"],
+      properties: { error: { type: "object", required: ["code", "message"] } },
+    });
+    expect(Object.keys(doc.components?.headers ?? {})).toEqual(expect.arrayContaining(["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "X-Request-Id"]));
+    expect(doc.components?.responses?.TooManyRequests).toMatchObject({ headers: { "Retry-After": { $ref: "#/components/headers/Retry-After" } } });
+  });
+
+  it("renders POST /api/run from the request schema, with both response forms and the run-specific errors", () => {
+    const run = op("/api/run", "post")!;
+    expect((run.requestBody as OpenAPIV3_1.RequestBodyObject).content["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/RunRequest" });
+    expect(doc.components?.schemas?.RunRequest).toMatchObject({ required: ["query"], additionalProperties: false, properties: { query: { maxLength: 32_000 }, stream: { default: true } } });
+    const ok = run.responses?.["200"] as OpenAPIV3_1.ResponseObject;
+    expect(Object.keys(ok.content ?? {})).toEqual(["text/event-stream", "application/json"]);
+    for (const status of ["202", "402", "409", "413", "415"]) expect(run.responses?.[status]).toBeDefined();
+    const events = JSON.stringify(doc.components?.schemas?.RunEvent);
+    for (const type of ["run_started", "text_chunk", "tool_call", "tool_result", "run_completed", "run_failed", "run_cancelled"]) expect(events).toContain(`"${type}"`);
+  });
+
+  it("shows integer query parameters as integers with their bounds", () => {
+    const limit = (op("/api/tasks", "get")!.parameters as OpenAPIV3_1.ParameterObject[]).find((p) => p.name === "limit");
+    expect(limit).toMatchObject({ in: "query", schema: { type: "integer", minimum: 1, maximum: 100 } });
+  });
+
+  it("marks the document's own endpoint public", () => {
+    expect(op("/api/openapi.json", "get")!.security).toEqual([]);
+  });
+});

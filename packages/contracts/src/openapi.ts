@@ -1,0 +1,111 @@
+/**
+ * The public API's OpenAPI 3.1 document, generated from the same zod schemas that validate
+ * requests (zod-openapi renders them with zod 4's own JSON Schema support). Exported on the
+ * `@agentrun/contracts/openapi` entry point so that services which never serve it do not load it.
+ */
+import { z } from "zod";
+import { createDocument, type CreateDocumentOptions, type ZodOpenApiObject } from "zod-openapi";
+import { runEventSchema } from "./events";
+import { memoryCreateSchema, memoryEntrySchema } from "./memory";
+import { runRequestSchema } from "./runs";
+import { openApiPaths, rateLimitHeaders } from "./openapi-paths";
+import {
+  errorBodySchema,
+  messageViewSchema,
+  runResultSchema,
+  runViewSchema,
+  taskDetailSchema,
+  taskViewSchema,
+} from "./openapi-schemas";
+
+export type OpenApiDocument = ReturnType<typeof createDocument>;
+
+const DESCRIPTION = `Runs configured AI agents, streaming their answers as Server-Sent Events or returning them as JSON.
+
+Every \`/api/...\` path is also served under \`/api/v1/...\`. Requests authenticate with \`Authorization: Bearer <API key>\` and name an agent with \`X-Agent-Id\`; this document itself (\`GET /api/openapi.json\`) needs neither.
+
+Checks run in this order: authentication (401) → agent (400 missing header / 404 / 403) → rate limit (429) → body and parameters (400/413/415) → resources (404/403/409) → credits (402).
+
+Rate limit: per organization over a sliding 60-second window (Free 10, Starter 60, Pro 300 requests per minute, Enterprise its own figure). Every response after authentication carries X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset; a 429 adds Retry-After. Failed authentications are also limited per client address.
+
+Every response carries X-Request-Id. Every error is \`{"error":{"code","message"}}\`, with \`details\` for invalid fields.`;
+
+const errorContent = { "application/json": { schema: errorBodySchema } };
+const intHeader = (description: string) => ({ description, schema: { type: "integer" as const, minimum: 0 } });
+
+const errorResponse = (description: string, headers?: Record<string, { $ref: string }>) => ({ description, content: errorContent, ...(headers ? { headers } : {}) });
+
+/** Builds the document. Pure: call it once and keep the result. */
+export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDocument {
+  const doc: ZodOpenApiObject = {
+    openapi: "3.1.0",
+    info: { title: "Agent Run Service API", version: opts.version ?? "1.0.0", description: DESCRIPTION },
+    security: [{ bearerAuth: [] }],
+    tags: [
+      { name: "Runs", description: "Run an agent and follow its events." },
+      { name: "Tasks", description: "Conversations and their runs." },
+      { name: "Messages", description: "Message history of a task." },
+      { name: "Memory", description: "Memory entries that persist across conversations." },
+      { name: "Meta", description: "This document." },
+    ],
+    paths: openApiPaths(),
+    components: {
+      securitySchemes: {
+        bearerAuth: { type: "http", scheme: "bearer", description: "An API key of the organization (`ar_live_…`), created in the console. Send it only over HTTPS." },
+      },
+      parameters: {
+        AgentId: { in: "header", name: "X-Agent-Id", required: true, description: "The agent, one of the key's organization.", schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,100}$" } },
+      },
+      headers: {
+        "X-Request-Id": { description: "The request's id (echoed when the client sent a valid one).", schema: { type: "string" } },
+        "X-RateLimit-Limit": intHeader("Requests per minute of the organization's plan."),
+        "X-RateLimit-Remaining": intHeader("Requests still allowed in the current sliding window."),
+        "X-RateLimit-Reset": intHeader("Whole seconds until a request is allowed again; 0 when one is allowed now."),
+        "Retry-After": { description: "Seconds to wait before retrying (at least 1).", schema: { type: "integer", minimum: 1 } },
+      },
+      responses: {
+        BadRequest: errorResponse("invalid_request: malformed JSON, an invalid field or parameter (listed in `details`), or a missing X-Agent-Id."),
+        Unauthorized: errorResponse("unauthorized: missing, malformed, unknown or revoked API key. After too many failures from one address, 429 instead."),
+        PaymentRequired: errorResponse("insufficient_credits: the organization's balance is not positive."),
+        Forbidden: errorResponse("forbidden: the agent or resource belongs to another organization or agent; https_required: the request did not arrive over TLS."),
+        NotFound: errorResponse("agent_not_found, task_not_found, run_not_found, memory_not_found, or not_found for an unknown route or method."),
+        Conflict: errorResponse("run_in_progress: the task already has a queued or running run; idempotency_conflict: Idempotency-Key reused with another body."),
+        PayloadTooLarge: errorResponse("payload_too_large: the body is over the limit (default 1 MiB)."),
+        UnsupportedMediaType: errorResponse("unsupported_media_type: a body that is not application/json."),
+        TooManyRequests: errorResponse("rate_limited: over the organization's requests per minute.", {
+          ...rateLimitHeaders,
+          "Retry-After": { $ref: "#/components/headers/Retry-After" },
+        }),
+        InternalError: errorResponse("internal_error: unexpected error, logged with the request id."),
+        Unavailable: errorResponse("unavailable: the database or Redis is down; retry later."),
+      },
+      schemas: {
+        Error: errorBodySchema,
+        RunRequest: runRequestSchema,
+        RunEvent: runEventSchema,
+        Run: runViewSchema,
+        RunResult: runResultSchema,
+        Task: taskViewSchema,
+        TaskDetail: taskDetailSchema,
+        Message: messageViewSchema,
+        MemoryEntry: memoryEntrySchema,
+        MemoryCreate: memoryCreateSchema,
+      },
+    },
+  };
+  return createDocument(doc, { override: integerParams });
+}
+
+/**
+ * Query parameters arrive as strings, so `intParam` validates a string of digits and pipes it
+ * into a bounded integer; the document shows what a caller should send: the integer, its bounds.
+ */
+const integerParams: NonNullable<CreateDocumentOptions["override"]> = ({ zodSchema, jsonSchema, io }) => {
+  const def = (zodSchema as unknown as z.ZodType)._zod.def;
+  if (io !== "input" || def.type !== "pipe" || jsonSchema.type !== "string") return;
+  const out = (def as z.core.$ZodPipeDef).out;
+  if (out._zod.def.type !== "number") return;
+  const { type, minimum, maximum } = z.toJSONSchema(out) as { type: "integer" | "number"; minimum?: number; maximum?: number };
+  delete jsonSchema.pattern;
+  Object.assign(jsonSchema, { type, minimum, maximum });
+};

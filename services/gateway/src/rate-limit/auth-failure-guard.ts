@@ -1,0 +1,37 @@
+import { AppError } from "@agentrun/errors";
+import type { SlidingWindowLimiter } from "./sliding-window-limiter";
+import { rateLimitedError } from "./rate-limit-response";
+
+/** Decides how the auth middleware answers a failed authentication. */
+export interface AuthFailureGuard {
+  /**
+   * Records a failed authentication from `ip` and returns the error to answer: 401
+   * `unauthorized` with `message` while the address is within its limit, 429 `rate_limited`
+   * beyond it.
+   */
+  reject(ip: string, message: string): Promise<AppError>;
+}
+
+export interface AuthFailureGuardOptions {
+  limiter: SlidingWindowLimiter;
+  redisPrefix: string;
+  /** Failed authentications per client address and window; further failures get 429. */
+  limit: number;
+}
+
+/**
+ * Limits failed authentications per client address (`req.ip`, which honours TRUST_PROXY).
+ * Only failures are counted and only failures are refused: a request with a valid key is never
+ * blocked by it, so a client sharing an address (NAT, proxy) with a key guesser keeps working.
+ * Beyond the limit a failure is answered 429 with Retry-After instead of 401, telling a
+ * misconfigured client to back off; keys are long random values, so guessing stays hopeless either way.
+ */
+export function authFailureGuard({ limiter, redisPrefix, limit }: AuthFailureGuardOptions): AuthFailureGuard {
+  return {
+    async reject(ip, message) {
+      const r = await limiter.hit(`${redisPrefix}:rl:authfail:${ip}`, limit);
+      if (r.admitted) return new AppError("unauthorized", { message });
+      return rateLimitedError(r, "Too many failed authentication attempts from this address; retry later.");
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import { createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+
+let stack: Stack;
+let prisma: PrismaClient;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: 1 });
+  prisma = testPrisma(testEnv().databaseUrl);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+const runJson = async (t: Tenant, query: string) => {
+  const res = await fetch(`${stack.gatewayUrl}/api/run`, { method: "POST", headers: { ...t.headers, "content-type": "application/json" }, body: JSON.stringify({ query, stream: false }) });
+  return { status: res.status, body: (await res.json()) as any };
+};
+const balanceOf = async (orgId: string) => (await prisma.organization.findUniqueOrThrow({ where: { id: orgId } })).creditBalance;
+
+/** The organization's balance, its ledger and its runs and tasks all tell the same story. */
+async function expectBooksBalanced(orgId: string) {
+  const balance = await balanceOf(orgId);
+  const ledger = await prisma.creditLedgerEntry.findMany({ where: { orgId }, orderBy: { id: "asc" } });
+  expect(ledger.reduce((s, e) => s + e.amount, 0)).toBe(balance);
+  expect(ledger.at(-1)!.balanceAfter).toBe(balance);
+  // Every entry starts where another ended: walking from 0, each step finds its entry and all are used.
+  // (Order by id is not the order of the updates: a reservation's id is drawn before it takes the row lock.)
+  const left = [...ledger];
+  let at = 0;
+  while (left.length) {
+    const i = left.findIndex((e) => e.balanceAfter - e.amount === at);
+    expect({ at, found: i >= 0 }).toEqual({ at, found: true });
+    at = left.splice(i, 1)[0]!.balanceAfter;
+  }
+  expect(at).toBe(balance);
+  const tasks = await prisma.task.findMany({ where: { orgId }, include: { runs: true } });
+  for (const task of tasks) expect(task.creditsUsed).toBe(task.runs.reduce((s, r) => s + r.creditsUsed, 0));
+  const granted = ledger.filter((e) => e.reason === "grant").reduce((s, e) => s + e.amount, 0);
+  const used = tasks.flatMap((t) => t.runs).reduce((s, r) => s + r.creditsUsed, 0);
+  expect(balance).toBe(granted - used);
+  return { balance, ledger, tasks };
+}
+
+it("never spends a credit twice: 10 concurrent runs on 3 credits → exactly 3 accepted, 7 refused with 402", async () => {
+  const t = await createTenant(prisma, { credits: 3 });
+  // Slow enough that every reservation is made before the first run settles its cost.
+  const results = await Promise.all(Array.from({ length: 10 }, (_, i) => runJson(t, `[sleep:300] x${i}`)));
+  const accepted = results.filter((r) => r.status === 200);
+  const refused = results.filter((r) => r.status === 402);
+  expect(accepted).toHaveLength(3);
+  expect(refused).toHaveLength(7);
+  for (const r of refused) expect(r.body).toEqual({ error: { code: "insufficient_credits", message: expect.any(String) } });
+  for (const r of accepted) expect(r.body.status).toBe("completed");
+
+  const { balance, tasks } = await expectBooksBalanced(t.orgId);
+  // A refused request leaves no task or run behind.
+  expect(tasks).toHaveLength(3);
+  expect(balance).toBe(3 - accepted.reduce((s, r) => s + r.body.credits_used, 0));
+  expect(balance).toBeLessThanOrEqual(0);
+  // The next run is refused while the balance is not positive.
+  expect((await runJson(t, "x")).status).toBe(402);
+});
+
+it("charges 1 + tool calls + ceil(total tokens / 1000)", async () => {
+  const t = await createTenant(prisma, { credits: 100 });
+  // [usage:2500] makes each model call report 2500 tokens: 1 + 0 + ceil(2500 / 1000) = 4.
+  const plain = await runJson(t, "[usage:2500] hello");
+  expect(plain.body).toMatchObject({ status: "completed", credits_used: 4 });
+  expect(await balanceOf(t.orgId)).toBe(96);
+
+  const tools = await runJson(t, '[usage:2500] [call:calc_evaluate {"expression":"1+1"}] [call:clock_now {}]');
+  expect(tools.body.status).toBe("completed");
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: tools.body.run_id } });
+  expect(run.toolCallCount).toBe(2);
+  // Two model calls (the tool calls, then the answer), 2500 tokens each.
+  expect(run.promptTokens + run.completionTokens).toBe(5000);
+  expect(run.creditsUsed).toBe(1 + 2 + 5);
+  expect(tools.body.credits_used).toBe(8);
+  expect(await balanceOf(t.orgId)).toBe(96 - 8);
+
+  const entries = await prisma.creditLedgerEntry.findMany({ where: { runId: run.id }, orderBy: { id: "asc" } });
+  expect(entries.map((e) => [e.reason, e.amount])).toEqual([
+    ["run_reservation", -1],
+    ["run_charge", -7],
+  ]);
+  await expectBooksBalanced(t.orgId);
+});
+
+it("refunds a failed run: credits_used 0 and the balance unchanged", async () => {
+  const t = await createTenant(prisma, { credits: 5 });
+  const failed = await runJson(t, "[error:500]");
+  expect(failed.body).toMatchObject({ status: "failed", credits_used: 0 });
+  expect(await balanceOf(t.orgId)).toBe(5);
+  const entries = await prisma.creditLedgerEntry.findMany({ where: { runId: failed.body.run_id }, orderBy: { id: "asc" } });
+  expect(entries.map((e) => [e.reason, e.amount])).toEqual([
+    ["run_reservation", -1],
+    ["run_refund", 1],
+  ]);
+  const task = await prisma.task.findUniqueOrThrow({ where: { id: failed.body.task_id } });
+  expect(task.creditsUsed).toBe(0);
+  await expectBooksBalanced(t.orgId);
+});

@@ -1,0 +1,173 @@
+import { createTenant, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+
+// One test per row of the contract's error table, through HTTP against the real services.
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: 1, gatewayEnv: { AUTH_FAILURE_LIMIT: "100000" } });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+interface Call {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+}
+
+const call = (path: string, { method = "GET", headers = tenant.headers, body }: Call = {}) => fetch(`${stack.gatewayUrl}${path}`, { method, headers, body });
+const postJson = (path: string, body: unknown, headers = tenant.headers) =>
+  call(path, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body) });
+
+/** Asserts the contract's error answer and returns its body. */
+async function expectError(res: Response, status: number, code: string): Promise<any> {
+  const text = await res.text();
+  expect({ status: res.status, text }).toEqual({ status, text: expect.any(String) });
+  expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+  expect(res.headers.get("x-request-id")).toMatch(/^\S+$/);
+  expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+  const body = JSON.parse(text);
+  expect(body.error).toMatchObject({ code, message: expect.any(String) });
+  expect(Object.keys(body)).toEqual(["error"]);
+  for (const k of Object.keys(body.error)) expect(["code", "message", "details"]).toContain(k);
+  expect(text).not.toMatch(/\bat .+:\d+:\d+|<html|<!DOCTYPE/i);
+  return body;
+}
+
+describe("400 invalid_request", () => {
+  it("malformed JSON", async () => {
+    const res = await call("/api/run", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: '{"query": "x",' });
+    expect((await expectError(res, 400, "invalid_request")).error.message).toMatch(/not a valid JSON object/);
+  });
+
+  it("missing or invalid fields, listed in details", async () => {
+    const body = await expectError(await postJson("/api/run", { stream: "yes", extra: 1 }), 400, "invalid_request");
+    const paths = body.error.details.map((d: any) => d.path);
+    expect(paths).toEqual(expect.arrayContaining(["query", "stream"]));
+    for (const d of body.error.details) expect(d).toEqual({ path: expect.any(String), message: expect.any(String) });
+  });
+
+  it("invalid query parameter", async () => {
+    const body = await expectError(await call("/api/memory?limit=abc"), 400, "invalid_request");
+    expect(body.error.details[0].path).toBe("limit");
+  });
+
+  it("missing X-Agent-Id", async () => {
+    const body = await expectError(await call("/api/memory", { headers: { authorization: tenant.headers.authorization! } }), 400, "invalid_request");
+    expect(body.error.message).toMatch(/X-Agent-Id/);
+  });
+
+  it("malformed percent-encoding in the path", async () => {
+    await expectError(await call("/api/memory/%E0%A4%A", { method: "DELETE" }), 400, "invalid_request");
+  });
+});
+
+describe("401 unauthorized", () => {
+  it.each([
+    ["missing", {}],
+    ["not a bearer token", { authorization: "Basic dXNlcjpwYXNz" }],
+    ["unknown", { authorization: "Bearer ar_live_unknownkey0000000000000000" }],
+  ])("%s key", async (_, auth) => {
+    await expectError(await call("/api/memory", { headers: { ...auth, "x-agent-id": tenant.agentId } }), 401, "unauthorized");
+  });
+
+  it("revoked key", async () => {
+    const t = await createTenant(prisma);
+    await prisma.apiKey.update({ where: { id: t.keyId }, data: { revokedAt: new Date() } });
+    await expectError(await call("/api/memory", { headers: t.headers }), 401, "unauthorized");
+  });
+});
+
+it("402 insufficient_credits when the balance is not positive", async () => {
+  const broke = await createTenant(prisma, { credits: 0 });
+  await expectError(await postJson("/api/run", { query: "x", stream: false }, broke.headers), 402, "insufficient_credits");
+});
+
+describe("403", () => {
+  it("forbidden: the agent belongs to another organization", async () => {
+    const other = await createTenant(prisma);
+    await expectError(await call("/api/memory", { headers: { ...tenant.headers, "x-agent-id": other.agentId } }), 403, "forbidden");
+  });
+
+  it("forbidden: the task belongs to another organization", async () => {
+    const other = await createTenant(prisma);
+    const first = await postJson("/api/run", { query: "x", stream: false }, other.headers);
+    const { task_id } = (await first.json()) as any;
+    await expectError(await postJson("/api/run", { query: "x", task_id }), 403, "forbidden");
+  });
+  // https_required: see https-required.int.test.ts.
+});
+
+describe("404", () => {
+  it("agent_not_found", async () => {
+    await expectError(await call("/api/memory", { headers: { ...tenant.headers, "x-agent-id": "agt_nope" } }), 404, "agent_not_found");
+  });
+
+  it("task_not_found", async () => {
+    await expectError(await postJson("/api/run", { query: "x", task_id: "task_nope" }), 404, "task_not_found");
+  });
+
+  it("memory_not_found", async () => {
+    await expectError(await call("/api/memory/mem_nope", { method: "DELETE" }), 404, "memory_not_found");
+  });
+
+  it.each([
+    ["an unknown route outside /api, without a key", "GET", "/nope", {}],
+    ["an unknown route under /api", "GET", "/api/nope", undefined],
+    ["an unknown route under /api/v1", "GET", "/api/v1/nope", undefined],
+    ["a known path with a method it does not serve", "PUT", "/api/run", undefined],
+    ["DELETE on a collection", "DELETE", "/api/memory", undefined],
+    // Express would answer OPTIONS itself (200 text/plain) on a path it knows.
+    ["OPTIONS on a known path", "OPTIONS", "/api/run", undefined],
+    ["OPTIONS on a public path", "OPTIONS", "/api/openapi.json", {}],
+  ])("not_found: %s", async (_, method, path, headers) => {
+    const body = await expectError(await call(path, { method, headers: headers ?? tenant.headers }), 404, "not_found");
+    expect(body.error.message).toContain(method);
+  });
+});
+
+it("409 run_in_progress: a run is requested on a task whose run is still going", async () => {
+  const slow = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:10] slow" }, headers: tenant.headers });
+  await slow.waitFor((e) => e.type === "run_started");
+  const taskId = slow.events[0].task_id;
+  await expectError(await postJson("/api/run", { query: "again", task_id: taskId }), 409, "run_in_progress");
+  expect((await slow.result).events.at(-1)?.data.type).toBe("run_completed");
+});
+
+it("413 payload_too_large: a body over BODY_LIMIT_BYTES (1 MiB)", async () => {
+  const big = JSON.stringify({ query: "x".repeat(1024 * 1024 + 10) });
+  const body = await expectError(await call("/api/run", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: big }), 413, "payload_too_large");
+  expect(body.error.message).toMatch(/1048576/);
+});
+
+describe("415 unsupported_media_type", () => {
+  it.each([
+    ["text/plain", "query=x"],
+    ["application/x-www-form-urlencoded", "query=x"],
+    ["application/json; charset=latin1", '{"query":"x"}'],
+  ])("%s", async (type, body) => {
+    await expectError(await call("/api/run", { method: "POST", headers: { ...tenant.headers, "content-type": type }, body }), 415, "unsupported_media_type");
+  });
+
+  it("a body without a content type", async () => {
+    await expectError(await call("/api/run", { method: "POST", body: Buffer.from('{"query":"x"}') }), 415, "unsupported_media_type");
+  });
+});
+
+it("429 rate_limited: over the plan's requests per minute", async () => {
+  const free = await createTenant(prisma, { plan: "free" });
+  for (let i = 0; i < 10; i++) expect((await call("/api/memory", { headers: free.headers })).status).toBe(200);
+  const res = await call("/api/memory", { headers: free.headers });
+  expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+  await expectError(res, 429, "rate_limited");
+});
+
+// 500 internal_error and 503 unavailable: see errors-outages.int.test.ts.

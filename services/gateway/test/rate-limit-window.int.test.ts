@@ -1,0 +1,76 @@
+import { randomUUID } from "node:crypto";
+import { createRedis, closeRedis, type Redis } from "@agentrun/redis";
+import { AppError } from "@agentrun/errors";
+import { testEnv } from "@agentrun/testing";
+import { SlidingWindowLimiter } from "../src/rate-limit/sliding-window-limiter";
+
+// The limiter itself on the real Redis, with a short window so that sliding can be watched.
+let redis: Redis;
+beforeAll(() => {
+  redis = createRedis({ url: testEnv().redisUrl, role: "commands" });
+});
+afterAll(async () => {
+  await closeRedis(redis);
+});
+
+const key = () => `${testEnv().redisPrefix}:rl:test:${randomUUID()}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("SlidingWindowLimiter", () => {
+  it("slides: an admitted request frees its slot one window after its own admission, not at a window edge", async () => {
+    const limiter = new SlidingWindowLimiter(redis, { windowMs: 1000 });
+    const k = key();
+    expect(await limiter.hit(k, 3)).toEqual({ admitted: true, limit: 3, remaining: 2, retryAfterMs: 0 });
+    expect(await limiter.hit(k, 3)).toMatchObject({ admitted: true, remaining: 1, retryAfterMs: 0 });
+    await sleep(500);
+    const third = await limiter.hit(k, 3);
+    expect(third).toMatchObject({ admitted: true, remaining: 0 });
+    // Full now; the first two admissions leave the window about 500 ms from now.
+    expect(third.retryAfterMs).toBeGreaterThan(300);
+    expect(third.retryAfterMs).toBeLessThanOrEqual(500);
+    const refused = await limiter.hit(k, 3);
+    expect(refused.admitted).toBe(false);
+    expect(refused.remaining).toBe(0);
+
+    await sleep(refused.retryAfterMs + 30);
+    // The two oldest have left; the third (500 ms younger) still counts.
+    expect(await limiter.hit(k, 3)).toMatchObject({ admitted: true, remaining: 1 });
+    expect(await limiter.hit(k, 3)).toMatchObject({ admitted: true, remaining: 0 });
+    expect((await limiter.hit(k, 3)).admitted).toBe(false);
+  });
+
+  it("is exact under concurrency and leaves nothing behind after the window", async () => {
+    const limiter = new SlidingWindowLimiter(redis, { windowMs: 500 });
+    const k = key();
+    const results = await Promise.all(Array.from({ length: 200 }, () => limiter.hit(k, 37)));
+    expect(results.filter((r) => r.admitted)).toHaveLength(37);
+    expect(new Set(results.filter((r) => r.admitted).map((r) => r.remaining)).size).toBe(37);
+    expect(await redis.zcard(k)).toBe(37);
+    expect(await redis.pttl(k)).toBeLessThanOrEqual(500);
+    await sleep(600);
+    expect(await redis.exists(k)).toBe(0);
+  });
+
+  it("waits for enough entries to leave when the limit was lowered below the window's count", async () => {
+    const limiter = new SlidingWindowLimiter(redis, { windowMs: 60_000 });
+    const k = key();
+    for (let i = 0; i < 5; i++) await limiter.hit(k, 5);
+    const lowered = await limiter.hit(k, 2);
+    expect(lowered).toMatchObject({ admitted: false, limit: 2, remaining: 0 });
+    expect(lowered.retryAfterMs).toBeGreaterThan(59_000);
+  });
+
+  it("fails closed with 503 unavailable when Redis cannot be reached", async () => {
+    const down = createRedis({ url: "redis://127.0.0.1:1", role: "commands" });
+    try {
+      const t0 = Date.now();
+      const err = await new SlidingWindowLimiter(down).hit(key(), 10).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AppError);
+      expect((err as AppError).code).toBe("unavailable");
+      expect((err as AppError).status).toBe(503);
+      expect(Date.now() - t0).toBeLessThan(3000);
+    } finally {
+      down.disconnect();
+    }
+  });
+});
