@@ -23,19 +23,15 @@ const balanceOf = async (orgId: string) => (await prisma.organization.findUnique
 /** The organization's balance, its ledger and its runs and tasks all tell the same story. */
 async function expectBooksBalanced(orgId: string) {
   const balance = await balanceOf(orgId);
-  const ledger = await prisma.creditLedgerEntry.findMany({ where: { orgId }, orderBy: { id: "asc" } });
+  // In `seq` order (taken under the organization's row lock) each entry starts where the previous one ended.
+  const ledger = await prisma.creditLedgerEntry.findMany({ where: { orgId }, orderBy: { seq: "asc" } });
   expect(ledger.reduce((s, e) => s + e.amount, 0)).toBe(balance);
   expect(ledger.at(-1)!.balanceAfter).toBe(balance);
-  // Every entry starts where another ended: walking from 0, each step finds its entry and all are used.
-  // (Order by id is not the order of the updates: a reservation's id is drawn before it takes the row lock.)
-  const left = [...ledger];
   let at = 0;
-  while (left.length) {
-    const i = left.findIndex((e) => e.balanceAfter - e.amount === at);
-    expect({ at, found: i >= 0 }).toEqual({ at, found: true });
-    at = left.splice(i, 1)[0]!.balanceAfter;
+  for (const e of ledger) {
+    expect({ seq: e.seq, startsAt: e.balanceAfter - e.amount }).toEqual({ seq: e.seq, startsAt: at });
+    at = e.balanceAfter;
   }
-  expect(at).toBe(balance);
   const tasks = await prisma.task.findMany({ where: { orgId }, include: { runs: true } });
   for (const task of tasks) expect(task.creditsUsed).toBe(task.runs.reduce((s, r) => s + r.creditsUsed, 0));
   const granted = ledger.filter((e) => e.reason === "grant").reduce((s, e) => s + e.amount, 0);
