@@ -1,0 +1,106 @@
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+
+let ticks: number | null = null;
+
+/** Clock ticks per second of /proc CPU times (`getconf CLK_TCK`, usually 100). */
+export function clockTicks(): number {
+  if (ticks === null) {
+    const out = spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout?.trim();
+    ticks = Number(out) > 0 ? Number(out) : 100;
+  }
+  return ticks;
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name, which is in parentheses and may contain spaces.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after "pid (comm)".
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks();
+}
+
+/** Resident set size of a process in bytes, from VmRSS in /proc/<pid>/status. */
+export function rssBytes(pid: number): number {
+  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+
+/** Open file descriptors of a process. */
+export function openFds(pid: number): number {
+  try {
+    return fs.readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Whole-machine CPU seconds, busy and total, from the `cpu` line of /proc/stat. */
+export function machineCpu(): { busy: number; total: number } {
+  const line = fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!;
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const total = v.reduce((a, b) => a + b, 0);
+  const idle = (v[3] ?? 0) + (v[4] ?? 0);
+  return { busy: (total - idle) / clockTicks(), total: total / clockTicks() };
+}
+
+/** The soft limit on open files of a process, from /proc/<pid>/limits. */
+export function fdLimit(pid: number | "self" = "self"): number {
+  const m = /^Max open files\s+(\d+|unlimited)/m.exec(fs.readFileSync(`/proc/${pid}/limits`, "utf8"));
+  return !m ? NaN : m[1] === "unlimited" ? Infinity : Number(m[1]);
+}
+
+/**
+ * Raises a running process's open-files limit with `prlimit` (util-linux; needs root or
+ * CAP_SYS_RESOURCE to go above the hard limit). Returns the limit in force afterwards.
+ */
+export function raiseFdLimit(pid: number, wanted: number): number {
+  if (fdLimit(pid) >= wanted) return fdLimit(pid);
+  spawnSync("prlimit", ["--pid", String(pid), `--nofile=${wanted}:${wanted}`], { stdio: "ignore" });
+  return fdLimit(pid);
+}
+
+/** Processes whose command name (/proc/<pid>/comm) is one of `names`, e.g. postgres, redis-server. */
+export function pidsByComm(...names: string[]): number[] {
+  const out: number[] = [];
+  for (const d of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (names.includes(fs.readFileSync(`/proc/${d}/comm`, "utf8").trim())) out.push(Number(d));
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return out;
+}
+
+export type CpuSample = Record<string, Map<number, number>>;
+
+/** CPU seconds of each process of each group (groups are re-listed each time: backends come and go). */
+export function sampleCpu(groups: Record<string, () => number[]>): CpuSample {
+  const out: CpuSample = {};
+  for (const [name, list] of Object.entries(groups)) {
+    const m = new Map<number, number>();
+    for (const pid of list()) {
+      try {
+        m.set(pid, cpuSeconds(pid));
+      } catch {
+        /* exited meanwhile */
+      }
+    }
+    out[name] = m;
+  }
+  return out;
+}
+
+/** CPU seconds used by each group between two samples (processes that exited in between are not counted). */
+export function cpuDelta(before: CpuSample, after: CpuSample): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, m] of Object.entries(after)) {
+    let sum = 0;
+    for (const [pid, s] of m) sum += s - (before[name]?.get(pid) ?? 0);
+    out[name] = sum;
+  }
+  return out;
+}

@@ -1,0 +1,139 @@
+import type { Tenant } from "@agentrun/testing";
+import type { BenchContext } from "./context";
+import { profileWindow } from "./profile";
+import { closedLoop } from "./pool";
+import { cpuDelta, machineCpu, pidsByComm, sampleCpu } from "./procfs";
+import { closeDispatcher, createDispatcher, timedModelStream, timedRun } from "./sse";
+import type { BenchStack } from "./stack";
+import { round, summarize, type Summary } from "./stats";
+
+/** A streaming workload: the same directives go to the gateway and, as the baseline, to the model. */
+export interface StreamingPlan {
+  /** Names the CPU profiles of this workload (--profile). */
+  label: string;
+  concurrency: number;
+  /** The user message, with scripted-model directives. */
+  query: string;
+  warmup: number;
+  /** Measured runs (upper bound). */
+  runs: number;
+  /** No run starts after this long (upper bound). */
+  durationMs: number;
+  /** Limit of one run. @defaultValue 60000 */
+  timeoutMs?: number;
+}
+
+/** The most frequent error messages with their counts. */
+function topErrors(errors: string[], n = 5): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const e of errors) counts.set(e, (counts.get(e) ?? 0) + 1);
+  return Object.fromEntries([...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, n));
+}
+
+export interface ModelBaseline {
+  ttft: Summary;
+  end: Summary;
+  count: number;
+  errors: number;
+  errorSamples: Record<string, number>;
+  elapsedMs: number;
+  completionsPerS: number;
+}
+
+/** The baseline: the scripted model called directly, same directives, same concurrency. */
+export async function measureModel(ctx: BenchContext, bench: BenchStack, plan: StreamingPlan): Promise<ModelBaseline> {
+  const dispatcher = createDispatcher();
+  const call = () => timedModelStream(bench.stack.modelUrl, plan.query, { dispatcher, signal: ctx.signal, timeoutMs: plan.timeoutMs });
+  try {
+    await closedLoop({ concurrency: plan.concurrency, maxCount: plan.warmup, durationMs: plan.durationMs, signal: ctx.signal, fn: call });
+    const { results, elapsedMs } = await closedLoop({ concurrency: plan.concurrency, maxCount: plan.runs, durationMs: plan.durationMs, signal: ctx.signal, fn: call });
+    const ok = results.filter((r) => r.ok);
+    return {
+      ttft: summarize(ok.map((r) => r.firstText!).filter((v) => v !== null)),
+      end: summarize(ok.map((r) => r.end!)),
+      count: results.length,
+      errors: results.length - ok.length,
+      errorSamples: topErrors(results.filter((r) => !r.ok).map((r) => r.error ?? "?")),
+      elapsedMs,
+      completionsPerS: ok.length / (elapsedMs / 1000),
+    };
+  } finally {
+    await closeDispatcher(dispatcher);
+  }
+}
+
+export interface GatewayMeasurement {
+  /** Request sent → `run_started` received. */
+  runStarted: Summary;
+  /** Request sent → first `text_chunk` received. */
+  firstText: Summary;
+  /** Request sent → terminal event received. */
+  end: Summary;
+  count: number;
+  completed: number;
+  errors: number;
+  errorSamples: Record<string, number>;
+  elapsedMs: number;
+  runsPerS: number;
+  /** CPU seconds used during the measured runs, by process group and for the whole machine. */
+  cpuS: Record<string, number>;
+  /** CPU milliseconds per completed run. */
+  cpuMsPerRun: Record<string, number | null>;
+  /** What the services printed, when there were errors. */
+  logs?: Record<string, string>;
+}
+
+/** Streams runs through the gateway (`POST /api/run`, SSE) in a closed loop and times each. */
+export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenant: Tenant, plan: StreamingPlan): Promise<GatewayMeasurement> {
+  const dispatcher = createDispatcher();
+  const call = () => timedRun(bench.stack.gatewayUrl, tenant.headers, plan.query, { dispatcher, signal: ctx.signal, timeoutMs: plan.timeoutMs });
+  const procs = {
+    gateway: () => [bench.gatewayPid],
+    workers: () => bench.workerPids,
+    model: () => [bench.modelPid],
+    postgres: () => pidsByComm("postgres"),
+    redis: () => pidsByComm("redis-server"),
+    "load generator": () => [process.pid],
+  };
+  try {
+    await closedLoop({ concurrency: plan.concurrency, maxCount: plan.warmup, durationMs: plan.durationMs, signal: ctx.signal, fn: call });
+    const stopProfile = profileWindow(bench, ctx.profileDir, plan.label);
+    const cpu0 = sampleCpu(procs);
+    const m0 = machineCpu();
+    const { results, elapsedMs } = await closedLoop({ concurrency: plan.concurrency, maxCount: plan.runs, durationMs: plan.durationMs, signal: ctx.signal, fn: call });
+    const cpu1 = sampleCpu(procs);
+    const m1 = machineCpu();
+    await stopProfile();
+    const ok = results.filter((r) => r.ok);
+    const cpuS = cpuDelta(cpu0, cpu1);
+    const known = Object.values(cpuS).reduce((a, b) => a + b, 0);
+    cpuS["gateway+workers"] = cpuS.gateway! + cpuS.workers!;
+    cpuS.machine = m1.busy - m0.busy;
+    // Everything else on the machine (other users' processes, the kernel, processes that exited).
+    cpuS.other = Math.max(0, cpuS.machine - known);
+    cpuS["machine capacity"] = m1.total - m0.total;
+    const cpuMsPerRun: Record<string, number | null> = {};
+    for (const [k, v] of Object.entries(cpuS)) if (k !== "machine capacity") cpuMsPerRun[k] = ok.length ? round((v * 1000) / ok.length, 3) : null;
+    return {
+      runStarted: summarize(results.map((r) => r.runStarted).filter((v): v is number => v !== null)),
+      firstText: summarize(results.map((r) => r.firstText).filter((v): v is number => v !== null)),
+      end: summarize(ok.map((r) => r.end!)),
+      count: results.length,
+      completed: ok.length,
+      errors: results.length - ok.length,
+      errorSamples: topErrors(results.filter((r) => !r.ok).map((r) => r.error ?? "?")),
+      elapsedMs,
+      runsPerS: ok.length / (elapsedMs / 1000),
+      cpuS,
+      cpuMsPerRun,
+      logs: results.length > ok.length ? bench.logTail() : undefined,
+    };
+  } finally {
+    await closeDispatcher(dispatcher);
+  }
+}
+
+/** A query whose echoed answer is long enough for `chunks` chunks. */
+export function benchQuery(directives: string): string {
+  return `${directives} The quick brown fox jumps over the lazy dog while the benchmark measures every chunk.`;
+}

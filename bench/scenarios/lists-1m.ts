@@ -1,0 +1,94 @@
+import pg from "pg";
+import { request } from "undici";
+import { scaled, type BenchContext, type Scenario } from "../lib/context";
+import { benchDatabaseUrl, prepareDatabase } from "../lib/env";
+import { createListsKey, explainLists, MESSAGES_TASK, seedLists, TASK_COUNT } from "../lib/lists-data";
+import { load, type LoadResult } from "../lib/load";
+import { sleep } from "../lib/pool";
+import { profileWindow } from "../lib/profile";
+import { info, judged, type Metric } from "../lib/report";
+import { startBenchStack } from "../lib/stack";
+import { round } from "../lib/stats";
+
+/** One GET with a short timeout: status and parsed body, to check an endpoint exists and answers sensibly. */
+async function probe(url: string, headers: Record<string, string>, signal: AbortSignal): Promise<{ status: number; body: any }> {
+  const res = await request(url, { headers, signal, headersTimeout: 10_000, bodyTimeout: 10_000 });
+  const text = await res.body.text();
+  try {
+    return { status: res.statusCode, body: JSON.parse(text) };
+  } catch {
+    return { status: res.statusCode, body: text.slice(0, 200) };
+  }
+}
+
+function listMetrics(label: string, r: LoadResult | null, base: LoadResult, why: string | null): Metric[] {
+  if (!r) return [{ name: `${label} p99`, unit: "ms", value: null, target: "≤ 10", pass: false, note: why ?? "not measured" }];
+  return [
+    info({ name: `${label} p50`, unit: "ms", value: round(r.latency.p50), baseline: round(base.latency.p50) }),
+    judged({ name: `${label} p99`, unit: "ms", value: round(r.latency.p99), baseline: round(base.latency.p99), note: `autocannon histogram p99 ${r.autocannonP99} ms; baseline GET /healthz p99 ${base.autocannonP99} ms` }, 10),
+    info({ name: `${label} req/s`, unit: "req/s", value: round(r.rps, 0), baseline: round(base.rps, 0) }),
+    judged({ name: `${label} non-2xx + errors`, unit: "", value: r.non2xx + r.errors, baseline: base.non2xx + base.errors }, 0),
+  ];
+}
+
+/** GET /api/tasks and GET /api/messages with 1,000,000 tasks in the database, under autocannon. */
+export const lists1m: Scenario = {
+  name: "lists-1m",
+  description: "GET /api/tasks and GET /api/messages?task_id=… with 1,000,000 tasks, autocannon 10 connections: p99 ≤ 10 ms; EXPLAIN plans use indexes",
+  async run(ctx: BenchContext) {
+    const databaseUrl = benchDatabaseUrl("agentrun_bench_lists");
+    await prepareDatabase(databaseUrl);
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    let bench: Awaited<ReturnType<typeof startBenchStack>> | null = null;
+    try {
+      ctx.log(`seeding ${TASK_COUNT} tasks if missing (done once per database)`);
+      const seed = await seedLists(client);
+      ctx.log(seed.tasksSeeded || seed.messagesSeeded ? `seeded in ${round(seed.seedMs / 1000, 1)} s` : "already seeded");
+      const headers = await createListsKey(client);
+      bench = await startBenchStack({ databaseUrl, redisPrefix: ctx.redisPrefix, workers: 0, workerConcurrency: 1, memory: false, profileDir: ctx.profileDir && `${ctx.profileDir}/lists-1m` });
+      const gw = bench.stack.gatewayUrl;
+      const endpoints = [
+        { label: "GET /api/tasks", url: `${gw}/api/tasks`, check: (b: any) => Array.isArray(b?.tasks) && b.tasks.length === 20 },
+        { label: "GET /api/messages", url: `${gw}/api/messages?task_id=${MESSAGES_TASK}`, check: (b: any) => Array.isArray(b?.messages) && b.messages.length > 0 },
+      ];
+      const durationS = scaled(ctx, 10, 3);
+      const opts = { headers, connections: 10, durationS, maxRequests: 2_000_000, signal: ctx.signal };
+      const warm = { ...opts, durationS: 1 };
+      ctx.log(`baseline: GET /healthz, 10 connections, ${durationS} s`);
+      await load(`${gw}/healthz`, warm);
+      const base = await load(`${gw}/healthz`, opts);
+      const metrics: Metric[] = [];
+      const details: Record<string, unknown> = { seed, baseline: base };
+      for (const e of endpoints) {
+        const p = await probe(e.url, headers, ctx.signal);
+        let why: string | null = null;
+        if (p.status !== 200) why = `HTTP ${p.status} ${JSON.stringify(p.body).slice(0, 120)}${p.status === 404 ? " (endpoint not implemented yet?)" : ""}`;
+        else if (!e.check(p.body)) why = `unexpected body ${JSON.stringify(p.body).slice(0, 120)}`;
+        if (e.label === "GET /api/tasks" && p.status === 200 && p.body?.total !== TASK_COUNT) details.tasksTotalNote = `total was ${p.body?.total}, expected ${TASK_COUNT}`;
+        let r: LoadResult | null = null;
+        if (!why) {
+          ctx.log(`${e.label}: 10 connections, ${durationS} s`);
+          await load(e.url, warm);
+          const stopProfile = profileWindow(bench, ctx.profileDir, `lists-1m ${e.label.replaceAll("/", "_")}`);
+          r = await load(e.url, opts);
+          await stopProfile();
+        } else ctx.log(`${e.label}: skipped: ${why}`);
+        details[e.label] = r ?? { skipped: why };
+        metrics.push(...listMetrics(e.label, r, base, why));
+        await sleep(200, ctx.signal);
+      }
+      const plans = await explainLists(client);
+      for (const p of plans) {
+        ctx.log(`EXPLAIN ${p.name}: ${p.sql}\n${p.plan.map((l) => `      ${l}`).join("\n")}`);
+        if (p.name === "tasks count(*)") metrics.push(info({ name: `EXPLAIN ${p.name} (not run by the gateway)`, unit: "ms", value: p.executionMs, note: `what an exact count would cost: ${p.plan[0]}` }));
+        else metrics.push({ name: `EXPLAIN ${p.name} uses an index`, unit: "ms", value: p.executionMs, target: "index scan", pass: p.usesIndex, note: p.plan[0] });
+      }
+      details.plans = plans;
+      return { metrics, details };
+    } finally {
+      await bench?.stop();
+      await client.end();
+    }
+  },
+};
