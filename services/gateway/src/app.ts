@@ -16,6 +16,8 @@ import { memoryRoutes } from "./routes/memory.routes";
 import { tasksRoutes } from "./routes/tasks.routes";
 import { messagesRoutes } from "./routes/messages.routes";
 import { runEventsRoutes } from "./routes/run-events.routes";
+import { widgetRoutes } from "./widget/widget.routes";
+import { widgetAssetRoutes } from "./widget/widget-assets.routes";
 
 /** The gateway's HTTP app: no side effects, no listen (tests drive it with supertest). */
 export function createApp(deps: GatewayDeps): Express {
@@ -28,6 +30,10 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(healthRoutes(deps));
   app.use(requireHttps(deps.config.REQUIRE_HTTPS));
   app.use(openApiRoutes());
+  app.use(widgetAssetRoutes(deps.config));
+  // The widget gateway authenticates with a publishable widget key, not a Bearer key: it is
+  // mounted before the API router, which refuses every request without one.
+  app.use(["/api/v1/widget", "/api/widget"], widgetRoutes(deps));
 
   const api = Router();
   const failures = authFailureGuard({ limiter: deps.limiter, redisPrefix: deps.config.REDIS_PREFIX, limit: deps.config.AUTH_FAILURE_LIMIT });

@@ -11,6 +11,9 @@ const readableFile = z.string().refine((p) => {
   }
 }, "is not a readable file");
 
+/** Default of WIDGET_TOKEN_SECRET, for development only: anyone can forge visitor tokens with it. */
+export const DEV_WIDGET_TOKEN_SECRET = "agentrun-dev-widget-token-secret-0123456789";
+
 /** The gateway's environment. */
 export const gatewayConfigSchema = z.object({
   PORT: port(3000),
@@ -46,7 +49,7 @@ export const gatewayConfigSchema = z.object({
   TLS_KEY_FILE: readableFile.optional(),
   NODE_ENV: z.string().default("development"),
   /** Signs widget visitor tokens; set a long random value in production. */
-  WIDGET_TOKEN_SECRET: z.string().min(32).default("agentrun-dev-widget-token-secret-0123456789"),
+  WIDGET_TOKEN_SECRET: z.string().min(32).default(DEV_WIDGET_TOKEN_SECRET),
   /** Lifetime of a visitor token, in seconds; every widget call returns a renewed one. */
   WIDGET_TOKEN_TTL_S: z.coerce.number().int().positive().default(86_400),
   /** Widget requests per minute per widget key (sliding window), apart from the API plan limit. */

@@ -1,0 +1,331 @@
+/*
+ * agentrun chat widget. Embed with one tag:
+ *   <script src="https://GATEWAY/widget.js" data-widget-key="pk_…" async></script>
+ * Optional attributes: data-title, data-greeting, data-color (any CSS color).
+ * Renders in a shadow root (the host page's CSS does not reach it), talks to the gateway's
+ * widget API, and keeps the visitor's session and any answer in progress in localStorage, so an
+ * answer interrupted by a page reload is picked up again where it stopped (Last-Event-ID).
+ */
+(function () {
+  "use strict";
+  var script = document.currentScript || document.querySelector("script[data-widget-key]");
+  var KEY = script && script.getAttribute("data-widget-key");
+  if (!KEY) return void console.warn("agentrun widget: data-widget-key is missing");
+  var BASE = new URL(".", script.src).href.replace(/\/$/, "");
+  var TITLE = script.getAttribute("data-title") || "Assistant";
+  var GREETING = script.getAttribute("data-greeting") || "Hi! How can I help you today?";
+  var COLOR = script.getAttribute("data-color");
+  var STORE_KEY = "agentrun-widget:" + KEY;
+  var MAX_STORED_MESSAGES = 50;
+  var TEXT = {
+    credits: "This assistant is out of credits right now. Please try again later.",
+    limited: "You're sending messages a little too fast. Please wait a moment and try again.",
+    busy: "The previous answer is still being written. Please wait for it to finish.",
+    failed: "Sorry, something went wrong while answering. Please try again.",
+    network: "Can't reach the assistant right now. Please check your connection and try again.",
+    generic: "Sorry, the assistant is unavailable right now.",
+    cancelled: "This answer was stopped.",
+  };
+
+  var state = load();
+  var busy = false;
+
+  function load() {
+    try {
+      var s = JSON.parse(localStorage.getItem(STORE_KEY) || "null");
+      if (s && typeof s === "object") return { token: s.token || null, taskId: s.taskId || null, open: !!s.open, messages: Array.isArray(s.messages) ? s.messages : [], pending: s.pending || null };
+    } catch (e) { /* storage blocked or corrupt: start fresh */ }
+    return { token: null, taskId: null, open: false, messages: [], pending: null };
+  }
+  function save() {
+    state.messages = state.messages.slice(-MAX_STORED_MESSAGES);
+    try { localStorage.setItem(STORE_KEY, JSON.stringify(state)); } catch (e) { /* private mode: session lasts the page */ }
+  }
+
+  var STYLES = [
+    ":host{all:initial;--ar-accent:#2563eb}",
+    "*{box-sizing:border-box}",
+    ".bubble{position:fixed;right:20px;bottom:20px;width:56px;height:56px;border-radius:50%;border:0;padding:0;background:var(--ar-accent);color:#fff;cursor:pointer;box-shadow:0 4px 14px rgba(0,0,0,.25);display:flex;align-items:center;justify-content:center;z-index:2147483000}",
+    ".bubble:focus-visible,.close:focus-visible,.send:focus-visible{outline:3px solid #93c5fd;outline-offset:2px}",
+    ".panel{position:fixed;right:20px;bottom:88px;width:370px;max-width:calc(100vw - 40px);height:540px;max-height:calc(100vh - 110px);background:#fff;border-radius:14px;box-shadow:0 12px 40px rgba(0,0,0,.22);display:flex;flex-direction:column;overflow:hidden;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#111827;z-index:2147483000}",
+    ".panel[hidden]{display:none}",
+    ".head{display:flex;align-items:center;justify-content:space-between;padding:12px 12px 12px 16px;background:var(--ar-accent);color:#fff}",
+    ".head h2{margin:0;font-size:15px;font-weight:600}",
+    ".close{background:transparent;border:0;color:#fff;font:22px/1 sans-serif;cursor:pointer;padding:4px 8px;border-radius:6px}",
+    ".log{flex:1;overflow-y:auto;padding:16px;display:flex;flex-direction:column;gap:8px;background:#f9fafb}",
+    ".msg{max-width:85%;padding:8px 12px;border-radius:14px;white-space:pre-wrap;overflow-wrap:anywhere}",
+    ".user{align-self:flex-end;background:var(--ar-accent);color:#fff;border-bottom-right-radius:4px}",
+    ".assistant{align-self:flex-start;background:#fff;border:1px solid #e5e7eb;border-bottom-left-radius:4px}",
+    ".error{align-self:flex-start;background:#fef2f2;color:#991b1b;border:1px solid #fecaca}",
+    ".status{display:block;margin-top:4px;font-size:12px;font-style:italic;color:#6b7280}",
+    ".status[hidden]{display:none}",
+    ".dots::after{content:'…';display:inline-block;animation:ar-blink 1s infinite}",
+    "@keyframes ar-blink{50%{opacity:.2}}",
+    ".composer{display:flex;gap:8px;padding:12px;border-top:1px solid #e5e7eb;background:#fff}",
+    ".composer textarea{flex:1;resize:none;font:inherit;color:inherit;padding:8px 10px;border:1px solid #d1d5db;border-radius:10px;max-height:120px;background:#fff}",
+    ".composer textarea:focus{outline:2px solid var(--ar-accent);border-color:transparent}",
+    ".send{border:0;border-radius:10px;padding:0 14px;background:var(--ar-accent);color:#fff;font:600 14px system-ui,sans-serif;cursor:pointer}",
+    ".send:disabled{opacity:.5;cursor:default}",
+    ".sr-only{position:absolute;width:1px;height:1px;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}",
+    "@media (prefers-reduced-motion:reduce){*{animation:none!important}}",
+  ].join("\n");
+
+  var ICON = '<svg width="26" height="26" viewBox="0 0 24 24" fill="none" aria-hidden="true" focusable="false"><path d="M4 5h16v11H8l-4 4V5z" stroke="currentColor" stroke-width="2" stroke-linejoin="round"/></svg>';
+
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (text) e.textContent = text;
+    return e;
+  }
+
+  var host = el("agentrun-chat", {});
+  var root = host.attachShadow({ mode: "open" });
+  try {
+    var sheet = new CSSStyleSheet();
+    sheet.replaceSync(STYLES);
+    root.adoptedStyleSheets = [sheet];
+  } catch (e) {
+    root.appendChild(el("style", {}, STYLES));
+  }
+  if (COLOR && window.CSS && window.CSS.supports("color", COLOR)) host.style.setProperty("--ar-accent", COLOR);
+
+  var panel = el("section", { class: "panel", role: "dialog", "aria-label": TITLE + " chat", id: "ar-panel", hidden: "" });
+  var head = el("div", { class: "head" });
+  var closeBtn = el("button", { class: "close", type: "button", "aria-label": "Close chat" }, "×");
+  head.append(el("h2", {}, TITLE), closeBtn);
+  var log = el("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
+  var form = el("form", { class: "composer" });
+  var input = el("textarea", { id: "ar-input", rows: "1", placeholder: "Type a message…", maxlength: "32000" });
+  var sendBtn = el("button", { class: "send", type: "submit" }, "Send");
+  form.append(el("label", { class: "sr-only", for: "ar-input" }, "Your message"), input, sendBtn);
+  panel.append(head, log, form);
+  var bubble = el("button", { class: "bubble", type: "button", "aria-label": "Chat with the " + TITLE.toLowerCase(), "aria-expanded": "false", "aria-controls": "ar-panel" });
+  bubble.innerHTML = ICON;
+  root.append(panel, bubble);
+
+  function setOpen(open, moveFocus) {
+    panel.hidden = !open;
+    bubble.setAttribute("aria-expanded", String(open));
+    state.open = open;
+    save();
+    if (open) {
+      log.scrollTop = log.scrollHeight;
+      if (moveFocus) input.focus();
+    } else if (moveFocus) bubble.focus();
+  }
+  bubble.addEventListener("click", function () { setOpen(panel.hidden, true); });
+  closeBtn.addEventListener("click", function () { setOpen(false, true); });
+  panel.addEventListener("keydown", function (e) {
+    if (e.key === "Escape") { e.preventDefault(); setOpen(false, true); }
+  });
+  input.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit ? form.requestSubmit() : submit(); }
+  });
+  form.addEventListener("submit", function (e) { e.preventDefault(); submit(); });
+
+  function submit() {
+    var text = input.value.trim();
+    if (!text || busy) return;
+    input.value = "";
+    send(text);
+  }
+
+  /** A message bubble; assistant ones also have a tool-activity line. */
+  function addMessage(role, text) {
+    var m = el("div", { class: "msg " + role });
+    var t = el("span", { class: "text" }, text);
+    var status = el("span", { class: "status", hidden: "" });
+    m.append(t, status);
+    log.appendChild(m);
+    log.scrollTop = log.scrollHeight;
+    return {
+      node: m,
+      setText: function (s) { t.textContent = s; t.classList.toggle("dots", !s); log.scrollTop = log.scrollHeight; },
+      setStatus: function (s) { status.hidden = !s; status.textContent = s || ""; },
+    };
+  }
+  function remember(role, text) {
+    state.messages.push({ role: role, text: text });
+    save();
+  }
+
+  function setBusy(b) {
+    busy = b;
+    sendBtn.disabled = b;
+    log.setAttribute("aria-busy", String(b));
+  }
+
+  function headers(extra) {
+    var h = { "X-Widget-Key": KEY };
+    if (state.token) h["X-Visitor-Token"] = state.token;
+    for (var k in extra) h[k] = extra[k];
+    return h;
+  }
+  function keepToken(res) {
+    var t = res.headers.get("X-Visitor-Token");
+    if (t) { state.token = t; save(); }
+  }
+
+  function errorText(status) {
+    if (status === 402) return TEXT.credits;
+    if (status === 429) return TEXT.limited;
+    if (status === 409) return TEXT.busy;
+    return TEXT.generic;
+  }
+
+  async function send(text) {
+    setBusy(true);
+    addMessage("user", text);
+    remember("user", text);
+    var view = addMessage("assistant", "");
+    view.setText("");
+    try {
+      var res = await post(text);
+      if (res && !res.ok && (res.status === 401 || res.status === 403 || res.status === 404) && (state.token || state.taskId)) {
+        // Expired session, or a conversation that is gone: start a new one, once.
+        if (res.status === 401) state.token = null;
+        state.taskId = null;
+        save();
+        res = await post(text);
+      }
+      if (!res) return fail(view, TEXT.network);
+      if (!res.ok) return fail(view, errorText(res.status));
+      await follow(res, view);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function post(text) {
+    var body = { query: text, stream: true };
+    if (state.taskId) body.task_id = state.taskId;
+    try {
+      var res = await fetch(BASE + "/api/v1/widget/run", { method: "POST", headers: headers({ "Content-Type": "application/json" }), body: JSON.stringify(body) });
+      keepToken(res);
+      return res;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function fail(view, message) {
+    view.node.className = "msg error";
+    view.setText(message);
+    view.setStatus(null);
+    state.pending = null;
+    remember("error", message);
+  }
+
+  /**
+   * Reads a run's event stream into `view` (`res` null: re-attach to the pending run first), and
+   * re-attaches after the last event received whenever the stream ends before the run does.
+   */
+  async function follow(res, view) {
+    for (var attempt = 0; ; attempt++) {
+      if (!res) res = await reattachRequest();
+      if (res && !res.ok) return fail(view, res.status === 429 ? TEXT.limited : TEXT.failed);
+      var done = false;
+      try {
+        if (res) done = await readEvents(res, function (ev) { return onEvent(ev, view); });
+      } catch (e) { /* connection lost: re-attach below */ }
+      if (done) return;
+      if (!state.pending || attempt >= 4) return fail(view, TEXT.network);
+      await new Promise(function (r) { setTimeout(r, 500 * Math.pow(2, attempt)); });
+      res = null;
+    }
+  }
+
+  async function reattachRequest() {
+    var p = state.pending;
+    var url = BASE + "/api/v1/widget/tasks/" + encodeURIComponent(p.taskId) + "/runs/" + encodeURIComponent(p.runId) + "/events";
+    try {
+      var res = await fetch(url, { headers: headers({ Accept: "text/event-stream", "Last-Event-ID": String(p.seq) }) });
+      keepToken(res);
+      return res;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  /** Applies one run event; true once the run has ended. */
+  function onEvent(ev, view) {
+    var p = state.pending;
+    if (ev.type === "run_started") {
+      state.pending = { runId: ev.run_id, taskId: ev.task_id, seq: ev.seq, text: "" };
+      state.taskId = ev.task_id;
+      save();
+      return false;
+    }
+    if (!p || ev.seq <= p.seq) return false;
+    p.seq = ev.seq;
+    if (ev.type === "text_chunk") {
+      p.text += ev.content;
+      view.setText(p.text);
+    } else if (ev.type === "tool_call") {
+      view.setStatus("Using " + ev.tool + "…");
+    } else if (ev.type === "tool_result") {
+      view.setStatus(null);
+    } else if (ev.type === "run_completed") {
+      view.setStatus(null);
+      view.setText(p.text);
+      state.pending = null;
+      remember("assistant", p.text);
+      return true;
+    } else if (ev.type === "run_failed") {
+      fail(view, TEXT.failed);
+      return true;
+    } else if (ev.type === "run_cancelled") {
+      if (p.text) { state.pending = null; remember("assistant", p.text); view.setStatus(TEXT.cancelled); } else fail(view, TEXT.cancelled);
+      return true;
+    }
+    save();
+    return false;
+  }
+
+  /** Parses a text/event-stream body, calling `onEvent` with each event's JSON; true when it asked to stop. */
+  async function readEvents(res, onEvent) {
+    if (!res.body) return false;
+    var reader = res.body.getReader();
+    var decoder = new TextDecoder();
+    var buf = "";
+    var data = [];
+    for (;;) {
+      var chunk = await reader.read();
+      if (chunk.done) return false;
+      buf += decoder.decode(chunk.value, { stream: true });
+      var lines = buf.split("\n");
+      buf = lines.pop();
+      for (var i = 0; i < lines.length; i++) {
+        var line = lines[i].replace(/\r$/, "");
+        if (line === "") {
+          if (data.length) {
+            var ev = null;
+            try { ev = JSON.parse(data.join("\n")); } catch (e) { /* not ours: skip */ }
+            data = [];
+            if (ev && onEvent(ev)) { reader.cancel().catch(function () {}); return true; }
+          }
+        } else if (line.indexOf("data:") === 0) data.push(line.slice(5).replace(/^ /, ""));
+      }
+    }
+  }
+
+  function restore() {
+    addMessage("assistant", GREETING);
+    for (var i = 0; i < state.messages.length; i++) addMessage(state.messages[i].role, state.messages[i].text);
+    if (state.pending) {
+      var view = addMessage("assistant", state.pending.text);
+      view.setText(state.pending.text);
+      setBusy(true);
+      follow(null, view).finally(function () { setBusy(false); });
+    }
+    if (state.open) setOpen(true, false);
+  }
+
+  function mount() {
+    document.body.appendChild(host);
+    restore();
+  }
+  if (document.body) mount();
+  else document.addEventListener("DOMContentLoaded", mount);
+})();

@@ -1,0 +1,36 @@
+import type { RequestHandler } from "express";
+import { AppError } from "@agentrun/errors";
+import { looksLikeWidgetKey } from "@agentrun/api-keys";
+import type { VisitorTokens } from "./visitor-token";
+import type { WidgetKeyCache } from "./widget-key-cache";
+import { requestOrigin, setCorsHeaders } from "./widget-cors";
+
+/**
+ * Authenticates a widget request: the publishable key in X-Widget-Key (401 when unknown or
+ * revoked), then the request's origin against the key's allowed origins (403 otherwise, also
+ * when there is no Origin), then the visitor token when one is sent (401 when forged, expired
+ * or minted for another widget key). CORS headers are added only once the origin is known to be
+ * allowed, so that every later answer (429, 402, 403 of a task…) is readable by the page.
+ */
+export function widgetAuth(keys: WidgetKeyCache, tokens: VisitorTokens): RequestHandler {
+  return async (req, res, next) => {
+    res.vary("Origin");
+    const value = req.get("x-widget-key");
+    const key = looksLikeWidgetKey(value) ? await keys.byKey(value) : null;
+    if (!key || key.revoked) throw new AppError("unauthorized", { message: "Missing, unknown or revoked widget key (X-Widget-Key)." });
+
+    const origin = requestOrigin(req);
+    if (!origin || !key.allowedOrigins.has(origin)) throw new AppError("forbidden", { message: "This widget key may not be used from this origin." });
+    setCorsHeaders(res, origin);
+
+    const token = req.get("x-visitor-token");
+    let visitorId: string | null = null;
+    if (token !== undefined) {
+      const payload = tokens.verify(token);
+      if (!payload || payload.widget_key_id !== key.id) throw new AppError("unauthorized", { message: "The visitor token is invalid or expired." });
+      visitorId = payload.visitor_id;
+    }
+    req.widget = { key, origin, visitorId };
+    next();
+  };
+}

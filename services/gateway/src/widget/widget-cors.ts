@@ -1,0 +1,52 @@
+import type { Request, RequestHandler, Response } from "express";
+import { AppError } from "@agentrun/errors";
+import { normalizeOrigin, type WidgetKeyCache } from "./widget-key-cache";
+
+/** Request headers a widget page may send. */
+export const WIDGET_ALLOWED_HEADERS = "Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID";
+/** Response headers a widget page may read (the session token, the request id for support, the limits). */
+export const WIDGET_EXPOSED_HEADERS = "X-Visitor-Token, X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After";
+export const WIDGET_ALLOWED_METHODS = "GET, POST, OPTIONS";
+/**
+ * How long a browser may reuse a preflight answer. Short, because the preflight is decided on
+ * "some active key allows this origin"; the real request is still checked against its own key.
+ * @defaultValue 600
+ */
+export const PREFLIGHT_MAX_AGE_S = 600;
+
+/**
+ * The origin a request comes from: its `Origin` header, or, for a same-origin browser request
+ * without one (browsers omit Origin on same-origin GETs, e.g. a widget hosted on the gateway's
+ * own domain re-attaching to a run), the gateway's own origin. Null when neither applies: a
+ * widget request must show which page it serves.
+ */
+export function requestOrigin(req: Request): string | null {
+  const origin = req.get("origin");
+  if (origin !== undefined) return normalizeOrigin(origin);
+  if (req.get("sec-fetch-site") === "same-origin") return normalizeOrigin(`${req.protocol}://${req.get("host") ?? ""}`);
+  return null;
+}
+
+/** Lets the page at `origin` read this response (and its exposed headers). */
+export function setCorsHeaders(res: Response, origin: string): void {
+  res.setHeader("Access-Control-Allow-Origin", origin);
+  res.setHeader("Access-Control-Expose-Headers", WIDGET_EXPOSED_HEADERS);
+}
+
+/**
+ * Answers CORS preflights of the widget routes. A preflight carries no widget key, so it is
+ * answered for an origin that at least one unrevoked widget key allows; any other origin gets
+ * 403 without CORS headers and the browser never sends the real request.
+ */
+export function widgetPreflight(keys: WidgetKeyCache): RequestHandler {
+  return async (req, res) => {
+    res.vary("Origin");
+    const origin = requestOrigin(req);
+    if (!origin || !(await keys.anyKeyAllows(origin))) throw new AppError("forbidden", { message: "This origin may not use the widget API." });
+    res.setHeader("Access-Control-Allow-Origin", origin);
+    res.setHeader("Access-Control-Allow-Methods", WIDGET_ALLOWED_METHODS);
+    res.setHeader("Access-Control-Allow-Headers", WIDGET_ALLOWED_HEADERS);
+    res.setHeader("Access-Control-Max-Age", String(PREFLIGHT_MAX_AGE_S));
+    res.status(204).end();
+  };
+}

@@ -1,0 +1,92 @@
+import { Router } from "express";
+import { isTerminalEvent, lastEventIdSchema, eventsQuerySchema, VISITOR_TOKEN_HEADER, visitorUserId, widgetRunRequestSchema } from "@agentrun/contracts";
+import { newId } from "@agentrun/db";
+import { AppError } from "@agentrun/errors";
+import { followRun, readStoredEvents } from "@agentrun/events";
+import { DEV_WIDGET_TOKEN_SECRET } from "../config";
+import type { GatewayDeps } from "../deps";
+import { jsonBody } from "../middleware/json-body.middleware";
+import { createRun } from "../runs/create-run";
+import { enqueueCreatedRun } from "../runs/enqueue-run";
+import { respondWithRun } from "../runs/respond-run";
+import { openSse } from "../runs/sse";
+import { ownedTask } from "../tasks/task-access";
+import { VisitorTokens } from "./visitor-token";
+import { widgetAuth } from "./widget-auth.middleware";
+import { widgetAuthContext, widgetOf } from "./widget-context";
+import { widgetPreflight } from "./widget-cors";
+import { WidgetKeyCache } from "./widget-key-cache";
+import { widgetLimits } from "./widget-limits";
+
+const RUN_PATH = "/run";
+const EVENTS_PATH = "/tasks/:task_id/runs/:run_id/events";
+const ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+/**
+ * The widget gateway, mounted at `/api/v1/widget` ahead of the API-key routers: a publishable
+ * widget key and an allowed Origin instead of a secret key; visitors identified by a signed
+ * token that every answer renews (X-Visitor-Token, and `visitor_token` in JSON bodies). A stream
+ * carries the token only in its header: its first event is `run_started`, like `/api/run`.
+ * Nothing here lists tasks, messages or memories: a visitor reaches only the runs of its own tasks.
+ */
+export function widgetRoutes(deps: GatewayDeps): Router {
+  const { config } = deps;
+  const router = Router();
+  const keys = new WidgetKeyCache(deps.prisma, config.AUTH_CACHE_TTL_MS);
+  const tokens = new VisitorTokens(config.WIDGET_TOKEN_SECRET, config.WIDGET_TOKEN_TTL_S);
+  const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, hub: deps.hub };
+  if (config.NODE_ENV === "production" && config.WIDGET_TOKEN_SECRET === DEV_WIDGET_TOKEN_SECRET) {
+    deps.logger.warn("WIDGET_TOKEN_SECRET is the development default: visitor tokens can be forged; set a long random value");
+  }
+
+  router.options([RUN_PATH, EVENTS_PATH], widgetPreflight(keys));
+  router.use(widgetAuth(keys, tokens));
+  router.use(widgetLimits({ limiter: deps.limiter, redisPrefix: config.REDIS_PREFIX, perKey: config.WIDGET_RPM_PER_KEY, perIp: config.WIDGET_RPM_PER_IP }));
+  router.use(jsonBody(config.BODY_LIMIT_BYTES));
+
+  /** `POST /run`: like `/api/run`, for the visitor (a new one when no token was sent). */
+  router.post(RUN_PATH, async (req, res) => {
+    const w = widgetOf(req);
+    const body = widgetRunRequestSchema.parse(req.body ?? {});
+    const visitorId = w.visitorId ?? newId("vis");
+    const token = tokens.sign(visitorId, w.key.id);
+    res.setHeader(VISITOR_TOKEN_HEADER, token);
+    const auth = widgetAuthContext(w);
+    // The visitor is the run's user: memories saved and recalled are the visitor's own.
+    const context = { user_id: visitorUserId(visitorId) };
+    const { runId, taskId, started } = await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context, visitorId });
+    const log = req.log.child({ runId, taskId, orgId: auth.orgId, widgetKeyId: w.key.id });
+    await enqueueCreatedRun(deps, log, { runId, query: body.query });
+    await respondWithRun(deps, req, res, { runId, taskId, stream: body.stream, sent: [started], extra: { visitor_token: token } });
+  });
+
+  /** `GET /tasks/:task_id/runs/:run_id/events`: replay and follow a run of the visitor's own task. */
+  router.get(EVENTS_PATH, async (req, res) => {
+    const w = widgetOf(req);
+    if (!w.visitorId) throw new AppError("unauthorized", { message: "A visitor token (X-Visitor-Token) is required." });
+    const task = await ownedTask(deps.prisma, widgetAuthContext(w), req.params.task_id);
+    if (task.visitorId !== w.visitorId) throw new AppError("forbidden", { message: "This task belongs to another visitor." });
+    const runId = req.params.run_id;
+    const run = ID.test(runId) ? await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, taskId: true, status: true } }) : null;
+    if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${runId.slice(0, 100)}'.` });
+    const header = req.get("last-event-id");
+    const parsed = header === undefined ? undefined : lastEventIdSchema.safeParse(header.trim());
+    if (parsed && !parsed.success) throw new AppError("invalid_request", { message: "Last-Event-ID must be a non-negative integer (an event's seq)." });
+    const afterSeq = parsed?.data ?? eventsQuerySchema.parse(req.query).after;
+    res.setHeader(VISITOR_TOKEN_HEADER, tokens.sign(w.visitorId, w.key.id));
+
+    const sse = openSse(req, res, config.SSE_HEARTBEAT_MS);
+    try {
+      // A finished run is replayed from the store; a run in progress is followed to its end.
+      const stored = run.status === "queued" || run.status === "running" ? null : await readStoredEvents(store, run.id, afterSeq);
+      if (stored && (stored.length === 0 || isTerminalEvent(stored.at(-1)!))) for (const e of stored) sse.send(e);
+      else await followRun({ ...store, runId: run.id, afterSeq, onEvent: sse.send, signal: sse.signal });
+    } catch (err) {
+      req.log.error({ err, runId: run.id }, "lost the run's event stream");
+    }
+    sse.end();
+  });
+
+  router.use((req, _res, next) => next(new AppError("not_found", { message: `No route for ${req.method} ${req.originalUrl.split("?")[0]}.` })));
+  return router;
+}

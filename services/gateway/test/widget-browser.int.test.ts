@@ -1,0 +1,162 @@
+import { mkdirSync, statSync } from "node:fs";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { newId, type PrismaClient } from "@agentrun/db";
+import { generateWidgetKey } from "@agentrun/api-keys";
+import { createTenant, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
+
+// The widget end to end in a real browser (Debian's Chromium, driven by playwright-core): the
+// demo page embeds widget.js, which talks to the widget gateway of a real stack.
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const SCREENSHOT = path.resolve(__dirname, "../../../test-artifacts/widget.png");
+
+let stack: Stack;
+let prisma: PrismaClient;
+let browser: Browser;
+let page: Page;
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  // Every request comes from 127.0.0.1: lift the per-address limit out of the way.
+  stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_DEMO: "true", WIDGET_RPM_PER_IP: "10000" } });
+  prisma = testPrisma(testEnv().databaseUrl);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+/** A tenant's widget key that allows the demo page's origin (the gateway's own). */
+async function widgetKeyFor(credits = 1000): Promise<string> {
+  const tenant = await createTenant(prisma, { credits, instructions: "You are the shop assistant." });
+  const key = generateWidgetKey();
+  await prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key, allowedOrigins: [stack.gatewayUrl] } });
+  return key;
+}
+
+async function openDemo(key: string): Promise<Page> {
+  const p = await browser.newPage({ viewport: { width: 1100, height: 760 } });
+  p.on("pageerror", (err) => pageErrors.push(err.message));
+  await p.goto(`${stack.gatewayUrl}/widget-demo?key=${key}`);
+  return p;
+}
+
+const bubble = () => page.getByRole("button", { name: "Chat with the assistant" });
+const input = () => page.getByRole("textbox", { name: "Your message" });
+const lastAnswer = () => page.locator(".msg.assistant").last();
+const isFocused = (l: ReturnType<typeof input>) => l.evaluate((el) => (el.getRootNode() as unknown as { activeElement: unknown }).activeElement === el);
+
+/** Polls the last answer until it reads `final`, returning every distinct text seen on the way. */
+async function watchAnswer(final: string, timeoutMs = 20_000): Promise<string[]> {
+  const seen: string[] = [];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = (await lastAnswer().textContent()) ?? "";
+    if (seen.at(-1) !== text) seen.push(text);
+    if (text === final) return seen;
+    if (Date.now() > deadline) throw new Error(`answer never became '${final}'; saw ${JSON.stringify(seen)}`);
+    await page.waitForTimeout(30);
+  }
+}
+
+describe("the embedded widget in Chromium", () => {
+  let key: string;
+  beforeAll(async () => {
+    key = await widgetKeyFor();
+    page = await openDemo(key);
+  });
+
+  it("opens from the keyboard as an accessible dialog with the focus in its input", async () => {
+    await bubble().waitFor();
+    expect(await bubble().getAttribute("aria-expanded")).toBe("false");
+    await bubble().focus();
+    await page.keyboard.press("Enter");
+    const dialog = page.getByRole("dialog", { name: "Assistant chat" });
+    await dialog.waitFor({ state: "visible" });
+    expect(await bubble().getAttribute("aria-expanded")).toBe("true");
+    expect(await page.getByRole("log").getAttribute("aria-live")).toBe("polite");
+    expect(await isFocused(input())).toBe(true);
+  });
+
+  it("streams the answer into the log as it arrives", async () => {
+    await page.keyboard.type("[sleep:150][chunks:12] hello from the browser");
+    await page.keyboard.press("Enter");
+    const final = "Echo: hello from the browser";
+    const seen = await watchAnswer(final);
+    const partial = seen.filter((t) => t !== "" && t !== final);
+    expect(partial.length).toBeGreaterThanOrEqual(3);
+    for (const t of partial) expect(final.startsWith(t)).toBe(true);
+    expect(await page.locator(".msg.user").last().textContent()).toBe("[sleep:150][chunks:12] hello from the browser");
+    // The send button is disabled while an answer is being written, and enabled once the run ends.
+    await page.waitForSelector(".send:not([disabled])");
+  });
+
+  it("completes an answer after a page reload mid-stream, re-attaching with Last-Event-ID", async () => {
+    const reattached: string[] = [];
+    page.on("request", (r) => {
+      if (r.url().includes("/api/v1/widget/tasks/") && r.url().endsWith("/events")) reattached.push(r.headers()["last-event-id"] ?? "");
+    });
+    await input().fill("[sleep:250][chunks:16] this answer survives a reload");
+    await input().press("Enter");
+    const final = "Echo: this answer survives a reload";
+    // Reload once part of the new answer (the greeting and the first answer come before it) is shown.
+    const midAnswer = async () => (await page.locator(".msg.assistant").count()) === 3 && !["", final].includes((await lastAnswer().textContent()) ?? "");
+    for (const deadline = Date.now() + 15_000; !(await midAnswer()); await page.waitForTimeout(30)) {
+      if (Date.now() > deadline) throw new Error(`no partial answer; log: ${JSON.stringify(await page.locator(".msg").allTextContents())}`);
+    }
+    await page.reload();
+
+    await page.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
+    const seen = await watchAnswer(final);
+    expect(seen.at(-1)).toBe(final);
+    expect(reattached.length).toBeGreaterThanOrEqual(1);
+    expect(Number(reattached[0])).toBeGreaterThan(1);
+    // The conversation survived the reload too, in order.
+    expect(await page.locator(".msg.user").allTextContents()).toEqual(["[sleep:150][chunks:12] hello from the browser", "[sleep:250][chunks:16] this answer survives a reload"]);
+    expect(await page.locator(".msg.assistant").allTextContents()).toEqual(["Hi! How can I help you today?", "Echo: hello from the browser", final]);
+
+    mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT });
+    expect(statSync(SCREENSHOT).size).toBeGreaterThan(0);
+  });
+
+  it("shows tool activity while a tool runs", async () => {
+    // Record every text put into the widget (a tool's status line lasts only milliseconds).
+    // (A string: this project's TypeScript has no DOM types.)
+    await page.evaluate(`
+      window.__widgetTexts = [];
+      new MutationObserver((records) => {
+        for (const r of records) for (const n of r.addedNodes) if (n.nodeType === Node.TEXT_NODE) window.__widgetTexts.push(n.textContent);
+      }).observe(document.querySelector("agentrun-chat").shadowRoot, { childList: true, subtree: true });
+    `);
+    await page.waitForSelector(".send:not([disabled])");
+    await input().fill('[call:calc_evaluate {"expression":"6*7"}]');
+    await input().press("Enter");
+    await watchAnswer('Tool calc_evaluate returned: {"expression":"6*7","result":42}');
+    expect(await page.evaluate("window.__widgetTexts")).toContain("Using calc…");
+    expect(await lastAnswer().locator(".status").isHidden()).toBe(true);
+  });
+
+  it("closes on Escape and gives the focus back to the bubble", async () => {
+    await input().focus();
+    await page.keyboard.press("Escape");
+    await page.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "hidden" });
+    expect(await bubble().getAttribute("aria-expanded")).toBe("false");
+    expect(await isFocused(bubble())).toBe(true);
+  });
+
+  it("tells the visitor when the organization is out of credits", async () => {
+    const broke = await openDemo(await widgetKeyFor(0));
+    await broke.getByRole("button", { name: "Chat with the assistant" }).click();
+    const box = broke.getByRole("textbox", { name: "Your message" });
+    await box.fill("hello?");
+    await box.press("Enter");
+    await broke.locator(".msg.error").getByText("This assistant is out of credits right now").waitFor();
+    await broke.close();
+    expect(pageErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,73 @@
+import { newId, type PrismaClient } from "@agentrun/db";
+import { generateWidgetKey } from "@agentrun/api-keys";
+import { createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+
+// Widget limits per client address and per widget key, apart from the organization's API limit.
+// TRUST_PROXY lets the test speak from several addresses through X-Forwarded-For.
+const ORIGIN = "https://shop.example";
+const PER_IP = 3;
+const PER_KEY = 5;
+
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_RPM_PER_IP: String(PER_IP), WIDGET_RPM_PER_KEY: String(PER_KEY), TRUST_PROXY: "true" } });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma, { plan: "free" });
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+async function createWidgetKey(): Promise<string> {
+  const value = generateWidgetKey();
+  await prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key: value, allowedOrigins: [ORIGIN] } });
+  return value;
+}
+
+/** A widget request that passes the limits and stops at validation (400): no run is started. */
+const hit = (key: string, ip: string) =>
+  fetch(`${stack.gatewayUrl}/api/v1/widget/run`, { method: "POST", headers: { "x-widget-key": key, origin: ORIGIN, "x-forwarded-for": ip, "content-type": "application/json" }, body: "{}" });
+
+describe("widget limits", () => {
+  it("limits each client address, then each widget key, with 429 and Retry-After", async () => {
+    const key = await createWidgetKey();
+    for (let i = 0; i < PER_IP; i++) {
+      const res = await hit(key, "203.0.113.1");
+      expect(res.status).toBe(400);
+      expect(res.headers.get("x-ratelimit-limit")).toBe(String(PER_IP));
+      expect(res.headers.get("x-ratelimit-remaining")).toBe(String(PER_IP - 1 - i));
+    }
+    const byIp = await hit(key, "203.0.113.1");
+    expect(byIp.status).toBe(429);
+    expect(((await byIp.json()) as any).error).toMatchObject({ code: "rate_limited", message: expect.stringMatching(/address/) });
+    expect(Number(byIp.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    // The page can read the refusal and its headers.
+    expect(byIp.headers.get("access-control-allow-origin")).toBe(ORIGIN);
+    expect(byIp.headers.get("access-control-expose-headers")).toMatch(/Retry-After/);
+
+    // Other addresses go on until the key's own budget (the refused request did not count) is spent.
+    expect((await hit(key, "203.0.113.2")).status).toBe(400);
+    expect((await hit(key, "203.0.113.2")).status).toBe(400);
+    const byKey = await hit(key, "203.0.113.3");
+    expect(byKey.status).toBe(429);
+    expect(((await byKey.json()) as any).error.message).toMatch(/widget/);
+    expect(byKey.headers.get("x-ratelimit-limit")).toBe(String(PER_KEY));
+    expect(Number(byKey.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+
+    // Another key from a fresh address is not affected.
+    expect((await hit(await createWidgetKey(), "203.0.113.4")).status).toBe(400);
+  });
+
+  it("does not count widget requests against the organization's API limit", async () => {
+    const res = await fetch(`${stack.gatewayUrl}/api/tasks`, { headers: tenant.headers });
+    expect(res.status).toBe(200);
+    // The free plan's 10 per minute, untouched by the widget traffic above.
+    expect(res.headers.get("x-ratelimit-limit")).toBe("10");
+    expect(res.headers.get("x-ratelimit-remaining")).toBe("9");
+  });
+});
