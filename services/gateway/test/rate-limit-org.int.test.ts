@@ -23,7 +23,8 @@ afterAll(async () => {
   await prisma?.$disconnect();
 });
 
-const get = (base: string, t: Tenant, path = "/api/memory?user_id=u1") => fetch(`${base}${path}`, { headers: t.headers });
+// An endpoint that needs only the gateway and PostgreSQL, so that nothing but the limiter can refuse.
+const get = (base: string, t: Tenant, path = "/api/tasks?limit=1") => fetch(`${base}${path}`, { headers: t.headers });
 const header = (res: Response, name: string) => res.headers.get(name);
 const num = (res: Response, name: string) => Number(res.headers.get(name));
 
