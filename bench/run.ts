@@ -13,7 +13,7 @@ import type { Tenant } from "@agentrun/testing";
 import { parseArgs, USAGE } from "./lib/args";
 import { installSignalHandlers, onCleanup, runCleanups, shutdownSignal } from "./lib/cleanup";
 import type { BenchContext, Scenario } from "./lib/context";
-import { benchDatabaseUrl, benchRedisUrl, dropRedisPrefix, endLeftoverRuns, prepareDatabase } from "./lib/env";
+import { benchDatabaseUrl, benchRedisUrl, dropRedisPrefix, dropStaleBenchKeys, endLeftoverRuns, prepareDatabase } from "./lib/env";
 import { summarizeProfiles } from "./lib/profile";
 import { printTable, writeResults, type ScenarioResult } from "./lib/report";
 import { benchTenant, startBenchStack, type BenchStack } from "./lib/stack";
@@ -66,6 +66,8 @@ async function main(): Promise<void> {
   console.log(`agentrun bench: ${selected.map((s) => s.name).join(", ")}${args.quick ? " (quick)" : ""}`);
   console.log(`  database ${new URL(databaseUrl).pathname.slice(1)}, redis prefix ${redisPrefix}`);
   await prepareDatabase(databaseUrl);
+  const staleKeys = await dropStaleBenchKeys(redisUrl);
+  if (staleKeys) console.log(`  deleted ${staleKeys} Redis key(s) left by interrupted earlier invocations`);
   const leftovers = await endLeftoverRuns(databaseUrl);
   if (leftovers) console.log(`  ended ${leftovers} run(s) left in progress by an interrupted earlier invocation`);
 
@@ -111,6 +113,11 @@ async function main(): Promise<void> {
       clearTimeout(timer);
     }
     console.log(`  done in ${results.at(-1)?.durationS ?? "?"} s`);
+    // The shared stack must not idle (and add noise) under the scenarios that start their own.
+    if (shared && !selected.slice(selected.indexOf(s) + 1).some((x) => x.sharedStack)) {
+      await shared.then((x) => x.bench.stop(), () => {});
+      shared = null;
+    }
   }
   if (shared) await shared.then((s) => s.bench.stop(), () => {});
 

@@ -25,6 +25,8 @@ export type ScenarioOutcome = Pick<ScenarioResult, "metrics" | "details"> & { er
 export interface Scenario {
   name: string;
   description: string;
+  /** Runs on the shared streaming stack (stopped once no later scenario needs it). */
+  sharedStack?: boolean;
   run(ctx: BenchContext): Promise<ScenarioOutcome>;
 }
 

@@ -74,3 +74,24 @@ export async function freshDatabase(databaseUrl: string): Promise<void> {
 }
 
 export { dropDatabase };
+
+/**
+ * Deletes the Redis keys of earlier invocations (`agentrun-bench-<ms>…`) older than `maxAgeMs`,
+ * which an invocation killed before its cleanup left behind. Returns how many keys went.
+ */
+export async function dropStaleBenchKeys(redisUrl: string, maxAgeMs = 3_600_000): Promise<number> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  let n = 0;
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", "agentrun-bench-*", "COUNT", 1000);
+      cursor = next;
+      const stale = keys.filter((k) => Number(/^agentrun-bench-(\d+)/.exec(k)?.[1] ?? Infinity) < Date.now() - maxAgeMs);
+      if (stale.length) n += await redis.unlink(...stale);
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+  return n;
+}

@@ -6,6 +6,7 @@ import { minus, round } from "../lib/stats";
 /** 256 concurrent streams with a token every 20 ms: no errors, first event quickly. */
 export const concurrency256: Scenario = {
   name: "concurrency-256",
+  sharedStack: true,
   description: "256 concurrent streams, a token every 20 ms ([sleep:20][chunks:20]): 0 errors, time to first event p50 ≤ 100 ms",
   async run(ctx) {
     const { bench, tenant } = await ctx.streamingStack();

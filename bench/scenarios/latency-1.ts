@@ -5,6 +5,7 @@ import { benchQuery } from "../lib/streaming";
 /** One stream at a time, instant answer in 20 chunks: the gateway's own latency, unloaded. */
 export const latency1: Scenario = {
   name: "latency-1",
+  sharedStack: true,
   description: "1 stream at a time ([chunks:20], instant): request → run_started and extra time to first text_chunk; targets p50 ≤ 5 ms, p99 ≤ 20 ms",
   run: (ctx) =>
     latencyScenario(

@@ -5,6 +5,7 @@ import { benchQuery } from "../lib/streaming";
 /** 64 concurrent streams whose tokens arrive every 20 ms. */
 export const latency64: Scenario = {
   name: "latency-64",
+  sharedStack: true,
   description: "64 concurrent streams, a token every 20 ms ([sleep:20][chunks:20]); targets p50 ≤ 15 ms, p99 ≤ 100 ms",
   run: (ctx) =>
     latencyScenario(

@@ -6,6 +6,7 @@ import { round } from "../lib/stats";
 /** Runs per second at 64 concurrent streams with an instant 20-chunk answer, and CPU per run. */
 export const throughput64: Scenario = {
   name: "throughput-64",
+  sharedStack: true,
   description: "64 concurrent streams, instant answer in 20 chunks ([chunks:20]) for ~20 s: runs/s, 0 errors, CPU per run; target ≥ 400 runs/s",
   async run(ctx) {
     const { bench, tenant } = await ctx.streamingStack();
