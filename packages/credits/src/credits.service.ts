@@ -27,37 +27,3 @@ export async function getBalance(prisma: Db, orgId: string): Promise<number | nu
   const org = await prisma.organization.findUnique({ where: { id: orgId }, select: { creditBalance: true } });
   return org?.creditBalance ?? null;
 }
-
-/**
- * Takes a run's base cost from the balance if the balance covers it, in one conditional update;
- * throws 402 `insufficient_credits` otherwise. Call it inside the transaction that creates the run.
- */
-export async function reserveRunCredits(tx: Db, orgId: string, runId: string, amount: number): Promise<void> {
-  const rows = await tx.$queryRaw<{ credit_balance: number }[]>`
-    UPDATE organizations SET credit_balance = credit_balance - ${amount}, updated_at = now()
-    WHERE id = ${orgId} AND credit_balance > 0 AND credit_balance >= ${amount} RETURNING credit_balance`;
-  const balance = rows[0]?.credit_balance;
-  if (balance === undefined) throw new AppError("insufficient_credits");
-  if (amount > 0) {
-    await tx.creditLedgerEntry.create({ data: { id: newId("led"), orgId, runId, amount: -amount, reason: "run_reservation", balanceAfter: balance } });
-  }
-}
-
-export interface SettleInput {
-  orgId: string;
-  runId: string;
-  /** What the run costs in the end. */
-  cost: number;
-  /** What was reserved when it was accepted. */
-  reserved: number;
-}
-
-/**
- * Charges the difference between a run's cost and its reservation (or refunds it). The balance
- * may go below zero by what a run consumed beyond its reservation; the next run is then refused.
- */
-export async function settleRunCredits(tx: Db, { orgId, runId, cost, reserved }: SettleInput): Promise<void> {
-  const delta = reserved - cost;
-  if (delta === 0) return;
-  await applyDelta(tx, orgId, delta, delta < 0 ? "run_charge" : "run_refund", runId);
-}

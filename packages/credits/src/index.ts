@@ -1,8 +1,8 @@
 /**
  * Credits: every change of an organization's balance is one atomic `UPDATE … RETURNING` plus a
- * ledger entry, in the caller's transaction when it has one. A run reserves its base cost when
- * it is accepted (so concurrent runs cannot spend the same credit twice) and settles the rest
- * when it ends.
+ * ledger entry. A run reserves its base cost when it is accepted (so concurrent runs cannot spend
+ * the same credit twice; the `agentrun_create_run` SQL function) and settles the rest when it
+ * ends (`agentrun_finish_run`); grants and the cost rule live here.
  */
-export { grantCredits, getBalance, reserveRunCredits, settleRunCredits, type SettleInput } from "./credits.service";
+export { grantCredits, getBalance } from "./credits.service";
 export { runCost, parsePricing, type Pricing, type RunUsage, DEFAULT_PRICING } from "./pricing";

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { PrismaClient } from "@agentrun/db";
-import { isTerminalEvent, runEventSchema, type RunEvent } from "@agentrun/contracts";
+import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 import { runChannel, runLogKey } from "./keys";
 import type { SubscriberHub } from "./subscriber-hub";
 
@@ -10,12 +10,23 @@ export interface EventStore {
   redisPrefix: string;
 }
 
-function parseEvent(json: string): RunEvent | null {
+/**
+ * Events come only from this service's workers, so a shape check is enough (a full schema parse
+ * per event would be most of a stream's CPU).
+ */
+function asEvent(value: unknown): RunEvent | null {
+  const e = value as RunEvent | null;
+  return e && typeof e === "object" && Number.isInteger(e.seq) && typeof e.type === "string" ? e : null;
+}
+
+/** The events of one log entry or channel message: one event, or a JSON array of them. */
+function parseEvents(json: string): RunEvent[] {
   try {
-    const res = runEventSchema.safeParse(JSON.parse(json));
-    return res.success ? res.data : null;
+    const value: unknown = JSON.parse(json);
+    const list = Array.isArray(value) ? value : [value];
+    return list.map(asEvent).filter((e): e is RunEvent => e !== null);
   } catch {
-    return null;
+    return [];
   }
 }
 
@@ -35,12 +46,11 @@ function readDbEvents(store: EventStore, runId: string, afterSeq: number) {
 function mergeEvents(rows: { data: unknown }[], log: string[], afterSeq: number): RunEvent[] {
   const bySeq = new Map<number, RunEvent>();
   for (const r of rows) {
-    const e = runEventSchema.safeParse(r.data);
-    if (e.success) bySeq.set(e.data.seq, e.data);
+    const e = asEvent(r.data);
+    if (e) bySeq.set(e.seq, e);
   }
   for (const json of log) {
-    const e = parseEvent(json);
-    if (e && e.seq > afterSeq && !bySeq.has(e.seq)) bySeq.set(e.seq, e);
+    for (const e of parseEvents(json)) if (e.seq > afterSeq && !bySeq.has(e.seq)) bySeq.set(e.seq, e);
   }
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
@@ -53,6 +63,12 @@ export interface FollowRunOptions extends EventStore {
   /** Receives each event once, in seq order, with no gaps. */
   onEvent: (event: RunEvent) => void;
   signal?: AbortSignal;
+  /**
+   * The run was just created by the caller, who holds its events up to `afterSeq`: every later
+   * event is written to the Redis log before anywhere else, so the first read skips PostgreSQL.
+   * (The periodic re-read still falls back to it if the log was lost.)
+   */
+  fresh?: boolean;
   /**
    * Interval of the safety re-read of the store, which heals messages lost while the
    * subscriber reconnected.
@@ -126,8 +142,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
     signal?.addEventListener("abort", onAbort, { once: true });
     hub
       .subscribe(runChannel(opts.redisPrefix, runId), (msg) => {
-        const e = parseEvent(msg);
-        if (e) add(e);
+        for (const e of parseEvents(msg)) add(e);
       })
       .then(async (unsub) => {
         if (finished) return unsub();
@@ -135,7 +150,10 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         poll = setInterval(() => void fill(true), opts.pollIntervalMs ?? 5000);
         poll.unref();
         // The first read must succeed: without it the caller cannot know what it missed.
-        for (const e of await readStoredEvents(opts, runId, next - 1)) add(e);
+        const first = opts.fresh
+          ? mergeEvents([], await opts.redis.lrange(runLogKey(opts.redisPrefix, runId), 0, -1), next - 1)
+          : await readStoredEvents(opts, runId, next - 1);
+        for (const e of first) add(e);
       })
       .catch((err) => finish(null, err));
   });

@@ -18,11 +18,15 @@ export interface RunEventWriterOptions {
   onError?: (err: unknown) => void;
 }
 
+/** How long the live log's TTL may go without a refresh (it is set far longer). */
+const EXPIRE_REFRESH_MS = 3600_000;
+
 /**
- * Emits one run's events. Each event gets the next seq and goes, in one pipelined round trip, to
- * the run's Redis log (RPUSH) and channel (PUBLISH); readers subscribe first and then read the
- * log, so they never miss one. PostgreSQL receives the events in batches, never one write per
- * text chunk. The terminal event is not emitted here: {@link takeTerminal} hands it to the
+ * Emits one run's events. Each event gets the next seq; the events emitted within one turn of
+ * the event loop (a burst of text chunks read from one socket read) go to Redis together, in one
+ * MULTI: one RPUSH of all of them onto the run's log and one PUBLISH on its channel (a JSON array
+ * when there are several). Readers subscribe first and then read the log, so they never miss
+ * one. PostgreSQL receives the events in batches, never one write per text chunk. The terminal event is not emitted here: {@link takeTerminal} hands it to the
  * caller, who stores it with the run's final state in one transaction and then calls
  * {@link publishStored}.
  */
@@ -33,6 +37,10 @@ export class RunEventWriter {
   private flushing: Promise<void> = Promise.resolve();
   private readonly channel: string;
   private readonly logKey: string;
+  /** Serialized events waiting for the next Redis write, and whether that write is scheduled. */
+  private outbox: string[] = [];
+  private outboxScheduled = false;
+  private expireSetAt = 0;
 
   constructor(private readonly opts: RunEventWriterOptions) {
     this.seq = opts.lastSeq;
@@ -47,7 +55,11 @@ export class RunEventWriter {
   /** Emits a non-terminal event. */
   emit(input: RunEventInput): RunEvent {
     const event = { seq: ++this.seq, ...input } as RunEvent;
-    this.sendToRedis(event, RUN_LOG_TTL_LIVE_S);
+    this.outbox.push(JSON.stringify(event));
+    if (!this.outboxScheduled) {
+      this.outboxScheduled = true;
+      setImmediate(() => void this.sendOutbox(RUN_LOG_TTL_LIVE_S));
+    }
     this.batch.push(event);
     if (!this.timer) {
       this.timer = setTimeout(() => {
@@ -68,10 +80,11 @@ export class RunEventWriter {
     this.batch = [];
     const run = async () => {
       if (events.length === 0) return;
-      await this.opts.prisma.runEvent.createMany({
-        data: events.map((e) => ({ runId: this.opts.runId, seq: e.seq, type: e.type, data: e as object })),
-        skipDuplicates: true,
-      });
+      await this.opts.prisma.$executeRaw`
+        INSERT INTO run_events (run_id, seq, type, data, created_at)
+        SELECT ${this.opts.runId}, (e->>'seq')::integer, e->>'type', e, now()
+        FROM jsonb_array_elements(${JSON.stringify(events)}::jsonb) AS e
+        ON CONFLICT DO NOTHING`;
     };
     this.flushing = this.flushing.then(run, run);
     return this.flushing.catch((err) => {
@@ -97,21 +110,35 @@ export class RunEventWriter {
     return { seq: ++this.seq, ...input } as RunEvent;
   }
 
-  /** Sends events that are already in PostgreSQL (the terminal one) to Redis, and lets the log expire. */
+  /**
+   * Sends an event that is already in PostgreSQL (the terminal one) to Redis after every event
+   * before it, and lets the log expire.
+   */
   async publishStored(event: RunEvent): Promise<void> {
     await this.flushing.catch(() => {});
-    await this.sendToRedis(event, RUN_LOG_TTL_AFTER_END_S);
+    this.outbox.push(JSON.stringify(event));
+    await this.sendOutbox(RUN_LOG_TTL_AFTER_END_S);
   }
 
-  private sendToRedis(event: RunEvent, ttlSeconds: number): Promise<void> {
-    const json = JSON.stringify(event);
-    return this.opts.redis
-      .multi()
-      .rpush(this.logKey, json)
-      .expire(this.logKey, ttlSeconds)
-      .publish(this.channel, json)
+  /** Writes the outbox to the run's log and channel in one MULTI. */
+  private sendOutbox(ttlSeconds: number): Promise<void> {
+    this.outboxScheduled = false;
+    const events = this.outbox;
+    if (events.length === 0) return Promise.resolve();
+    this.outbox = [];
+    const multi = this.opts.redis.multi().rpush(this.logKey, ...events);
+    const now = Date.now();
+    if (ttlSeconds !== RUN_LOG_TTL_LIVE_S || now - this.expireSetAt > EXPIRE_REFRESH_MS) {
+      multi.expire(this.logKey, ttlSeconds);
+      this.expireSetAt = now;
+    }
+    return multi
+      .publish(this.channel, events.length === 1 ? events[0]! : `[${events.join(",")}]`)
       .exec()
       .then(() => undefined)
-      .catch((err) => this.opts.onError?.(err));
+      .catch((err) => {
+        this.expireSetAt = 0; // the log may have been created without its TTL: set it next time
+        this.opts.onError?.(err);
+      });
   }
 }

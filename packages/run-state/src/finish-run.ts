@@ -1,14 +1,11 @@
 import type { Redis } from "ioredis";
-import { newId, type Prisma, type PrismaClient, type MessageRole, type TaskStatus } from "@agentrun/db";
-import { runCost, settleRunCredits } from "@agentrun/credits";
+import { newId, type PrismaClient, type MessageRole } from "@agentrun/db";
+import { runCost } from "@agentrun/credits";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
 import { isUnavailableError } from "@agentrun/errors";
 import { RUN_LOG_TTL_AFTER_END_S, readStoredEvents, runChannel, runLogKey, type RunEventWriter } from "@agentrun/events";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
-
-/** Task status that follows a run's final status. */
-export const TASK_STATUS_AFTER: Record<FinalStatus, TaskStatus> = { completed: "completed", failed: "failed", cancelled: "completed" };
 
 export interface MessageRecord {
   role: MessageRole;
@@ -47,9 +44,9 @@ export interface FinishRunDeps {
 }
 
 /**
- * Ends a run exactly once: in one transaction it moves a queued or running run to its final
- * status, stores its messages, pending events and terminal event, frees and updates the task,
- * and settles credits (failed runs are refunded). Only then is the terminal event published,
+ * Ends a run exactly once: in one statement (the `agentrun_finish_run` function) it moves a
+ * queued or running run to its final status, stores its messages, pending events and terminal
+ * event, frees and updates the task, and settles credits (failed runs are refunded). Only then is the terminal event published,
  * so a reader that sees it also sees the final state. Returns the terminal event, or null if
  * the run had already ended (someone else finished it).
  */
@@ -60,71 +57,32 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   const terminalInput = terminalFor(input);
   const terminal: RunEvent = input.writer ? input.writer.takeTerminal(terminalInput) : ({ seq: nextSeq!, ...terminalInput } as RunEvent);
 
-  const done = await withRetry(input.retryForMs ?? 0, () => prisma.$transaction(async (tx) => {
-    const run = await tx.run.findUnique({ where: { id: input.runId }, select: { status: true, orgId: true, taskId: true, creditsReserved: true, createdAt: true, startedAt: true } });
-    if (!run || (run.status !== "queued" && run.status !== "running")) return false;
-    const now = new Date();
-    const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0 };
-    const cost = input.status === "failed" ? 0 : runCost({ toolCalls: usage.toolCalls, totalTokens: usage.promptTokens + usage.completionTokens }, input.pricing);
-    const durationMs = now.getTime() - (run.startedAt ?? run.createdAt).getTime();
-    if (terminal.type === "run_completed") {
-      terminal.credits_used = cost;
-      terminal.duration_ms = durationMs;
-    }
-    const claimed = await tx.run.updateMany({
-      where: { id: input.runId, status: { in: ["queued", "running"] } },
-      data: {
-        status: input.status,
-        output: input.output ?? "",
-        creditsUsed: cost,
-        promptTokens: usage.promptTokens,
-        completionTokens: usage.completionTokens,
-        toolCallCount: usage.toolCalls,
-        durationMs,
-        errorCode: input.error?.code ?? null,
-        errorMessage: input.error?.message ?? null,
-        completedAt: now,
-        lastSeq: terminal.seq,
-      },
-    });
-    if (claimed.count !== 1) return false;
-    await tx.task.update({
-      where: { id: run.taskId },
-      data: { status: TASK_STATUS_AFTER[input.status], creditsUsed: { increment: cost } },
-    });
-    // Free the task only if this run still holds it.
-    await tx.task.updateMany({ where: { id: run.taskId, activeRunId: input.runId }, data: { activeRunId: null } });
-    await settleRunCredits(tx, { orgId: run.orgId, runId: input.runId, cost, reserved: run.creditsReserved });
-    const events = [...pending, terminal];
-    await tx.runEvent.createMany({
-      data: events.map((e) => ({ runId: input.runId, seq: e.seq, type: e.type, data: e as Prisma.InputJsonValue })),
-      skipDuplicates: true,
-    });
-    if (input.messages.length) {
-      const base = now.getTime() - input.messages.length;
-      await tx.message.createMany({
-        data: input.messages.map((m, i) => ({
-          id: newId("msg"),
-          taskId: run.taskId,
-          runId: input.runId,
-          role: m.role,
-          content: m.content,
-          tool: m.tool,
-          action: m.action,
-          toolCallId: m.toolCallId,
-          params: (m.params as Prisma.InputJsonValue) ?? undefined,
-          result: m.result === undefined ? undefined : (m.result as Prisma.InputJsonValue),
-          // Distinct, ordered timestamps keep history order stable.
-          createdAt: new Date(base + i),
-        })),
-      });
-    }
-    return true;
+  const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0 };
+  const cost = input.status === "failed" ? 0 : runCost({ toolCalls: usage.toolCalls, totalTokens: usage.promptTokens + usage.completionTokens }, input.pricing);
+  const messages = input.messages.map((m) => ({
+    id: newId("msg"),
+    role: m.role,
+    content: m.content,
+    tool: m.tool,
+    action: m.action,
+    tool_call_id: m.toolCallId,
+    params: m.params,
+    result: m.result,
   }));
-  if (!done) return null;
+  // One round trip (see the agentrun_finish_run migration): the run's row lock is held only
+  // for the statement, so concurrent ends never queue on pool connections.
+  const rows = await withRetry(input.retryForMs ?? 0, () => prisma.$queryRaw<{ terminal: RunEvent | null }[]>`
+    SELECT agentrun_finish_run(
+      ${input.runId}, ${input.status}::"RunStatus", ${input.output ?? ""}, ${cost}::integer,
+      ${usage.promptTokens}::integer, ${usage.completionTokens}::integer, ${usage.toolCalls}::integer,
+      ${input.error?.code ?? null}, ${input.error?.message ?? null},
+      ${JSON.stringify(terminal)}::jsonb, ${JSON.stringify(pending)}::jsonb, ${JSON.stringify(messages)}::jsonb, ${newId("led")}
+    ) AS terminal`);
+  const stored = rows[0]?.terminal ?? null;
+  if (!stored) return null;
   // Stored already: readers that miss the publish (Redis down) find the event when they poll.
-  await publishTerminal(deps, input.runId, terminal, input.writer);
-  return terminal;
+  await publishTerminal(deps, input.runId, stored, input.writer);
+  return stored;
 }
 
 /** Runs `fn`, retrying with back-off while the error means a dependency is down, for up to `forMs`. */

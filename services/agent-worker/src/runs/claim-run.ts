@@ -1,12 +1,15 @@
+import { Prisma } from "@agentrun/db";
 import { readStoredEvents, runHeartbeatKey } from "@agentrun/events";
 import { finishRun } from "@agentrun/run-state";
+import type { HistoryMessage } from "./prompt";
 import type { RunDeps } from "./run-deps";
-
 
 export interface ClaimedRun {
   /** Seq of the last event already stored (1: only run_started). */
   lastSeq: number;
   run: { id: string; taskId: string; orgId: string; agentId: string; query: string; context: unknown; taskUserId: string | null };
+  /** The task's earlier user and assistant messages, oldest first (at most HISTORY_MAX_MESSAGES). */
+  history: HistoryMessage[];
 }
 
 interface ClaimRow {
@@ -17,12 +20,27 @@ interface ClaimRow {
   query: string;
   context: unknown;
   task_user_id: string | null;
+  history: HistoryMessage[];
 }
 
 const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
   lastSeq,
   run: { id: row.id, taskId: row.task_id, orgId: row.org_id, agentId: row.agent_id, query: row.query, context: row.context, taskUserId: row.task_user_id },
+  history: row.history,
 });
+
+/**
+ * The last `limit` user and assistant messages of run `r`'s task from earlier runs, oldest first,
+ * as a JSON array: a subquery of the claim, so that the history costs no round trip of its own.
+ */
+const historySql = (limit: number) => Prisma.sql`(
+  SELECT coalesce(json_agg(json_build_object('role', h.role, 'content', h.content) ORDER BY h.created_at, h.id), '[]')
+  FROM (
+    SELECT m.role, m.content, m.created_at, m.id FROM messages m
+    WHERE m.task_id = r.task_id AND m.role IN ('user', 'assistant') AND (m.run_id IS NULL OR m.run_id <> r.id)
+    ORDER BY m.created_at DESC, m.id DESC LIMIT ${limit}
+  ) h
+)`;
 
 /**
  * Takes a run for execution. A queued run is claimed with a conditional update. A run found
@@ -33,6 +51,7 @@ const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
 export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun | null> {
   const { prisma, redis, redisPrefix } = deps;
   const hbKey = runHeartbeatKey(redisPrefix, runId);
+  const history = historySql(deps.config.HISTORY_MAX_MESSAGES);
   // One round trip claims the run, moves its task to running and returns what execution needs.
   const [claimed] = await prisma.$queryRaw<ClaimRow[]>`
     WITH r AS (
@@ -44,7 +63,7 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
       WHERE tasks.id = r.task_id AND tasks.active_run_id = r.id
       RETURNING tasks.id, tasks.user_id
     )
-    SELECT r.*, (SELECT user_id FROM tasks WHERE tasks.id = r.task_id) AS task_user_id FROM r`;
+    SELECT r.*, (SELECT user_id FROM tasks WHERE tasks.id = r.task_id) AS task_user_id, ${history} AS history FROM r`;
   if (claimed) {
     await redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs);
     return toClaimed(claimed, 1);
@@ -66,8 +85,11 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
   if (lastSeq <= 1) {
     deps.logger.warn({ runId }, "restarting a run whose worker stopped before it emitted anything");
     const [row] = await prisma.$queryRaw<ClaimRow[]>`
-      UPDATE runs SET worker_id = ${deps.workerId} FROM tasks WHERE runs.id = ${runId} AND tasks.id = runs.task_id
-      RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id`;
+      WITH r AS (
+        UPDATE runs SET worker_id = ${deps.workerId} FROM tasks WHERE runs.id = ${runId} AND tasks.id = runs.task_id
+        RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id
+      )
+      SELECT r.*, ${history} AS history FROM r`;
     return row ? toClaimed(row, lastSeq) : null;
   }
   await finishRun(

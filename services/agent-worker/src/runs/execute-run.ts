@@ -4,7 +4,7 @@ import { RunEventWriter, runCancelKey, runHeartbeatKey } from "@agentrun/events"
 import { finishRun, type MessageRecord } from "@agentrun/run-state";
 import { claimRun } from "./claim-run";
 import { callModel } from "./model-call";
-import { buildMessages, type HistoryMessage, type PromptMemory } from "./prompt";
+import { buildMessages, type PromptMemory } from "./prompt";
 import { RunFailure, stopReasonOf } from "./run-failure";
 import type { RunDeps } from "./run-deps";
 
@@ -41,10 +41,10 @@ export async function executeRun(deps: RunDeps, runId: string, signal: AbortSign
     const context: RunContext | undefined = runContextSchema.safeParse(run.context ?? undefined).data;
     const userId = context?.user_id ?? run.taskUserId ?? undefined;
     // Everything the first model call needs, fetched concurrently.
-    const [agent, cancelled, history, memories] = await Promise.all([
+    const history = claim.history;
+    const [agent, cancelled, memories] = await Promise.all([
       deps.agents.get(run.agentId),
       redis.exists(runCancelKey(redisPrefix, runId)),
-      loadHistory(deps, run.taskId, runId),
       loadMemories(deps, { orgId: run.orgId, agentId: run.agentId, userId, query: run.query }),
     ]);
     pricing = agent.pricing;
@@ -112,17 +112,6 @@ export async function executeRun(deps: RunDeps, runId: string, signal: AbortSign
     clearInterval(heartbeat);
     await redis.del(hbKey).catch(() => {});
   }
-}
-
-async function loadHistory(deps: RunDeps, taskId: string, runId: string): Promise<HistoryMessage[]> {
-  if (deps.config.HISTORY_MAX_MESSAGES === 0) return [];
-  const rows = await deps.prisma.message.findMany({
-    where: { taskId, role: { in: ["user", "assistant"] }, NOT: { runId } },
-    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-    take: deps.config.HISTORY_MAX_MESSAGES,
-    select: { role: true, content: true },
-  });
-  return rows.reverse().map((r) => ({ role: r.role as "user" | "assistant", content: r.content }));
 }
 
 /** The user's memories for the prompt; when the memory service is down the run goes on without them. */

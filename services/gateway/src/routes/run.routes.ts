@@ -53,7 +53,7 @@ export function runRoutes(deps: GatewayDeps): Router {
       }).catch((e) => log.error({ err: e }, "could not fail the unqueued run"));
       throw new AppError("unavailable", { message: "The run queue is unavailable; retry shortly.", cause: err });
     }
-    await respondWithRun(deps, req, res, { runId, taskId, stream: body.stream, sent: [started] });
+    await respondWithRun(deps, req, res, { runId, taskId, stream: body.stream, sent: [started], fresh: true });
   });
 
   return router;

@@ -11,6 +11,8 @@ export interface RespondRunInput {
   stream: boolean;
   /** Events the caller already holds and sends first (a new run's run_started). */
   sent?: RunEvent[];
+  /** The caller created the run in this request (see `followRun`'s `fresh`). */
+  fresh?: boolean;
   /** Fields added to the JSON answers (200 and 202), e.g. the widget's visitor token. */
   extra?: Record<string, unknown>;
 }
@@ -28,7 +30,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     const sse = openSse(req, res, deps.config.SSE_HEARTBEAT_MS);
     for (const e of input.sent ?? []) sse.send(e);
     try {
-      await followRun({ ...store, runId, afterSeq, onEvent: sse.send, signal: sse.signal });
+      await followRun({ ...store, runId, afterSeq, fresh: input.fresh, onEvent: sse.send, signal: sse.signal });
     } catch (err) {
       // The run goes on; the client can re-attach through the events endpoint.
       req.log.error({ err, runId }, "lost the run's event stream");
@@ -41,7 +43,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   const timer = setTimeout(() => wait.abort(), deps.config.RUN_WAIT_TIMEOUT_MS);
   res.on("close", () => wait.abort());
   try {
-    const terminal = await followRun({ ...store, runId, afterSeq, onEvent: () => {}, signal: wait.signal });
+    const terminal = await followRun({ ...store, runId, afterSeq, fresh: input.fresh, onEvent: () => {}, signal: wait.signal });
     if (res.writableEnded || res.destroyed) return;
     if (!terminal) {
       // Past the wait limit: the run goes on; the caller polls the run or follows its events.

@@ -43,10 +43,22 @@ export function openSse(req: Request, res: Response, heartbeatMs: number): SseSt
   };
   res.on("close", close);
 
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    res.uncork();
+  };
   const stream: SseStream = {
     signal: controller.signal,
     send(event) {
-      if (!res.writableEnded) res.write(`id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`);
+      if (res.writableEnded) return;
+      // Events that arrive together (one Redis message can carry a burst) leave in one write.
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(uncork);
+      }
+      res.write(`id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`);
     },
     end() {
       clearInterval(ping);

@@ -57,7 +57,7 @@ export function widgetRoutes(deps: GatewayDeps): Router {
     const { runId, taskId, started } = await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context, visitorId });
     const log = req.log.child({ runId, taskId, orgId: auth.orgId, widgetKeyId: w.key.id });
     await enqueueCreatedRun(deps, log, { runId, query: body.query });
-    await respondWithRun(deps, req, res, { runId, taskId, stream: body.stream, sent: [started], extra: { visitor_token: token } });
+    await respondWithRun(deps, req, res, { runId, taskId, stream: body.stream, sent: [started], fresh: true, extra: { visitor_token: token } });
   });
 
   /** `GET /tasks/:task_id/runs/:run_id/events`: replay and follow a run of the visitor's own task. */
