@@ -7,6 +7,7 @@ import { authOf } from "../request-context";
 import { cancelRunAndWait } from "../tasks/cancel-run";
 import { ownedTask } from "../tasks/task-access";
 import { toRunView } from "../views/run.view";
+import { taskListBody } from "../views/list-queries";
 import { toTaskView } from "../views/task.view";
 
 /** Tasks of the caller's agent: list, create, read, delete, and their runs. */
@@ -18,15 +19,7 @@ export function tasksRoutes(deps: GatewayDeps): Router {
   router.get("/tasks", async (req, res) => {
     const auth = authOf(req);
     const q = taskListQuerySchema.parse(req.query);
-    // Newest first on the (agent_id[, status], created_at DESC, id DESC) indexes; the total from
-    // the trigger-kept task_counts, which stays cheap at millions of tasks (an agent's tasks all
-    // belong to its organization).
-    const filter = { agentId: auth.agentId, ...(q.status ? { status: q.status } : {}) };
-    const [tasks, counted] = await Promise.all([
-      prisma.task.findMany({ where: { ...filter, orgId: auth.orgId }, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: q.limit, skip: q.offset }),
-      prisma.taskCount.aggregate({ where: filter, _sum: { n: true } }),
-    ]);
-    res.json({ tasks: tasks.map(toTaskView), total: Number(counted._sum.n ?? 0) });
+    res.type("application/json").send(await taskListBody(prisma, auth, q));
   });
 
   router.post("/tasks", async (req, res) => {

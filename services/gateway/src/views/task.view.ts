@@ -1,5 +1,5 @@
-import type { Message, Task } from "@agentrun/db";
-import type { MessageView, TaskView } from "@agentrun/contracts";
+import type { Task } from "@agentrun/db";
+import type { TaskView } from "@agentrun/contracts";
 
 export function toTaskView(t: Task): TaskView {
   const view: TaskView = {
@@ -13,11 +13,5 @@ export function toTaskView(t: Task): TaskView {
   };
   if (t.userId) view.user_id = t.userId;
   if (t.metadata && typeof t.metadata === "object") view.metadata = t.metadata as Record<string, unknown>;
-  return view;
-}
-
-export function toMessageView(m: Message): MessageView {
-  const view: MessageView = { message_id: m.id, task_id: m.taskId, run_id: m.runId, role: m.role, content: m.content, created_at: m.createdAt.toISOString() };
-  if (m.role === "tool") Object.assign(view, { tool: m.tool, action: m.action, params: m.params ?? {}, result: m.result ?? null });
   return view;
 }

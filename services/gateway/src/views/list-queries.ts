@@ -1,0 +1,88 @@
+import { Prisma, type PrismaClient } from "@agentrun/db";
+import { AppError } from "@agentrun/errors";
+import type { TaskStatusValue } from "@agentrun/contracts";
+import type { AuthContext } from "../request-context";
+
+/**
+ * The two hottest reads (`GET /tasks`, `GET /messages`) as one statement each, with PostgreSQL
+ * building the response body: the gateway sends the text as it comes. The views are the same
+ * as `toTaskView` / `toMessageView` (jsonb orders an object's keys its own way).
+ */
+
+const iso = (column: string) => Prisma.raw(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`);
+
+const taskView = Prisma.sql`jsonb_build_object(
+    'task_id', t.id, 'title', t.title, 'status', t.status, 'created_at', ${iso("t.created_at")},
+    'updated_at', ${iso("t.updated_at")}, 'run_count', t.run_count, 'credits_used', t.credits_used)
+  || CASE WHEN t.user_id IS NOT NULL THEN jsonb_build_object('user_id', t.user_id) ELSE '{}' END
+  || CASE WHEN jsonb_typeof(t.metadata) IN ('object', 'array') THEN jsonb_build_object('metadata', t.metadata) ELSE '{}' END`;
+
+const messageView = Prisma.sql`jsonb_build_object(
+    'message_id', m.id, 'task_id', m.task_id, 'run_id', m.run_id, 'role', m.role, 'content', m.content,
+    'created_at', ${iso("m.created_at")})
+  || CASE WHEN m.role = 'tool' THEN jsonb_build_object('tool', m.tool, 'action', m.action,
+       'params', coalesce(m.params, '{}'), 'result', coalesce(m.result, 'null')) ELSE '{}' END`;
+
+export interface TaskListQuery {
+  limit: number;
+  offset: number;
+  status?: TaskStatusValue;
+}
+
+/**
+ * `{tasks, total}` of the caller's agent, newest first, on the (agent_id[, status], created_at
+ * DESC, id DESC) indexes; the total from the trigger-kept `task_counts`, which stays cheap at
+ * millions of tasks (an agent's tasks all belong to its organization).
+ */
+export async function taskListBody(prisma: PrismaClient, auth: AuthContext, q: TaskListQuery): Promise<string> {
+  const status = q.status ? Prisma.sql`AND status = ${q.status}::"TaskStatus"` : Prisma.empty;
+  const [row] = await prisma.$queryRaw<{ body: string }[]>`
+    SELECT json_build_object(
+      'tasks', (SELECT coalesce(jsonb_agg(${taskView} ORDER BY t.created_at DESC, t.id DESC), '[]')
+        FROM (SELECT * FROM tasks WHERE agent_id = ${auth.agentId} AND org_id = ${auth.orgId} ${status}
+              ORDER BY created_at DESC, id DESC LIMIT ${q.limit} OFFSET ${q.offset}) t),
+      'total', (SELECT coalesce(sum(n), 0)::bigint FROM task_counts WHERE agent_id = ${auth.agentId} ${status})
+    )::text AS body`;
+  return row!.body;
+}
+
+export interface MessageListQuery {
+  task_id: string;
+  limit: number;
+  before?: string;
+}
+
+interface MessagePageRow {
+  org_id: string | null;
+  agent_id: string | null;
+  cursor_found: boolean;
+  body: string;
+}
+
+/**
+ * `{messages, has_more}`: the newest `limit` messages of the task (before the `before` message),
+ * oldest first, on the (task_id, created_at, id) index, in the same statement as the task's
+ * ownership check: 404 task_not_found / 403 forbidden / 400 for a `before` of another task.
+ */
+export async function messageListBody(prisma: PrismaClient, auth: AuthContext, q: MessageListQuery): Promise<string> {
+  const cursor = q.before
+    ? Prisma.sql`AND (m.created_at, m.id) < (SELECT created_at, id FROM messages WHERE id = ${q.before} AND task_id = ${q.task_id})`
+    : Prisma.empty;
+  const [row] = await prisma.$queryRaw<MessagePageRow[]>`
+    WITH page AS (
+      SELECT m.* FROM messages m WHERE m.task_id = ${q.task_id} ${cursor}
+      ORDER BY m.created_at DESC, m.id DESC LIMIT ${q.limit + 1}
+    )
+    SELECT t.org_id, t.agent_id,
+      ${q.before ? Prisma.sql`EXISTS (SELECT 1 FROM messages WHERE id = ${q.before} AND task_id = ${q.task_id})` : Prisma.sql`true`} AS cursor_found,
+      json_build_object(
+        'messages', (SELECT coalesce(jsonb_agg(${messageView} ORDER BY m.created_at, m.id), '[]')
+          FROM (SELECT * FROM page ORDER BY created_at DESC, id DESC LIMIT ${q.limit}) m),
+        'has_more', (SELECT count(*) FROM page) > ${q.limit}
+      )::text AS body
+    FROM (SELECT 1) AS one LEFT JOIN tasks t ON t.id = ${q.task_id}`;
+  if (!row?.org_id) throw new AppError("task_not_found", { message: `No task has the id '${q.task_id}'.` });
+  if (row.org_id !== auth.orgId || row.agent_id !== auth.agentId) throw new AppError("forbidden", { message: "This task belongs to another organization or agent." });
+  if (!row.cursor_found) throw new AppError("invalid_request", { message: `'before' names no message of task '${q.task_id}'.` });
+  return row.body;
+}
