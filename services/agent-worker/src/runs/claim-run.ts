@@ -1,4 +1,3 @@
-import { Prisma } from "@agentrun/db";
 import { readStoredEvents, runHeartbeatKey } from "@agentrun/events";
 import { finishRun } from "@agentrun/run-state";
 import type { HistoryMessage } from "./prompt";
@@ -30,19 +29,6 @@ const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
 });
 
 /**
- * The last `limit` user and assistant messages of run `r`'s task from earlier runs, oldest first,
- * as a JSON array: a subquery of the claim, so that the history costs no round trip of its own.
- */
-const historySql = (limit: number) => Prisma.sql`(
-  SELECT coalesce(json_agg(json_build_object('role', h.role, 'content', h.content) ORDER BY h.created_at, h.id), '[]')
-  FROM (
-    SELECT m.role, m.content, m.created_at, m.id FROM messages m
-    WHERE m.task_id = r.task_id AND m.role IN ('user', 'assistant') AND (m.run_id IS NULL OR m.run_id <> r.id)
-    ORDER BY m.created_at DESC, m.id DESC LIMIT ${limit}
-  ) h
-)`;
-
-/**
  * Takes a run for execution. A queued run is claimed with a conditional update. A run found
  * `running` was left by a worker that stopped (BullMQ handed its job over): it is restarted if
  * it emitted nothing yet, and ended as failed (`worker_lost`) otherwise. Returns null when there
@@ -51,21 +37,14 @@ const historySql = (limit: number) => Prisma.sql`(
 export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun | null> {
   const { prisma, redis, redisPrefix } = deps;
   const hbKey = runHeartbeatKey(redisPrefix, runId);
-  const history = historySql(deps.config.HISTORY_MAX_MESSAGES);
-  // One round trip claims the run, moves its task to running and returns what execution needs.
-  const [claimed] = await prisma.$queryRaw<ClaimRow[]>`
-    WITH r AS (
-      UPDATE runs SET status = 'running', started_at = now(), worker_id = ${deps.workerId}
-      WHERE id = ${runId} AND status = 'queued'
-      RETURNING id, task_id, org_id, agent_id, query, context
-    ), t AS (
-      UPDATE tasks SET status = 'running', updated_at = now() FROM r
-      WHERE tasks.id = r.task_id AND tasks.active_run_id = r.id
-      RETURNING tasks.id, tasks.user_id
-    )
-    SELECT r.*, (SELECT user_id FROM tasks WHERE tasks.id = r.task_id) AS task_user_id, ${history} AS history FROM r`;
+  const historyLimit = deps.config.HISTORY_MAX_MESSAGES;
+  // One round trip claims the run, moves its task to running and returns what execution needs
+  // (the agentrun_claim_run migration).
+  const [claimed] = await prisma.$queryRaw<ClaimRow[]>`SELECT * FROM agentrun_claim_run(${runId}, ${deps.workerId}, ${historyLimit}::integer)`;
   if (claimed) {
-    await redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs);
+    // Not awaited: the heartbeat is only read once this worker's job lock has lapsed, and the
+    // periodic renewal sets it again should this write fail.
+    redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs).catch(() => {});
     return toClaimed(claimed, 1);
   }
   const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, query: true } });
@@ -85,11 +64,9 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
   if (lastSeq <= 1) {
     deps.logger.warn({ runId }, "restarting a run whose worker stopped before it emitted anything");
     const [row] = await prisma.$queryRaw<ClaimRow[]>`
-      WITH r AS (
-        UPDATE runs SET worker_id = ${deps.workerId} FROM tasks WHERE runs.id = ${runId} AND tasks.id = runs.task_id
-        RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id
-      )
-      SELECT r.*, ${history} AS history FROM r`;
+      UPDATE runs SET worker_id = ${deps.workerId} FROM tasks WHERE runs.id = ${runId} AND tasks.id = runs.task_id
+      RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id,
+        agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer) AS history`;
     return row ? toClaimed(row, lastSeq) : null;
   }
   await finishRun(

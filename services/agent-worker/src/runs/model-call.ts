@@ -36,15 +36,12 @@ export interface ModelCallOptions {
  */
 export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const idle = new AbortController();
-  let idleTimer: NodeJS.Timeout | undefined;
-  const armIdle = () => {
-    clearTimeout(idleTimer);
-    idleTimer = setTimeout(() => idle.abort("idle_timeout"), opts.idleTimeoutMs);
-  };
+  const idleTimer = setTimeout(() => idle.abort("idle_timeout"), opts.idleTimeoutMs);
+  // Restarts the idle countdown (cheaper than a new timer for every chunk).
+  const armIdle = () => idleTimer.refresh();
   const signal = AbortSignal.any([opts.signal, idle.signal]);
   const turn: ModelTurn = { text: "", toolCalls: [], promptTokens: 0, completionTokens: 0 };
   const calls = new Map<number, ModelToolCall>();
-  armIdle();
   try {
     const stream = await opts.client.chat.completions.create(
       {

@@ -30,7 +30,11 @@ export function openSse(req: Request, res: Response, heartbeatMs: number): SseSt
   res.setHeader("Cache-Control", "no-cache, no-transform");
   res.setHeader("Connection", "keep-alive");
   res.setHeader("X-Accel-Buffering", "no");
-  res.flushHeaders();
+  // The headers leave with the first event when there is one right away (a new run's
+  // run_started: one write instead of two); otherwise at the end of this turn of the event loop.
+  setImmediate(() => {
+    if (!res.headersSent && !res.writableEnded) res.flushHeaders();
+  });
   req.socket.setNoDelay(true);
   req.socket.setTimeout(0);
 
