@@ -23,8 +23,6 @@ import { widgetAssetRoutes } from "./widget/widget-assets.routes";
 export function createApp(deps: GatewayDeps): Express {
   const app = express();
   app.disable("x-powered-by");
-  // Bodies are dynamic; hashing every one for an ETag costs CPU that no client uses.
-  app.disable("etag");
   app.set("trust proxy", parseTrustProxy(deps.config.TRUST_PROXY));
   app.use(requestId(deps.logger));
   app.use(securityHeaders());

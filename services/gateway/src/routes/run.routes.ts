@@ -1,18 +1,16 @@
 import { Router } from "express";
 import { idempotencyKeySchema, runRequestSchema } from "@agentrun/contracts";
 import { AppError } from "@agentrun/errors";
-import { enqueueRun } from "@agentrun/queue";
-import { finishRun } from "@agentrun/run-state";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
 import { createRun, newRunIds } from "../runs/create-run";
+import { startCreatedRun } from "../runs/start-run";
 import { claimIdempotencyKey, releaseIdempotencyKey, requestHash, waitForRun } from "../runs/idempotency";
 import { respondWithRun } from "../runs/respond-run";
 
 /** `POST /run`: starts a run and streams its events (SSE) or waits for its result (JSON). */
 export function runRoutes(deps: GatewayDeps): Router {
   const router = Router();
-  const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
 
   router.post("/run", async (req, res) => {
     const auth = authOf(req);
@@ -39,21 +37,7 @@ export function runRoutes(deps: GatewayDeps): Router {
       if (key?.data) await releaseIdempotencyKey(deps.prisma, auth.orgId, key.data, ids.runId).catch(() => {});
       throw err;
     }
-    const { runId, taskId, started } = created;
-    const log = req.log.child({ runId, taskId, orgId: auth.orgId });
-    try {
-      await enqueueRun(deps.queue, { runId });
-    } catch (err) {
-      log.error({ err }, "could not enqueue run");
-      await finishRun(store, {
-        runId,
-        status: "failed",
-        error: { code: "unavailable", message: "The run queue is unavailable." },
-        messages: [{ role: "user", content: body.query }],
-      }).catch((e) => log.error({ err: e }, "could not fail the unqueued run"));
-      throw new AppError("unavailable", { message: "The run queue is unavailable; retry shortly.", cause: err });
-    }
-    await respondWithRun(deps, req, res, { runId, taskId, stream: body.stream, sent: [started], fresh: true });
+    await startCreatedRun(deps, req, res, { ...created, query: body.query, stream: body.stream });
   });
 
   return router;

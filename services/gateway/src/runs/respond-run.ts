@@ -2,7 +2,7 @@ import type { Request, Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
 import { followRun } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
-import { openSse } from "./sse";
+import { openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
 
 export interface RespondRunInput {
@@ -13,6 +13,8 @@ export interface RespondRunInput {
   sent?: RunEvent[];
   /** The caller created the run in this request (see `followRun`'s `fresh`). */
   fresh?: boolean;
+  /** The stream, when the caller has opened it already (and sent `sent` on it). */
+  sse?: SseStream;
   /** Fields added to the JSON answers (200 and 202), e.g. the widget's visitor token. */
   extra?: Record<string, unknown>;
 }
@@ -27,8 +29,11 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, hub: deps.hub };
   const afterSeq = input.sent?.at(-1)?.seq ?? 0;
   if (input.stream) {
-    const sse = openSse(req, res, deps.config.SSE_HEARTBEAT_MS);
-    for (const e of input.sent ?? []) sse.send(e);
+    let sse = input.sse;
+    if (!sse) {
+      sse = openSse(req, res, deps.config.SSE_HEARTBEAT_MS);
+      for (const e of input.sent ?? []) sse.send(e);
+    }
     try {
       await followRun({ ...store, runId, afterSeq, fresh: input.fresh, onEvent: sse.send, signal: sse.signal });
     } catch (err) {

@@ -7,7 +7,7 @@ import { DEV_WIDGET_TOKEN_SECRET } from "../config";
 import type { GatewayDeps } from "../deps";
 import { jsonBody } from "../middleware/json-body.middleware";
 import { createRun } from "../runs/create-run";
-import { enqueueCreatedRun } from "../runs/enqueue-run";
+import { startCreatedRun } from "../runs/start-run";
 import { respondWithRun } from "../runs/respond-run";
 import { openSse } from "../runs/sse";
 import { ownedTask } from "../tasks/task-access";
@@ -54,10 +54,8 @@ export function widgetRoutes(deps: GatewayDeps): Router {
     const auth = widgetAuthContext(w);
     // The visitor is the run's user: memories saved and recalled are the visitor's own.
     const context = { user_id: visitorUserId(visitorId) };
-    const { runId, taskId, started } = await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context, visitorId });
-    const log = req.log.child({ runId, taskId, orgId: auth.orgId, widgetKeyId: w.key.id });
-    await enqueueCreatedRun(deps, log, { runId, query: body.query });
-    await respondWithRun(deps, req, res, { runId, taskId, stream: body.stream, sent: [started], fresh: true, extra: { visitor_token: token } });
+    const created = await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context, visitorId });
+    await startCreatedRun(deps, req, res, { ...created, query: body.query, stream: body.stream, extra: { visitor_token: token } });
   });
 
   /** `GET /tasks/:task_id/runs/:run_id/events`: replay and follow a run of the visitor's own task. */

@@ -1,0 +1,79 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { createLogger } from "@agentrun/logger";
+import { createRedis, closeRedis } from "@agentrun/redis";
+import { createRunQueue } from "@agentrun/queue";
+import { createTenant, readSse, testEnv, testPrisma, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+import { createApp } from "../src/app";
+import { gatewayConfigSchema } from "../src/config";
+import { createGatewayDeps } from "../src/create-deps";
+
+// A gateway whose PostgreSQL and Redis work but whose run queue cannot take jobs (its BullMQ
+// connection points nowhere): every accepted run must still end, with a terminal event.
+let prisma: PrismaClient;
+let tenant: Tenant;
+let server: http.Server;
+let url: string;
+let close: () => Promise<void>;
+const deadBull = createRedis({ url: "redis://127.0.0.1:1", role: "bullmq" });
+
+beforeAll(async () => {
+  const { databaseUrl, redisUrl, redisPrefix } = testEnv();
+  prisma = testPrisma(databaseUrl);
+  tenant = await createTenant(prisma, { credits: 10 });
+  const config = gatewayConfigSchema.parse({ DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_PREFIX: `${redisPrefix}:queue-down`, LOG_LEVEL: "silent" });
+  const made = createGatewayDeps(config, createLogger({ service: "gateway", level: "silent", pretty: false }));
+  const queue = createRunQueue({ connection: deadBull, redisPrefix: config.REDIS_PREFIX });
+  queue.on("error", () => {});
+  made.deps.queue = queue;
+  close = async () => {
+    await made.close();
+    await queue.close().catch(() => {});
+  };
+  server = http.createServer(createApp(made.deps));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}, 30_000);
+
+afterAll(async () => {
+  await new Promise((resolve) => server?.close(resolve));
+  await close?.();
+  await closeRedis(deadBull);
+  await prisma?.$disconnect();
+});
+
+async function balance(): Promise<number> {
+  return (await prisma.organization.findUniqueOrThrow({ where: { id: tenant.orgId } })).creditBalance;
+}
+
+it("a streaming run that cannot be queued gets run_started, then run_failed unavailable; it is stored failed and refunded", async () => {
+  const before = await balance();
+  const res = await readSse(`${url}/api/run`, { headers: tenant.headers, body: { query: "hello", stream: true }, timeoutMs: 15_000 });
+  expect(res.status).toBe(200);
+  expect(res.events.map((e) => e.data.type)).toEqual(["run_started", "run_failed"]);
+  expect(res.events.map((e) => Number(e.id))).toEqual([1, 2]);
+  const runId = res.events[0]!.data.run_id as string;
+  expect(res.events[1]!.data).toMatchObject({ run_id: runId, error: { code: "unavailable" } });
+
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+  expect(run).toMatchObject({ status: "failed", errorCode: "unavailable", creditsUsed: 0 });
+  const task = await prisma.task.findUniqueOrThrow({ where: { id: run.taskId } });
+  expect(task).toMatchObject({ status: "failed", activeRunId: null });
+  expect(await prisma.message.count({ where: { runId } })).toBe(1);
+  expect(await balance()).toBe(before);
+}, 20_000);
+
+it("a JSON run that cannot be queued answers 503 unavailable, and the run is stored failed", async () => {
+  const res = await fetch(`${url}/api/run`, {
+    method: "POST",
+    headers: { ...tenant.headers, "content-type": "application/json" },
+    body: JSON.stringify({ query: "hello again", stream: false }),
+    signal: AbortSignal.timeout(15_000),
+  });
+  expect(res.status).toBe(503);
+  expect(((await res.json()) as { error: { code: string } }).error.code).toBe("unavailable");
+  const runs = await prisma.run.findMany({ where: { orgId: tenant.orgId, query: "hello again" } });
+  expect(runs).toHaveLength(1);
+  expect(runs[0]).toMatchObject({ status: "failed", errorCode: "unavailable" });
+}, 20_000);
