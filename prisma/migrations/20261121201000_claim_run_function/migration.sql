@@ -2,12 +2,16 @@
 -- running (and its task with it) and return what execution needs, including the task's recent
 -- history, in one round trip. As a function its plans are prepared once per connection instead
 -- of on every call. Returns no row when the run is not queued (already claimed, ended or gone).
+-- The claim commits without waiting for its WAL flush: should PostgreSQL crash and lose it, the
+-- run is simply queued again (agentrun_finish_run accepts queued runs, and a retried job claims
+-- it anew), while the run's acceptance and its end are always durable.
 CREATE OR REPLACE FUNCTION agentrun_claim_run(p_run_id text, p_worker_id text, p_history_limit integer)
 RETURNS TABLE (id text, task_id text, org_id text, agent_id text, query text, context jsonb, task_user_id text, history json)
 LANGUAGE plpgsql AS $$
 DECLARE
   r record;
 BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
   UPDATE runs SET status = 'running', started_at = now(), worker_id = p_worker_id
   WHERE runs.id = p_run_id AND runs.status = 'queued'
   RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context INTO r;
