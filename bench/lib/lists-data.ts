@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { generateApiKey } from "@agentrun/api-keys";
+import { messageListSql, taskListSql } from "../../services/gateway/src/views/list-queries";
 
 /** Fixed ids of the organization and agent that own the seeded tasks, so seeding happens once. */
 export const LISTS_ORG = "org_bench_lists";
@@ -97,33 +98,37 @@ export async function createListsKey(client: pg.Client): Promise<Record<string, 
  * services/gateway/src/routes/tasks.routes.ts and messages.routes.ts), for EXPLAIN. The total
  * of GET /api/tasks comes from the trigger-kept task_counts (16 shards per agent and status).
  */
-export const LIST_QUERIES: { name: string; sql: string; params: unknown[] }[] = [
-  {
-    name: "tasks page",
-    sql: `SELECT * FROM tasks WHERE agent_id = $1 AND org_id = $2 ORDER BY created_at DESC, id DESC LIMIT 20 OFFSET 0`,
-    params: [LISTS_AGENT, LISTS_ORG],
-  },
-  { name: "tasks total", sql: `SELECT sum(n) FROM task_counts WHERE agent_id = $1`, params: [LISTS_AGENT] },
-  { name: "tasks count(*)", sql: `SELECT count(*) FROM tasks WHERE agent_id = $1`, params: [LISTS_AGENT] },
-  {
-    name: "messages page",
-    sql: `SELECT * FROM messages WHERE task_id = $1 ORDER BY created_at DESC, id DESC LIMIT 51`,
-    params: [MESSAGES_TASK],
-  },
-];
+/** The statements the gateway runs for the two list endpoints (its own builders), and an exact count for comparison. */
+export function listQueries(): { name: string; sql: string; params: unknown[]; gateway: boolean }[] {
+  const tasks = taskListSql({ orgId: LISTS_ORG, agentId: LISTS_AGENT }, { limit: 20, offset: 0 });
+  const messages = messageListSql({ task_id: MESSAGES_TASK, limit: 50 });
+  return [
+    { name: "GET /api/tasks statement (page + total)", sql: tasks.text, params: tasks.values, gateway: true },
+    { name: "GET /api/messages statement", sql: messages.text, params: messages.values, gateway: true },
+    { name: "tasks count(*)", sql: `SELECT count(*) FROM tasks WHERE agent_id = $1`, params: [LISTS_AGENT], gateway: false },
+  ];
+}
 
 export interface Plan {
   name: string;
   sql: string;
   plan: string[];
+  /** The scan nodes of the plan, e.g. "Index Scan using tasks_pkey on tasks t". */
+  scans: string[];
+  /** Run by the gateway (false: shown for comparison). */
+  gateway: boolean;
   usesIndex: boolean;
   executionMs: number | null;
 }
 
-/** EXPLAIN (ANALYZE, BUFFERS) of each list query; a plan uses an index when it has an index scan and no sequential scan. */
+/**
+ * EXPLAIN (ANALYZE, BUFFERS) of each list statement. A plan "uses indexes" when it reads the
+ * big tables (tasks, messages) only through index scans; the per-agent counter rows of
+ * `task_counts` are a few pages, where a sequential scan is the planner's right choice.
+ */
 export async function explainLists(client: pg.Client): Promise<Plan[]> {
   const out: Plan[] = [];
-  for (const q of LIST_QUERIES) {
+  for (const q of listQueries()) {
     let plan: string[];
     try {
       const res = await client.query(`EXPLAIN (ANALYZE, BUFFERS) ${q.sql}`, q.params);
@@ -133,7 +138,8 @@ export async function explainLists(client: pg.Client): Promise<Plan[]> {
     }
     const text = plan.join("\n");
     const exec = /Execution Time: ([\d.]+) ms/.exec(text);
-    out.push({ name: q.name, sql: q.sql, plan, usesIndex: /Index (Only )?Scan/.test(text) && !/Seq Scan/.test(text), executionMs: exec ? Number(exec[1]) : null });
+    const scans = plan.map((l) => /((?:Parallel )?(?:Index Only Scan|Index Scan Backward|Index Scan|Bitmap Index Scan|Bitmap Heap Scan|Seq Scan)(?: using \S+)? on \S+)/.exec(l)?.[1]).filter((x): x is string => !!x);
+    out.push({ name: q.name, sql: q.sql, plan, scans: [...new Set(scans)], gateway: q.gateway, usesIndex: /Index (Only )?Scan/.test(text) && !/Seq Scan on (tasks|messages)\b/.test(text), executionMs: exec ? Number(exec[1]) : null });
   }
   return out;
 }

@@ -5,6 +5,7 @@ import { benchDatabaseUrl, prepareDatabase } from "../lib/env";
 import { createListsKey, explainLists, MESSAGES_TASK, seedLists, TASK_COUNT } from "../lib/lists-data";
 import { load, type LoadResult } from "../lib/load";
 import { sleep } from "../lib/pool";
+import { cpuDelta, machineCpu, pidsByComm, sampleCpu } from "../lib/procfs";
 import { profileWindow } from "../lib/profile";
 import { info, judged, type Metric } from "../lib/report";
 import { startBenchStack } from "../lib/stack";
@@ -21,13 +22,18 @@ async function probe(url: string, headers: Record<string, string>, signal: Abort
   }
 }
 
-function listMetrics(label: string, r: LoadResult | null, base: LoadResult, why: string | null): Metric[] {
+/** CPU time per request of each process group (ms), from /proc, over one load window. */
+type CpuPerRequest = Record<string, number>;
+
+function listMetrics(label: string, r: LoadResult | null, base: LoadResult, why: string | null, cpu?: CpuPerRequest): Metric[] {
   if (!r) return [{ name: `${label} p99`, unit: "ms", value: null, target: "≤ 10", pass: false, note: why ?? "not measured" }];
+  const cpuMetrics = Object.entries(cpu ?? {}).map(([group, ms]) => info({ name: `${label} CPU per request: ${group}`, unit: "ms", value: round(ms, 3) }));
   return [
     info({ name: `${label} p50`, unit: "ms", value: round(r.latency.p50), baseline: round(base.latency.p50) }),
     judged({ name: `${label} p99`, unit: "ms", value: round(r.latency.p99), baseline: round(base.latency.p99), note: `autocannon histogram p99 ${r.autocannonP99} ms; baseline GET /healthz p99 ${base.autocannonP99} ms` }, 10),
     info({ name: `${label} req/s`, unit: "req/s", value: round(r.rps, 0), baseline: round(base.rps, 0) }),
     judged({ name: `${label} non-2xx + errors`, unit: "", value: r.non2xx + r.errors, baseline: base.non2xx + base.errors }, 0),
+    ...cpuMetrics,
   ];
 }
 
@@ -67,22 +73,33 @@ export const lists1m: Scenario = {
         else if (!e.check(p.body)) why = `unexpected body ${JSON.stringify(p.body).slice(0, 120)}`;
         if (e.label === "GET /api/tasks" && p.status === 200 && p.body?.total !== TASK_COUNT) details.tasksTotalNote = `total was ${p.body?.total}, expected ${TASK_COUNT}`;
         let r: LoadResult | null = null;
+        let cpu: CpuPerRequest | undefined;
         if (!why) {
           ctx.log(`${e.label}: 10 connections, ${durationS} s`);
           await load(e.url, warm);
           const stopProfile = profileWindow(bench, ctx.profileDir, `lists-1m ${e.label.replaceAll("/", "_")}`);
+          const gatewayPid = bench.gatewayPid;
+          const procs = { gateway: () => [gatewayPid], PostgreSQL: () => pidsByComm("postgres"), Redis: () => pidsByComm("redis-server"), "load generator": () => [process.pid] };
+          const cpu0 = sampleCpu(procs);
+          const m0 = machineCpu();
           r = await load(e.url, opts);
+          const m1 = machineCpu();
+          const used = cpuDelta(cpu0, sampleCpu(procs));
           await stopProfile();
+          if (r.requests > 0) {
+            cpu = Object.fromEntries(Object.entries(used).map(([k, v]) => [k, (v * 1000) / r!.requests]));
+            cpu["whole machine"] = ((m1.busy - m0.busy) * 1000) / r.requests;
+          }
         } else ctx.log(`${e.label}: skipped: ${why}`);
         details[e.label] = r ?? { skipped: why };
-        metrics.push(...listMetrics(e.label, r, base, why));
+        metrics.push(...listMetrics(e.label, r, base, why, cpu));
         await sleep(200, ctx.signal);
       }
       const plans = await explainLists(client);
       for (const p of plans) {
         ctx.log(`EXPLAIN ${p.name}: ${p.sql}\n${p.plan.map((l) => `      ${l}`).join("\n")}`);
-        if (p.name === "tasks count(*)") metrics.push(info({ name: `EXPLAIN ${p.name} (not run by the gateway)`, unit: "ms", value: p.executionMs, note: `what an exact count would cost: ${p.plan[0]}` }));
-        else metrics.push({ name: `EXPLAIN ${p.name} uses an index`, unit: "ms", value: p.executionMs, target: "index scan", pass: p.usesIndex, note: p.plan[0] });
+        if (!p.gateway) metrics.push(info({ name: `EXPLAIN ${p.name} (not run by the gateway)`, unit: "ms", value: p.executionMs, note: `what an exact count would cost: ${p.scans.join("; ")}` }));
+        else metrics.push({ name: `EXPLAIN ${p.name} uses indexes`, unit: "ms", value: p.executionMs, target: "index scans", pass: p.usesIndex, note: p.scans.join("; ") });
       }
       details.plans = plans;
       return { metrics, details };
