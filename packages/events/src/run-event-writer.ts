@@ -11,8 +11,10 @@ export interface RunEventWriterOptions {
   /** The seq of the last event already emitted for this run (run_started is seq 1). */
   lastSeq: number;
   /**
-   * How long events wait before being written to PostgreSQL in one batch.
-   * @defaultValue 250
+   * How long events wait before being written to PostgreSQL in one batch. Until then they are in
+   * the run's Redis log and in this writer (kept across failed writes), and whatever is left when
+   * the run ends is stored with its final state; most runs end before a batch is due.
+   * @defaultValue 1000
    */
   flushIntervalMs?: number;
   onError?: (err: unknown) => void;
@@ -65,7 +67,7 @@ export class RunEventWriter {
       this.timer = setTimeout(() => {
         this.timer = null;
         void this.flush().catch((err) => this.opts.onError?.(err));
-      }, this.opts.flushIntervalMs ?? 250);
+      }, this.opts.flushIntervalMs ?? 1000);
     }
     return event;
   }
