@@ -13,7 +13,7 @@ import type { Tenant } from "@agentrun/testing";
 import { parseArgs, USAGE } from "./lib/args";
 import { installSignalHandlers, onCleanup, runCleanups, shutdownSignal } from "./lib/cleanup";
 import type { BenchContext, Scenario } from "./lib/context";
-import { benchDatabaseUrl, benchRedisUrl, dropRedisPrefix, dropStaleBenchKeys, endLeftoverRuns, prepareDatabase } from "./lib/env";
+import { autovacuumEnabled, benchDatabaseUrl, benchRedisUrl, dropRedisPrefix, dropStaleBenchKeys, endLeftoverRuns, prepareDatabase, vacuumHotTables } from "./lib/env";
 import { summarizeProfiles } from "./lib/profile";
 import { printTable, writeResults, type ScenarioResult } from "./lib/report";
 import { benchTenant, startBenchStack, type BenchStack } from "./lib/stack";
@@ -30,7 +30,7 @@ const RESULTS_DIR = path.join(__dirname, "results");
 
 const version = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: "utf8" }).stdout?.trim().split("\n")[0] ?? null;
 
-function machine() {
+function machine(autovacuum: boolean) {
   return {
     nproc: os.availableParallelism(),
     cpu: os.cpus()[0]?.model ?? null,
@@ -39,6 +39,7 @@ function machine() {
     postgres: version("psql", ["--version"]),
     redis: version("redis-server", ["--version"]),
     kernel: os.release(),
+    autovacuum,
   };
 }
 
@@ -70,6 +71,8 @@ async function main(): Promise<void> {
   if (staleKeys) console.log(`  deleted ${staleKeys} Redis key(s) left by interrupted earlier invocations`);
   const leftovers = await endLeftoverRuns(databaseUrl);
   if (leftovers) console.log(`  ended ${leftovers} run(s) left in progress by an interrupted earlier invocation`);
+  const autovacuum = await autovacuumEnabled(databaseUrl);
+  if (!autovacuum) console.log("  PostgreSQL runs with autovacuum off: the harness vacuums the run tables before each scenario");
 
   let shared = null as Promise<{ bench: BenchStack; tenant: Tenant }> | null;
   const ctx: BenchContext = {
@@ -92,6 +95,7 @@ async function main(): Promise<void> {
   for (const s of selected) {
     if (shutdownSignal.aborted) break;
     console.log(`\n▶ ${s.name}: ${s.description}`);
+    if (!autovacuum) log(`vacuumed the run tables in ${await vacuumHotTables(databaseUrl)} ms`);
     const t0 = performance.now();
     // Bound on the whole scenario, whatever happens inside it.
     const watchdog = new AbortController();
@@ -126,7 +130,7 @@ async function main(): Promise<void> {
   printTable(results);
   const profiles = profileDir ? summarizeProfiles(profileDir) : undefined;
   if (profiles) console.log(`\n${profiles.text}`);
-  const file = writeResults(RESULTS_DIR, startedAt, { startedAt: startedAt.toISOString(), totalS, args, machine: machine(), redisPrefix, results, profiles: profiles?.summary });
+  const file = writeResults(RESULTS_DIR, startedAt, { startedAt: startedAt.toISOString(), totalS, args, machine: machine(autovacuum), redisPrefix, results, profiles: profiles?.summary });
   console.log(`\nwritten ${path.relative(process.cwd(), file)}`);
   const misses = results.flatMap((r) => (r.error ? [r.name] : r.metrics.filter((m) => m.pass === false).map((m) => `${r.name}: ${m.name}`)));
   console.log(misses.length ? `${misses.length} target(s) missed` : "every target met");

@@ -67,6 +67,37 @@ export async function endLeftoverRuns(databaseUrl: string): Promise<number> {
   }
 }
 
+/** Tables that every run updates (hot rows: the tenant's balance, its agent's task counters). */
+const HOT_TABLES = ["organizations", "task_counts", "tasks", "runs", "credit_ledger", "run_events", "messages"];
+
+/**
+ * Whether the server runs autovacuum. When it does not (this machine's PostgreSQL is configured
+ * so), `vacuumHotTables` stands in for it between scenarios; otherwise the dead versions of the
+ * hot rows pile up across scenarios and every later scenario measures the bloat, not the service.
+ */
+export async function autovacuumEnabled(databaseUrl: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query("SHOW autovacuum")).rows[0]?.autovacuum === "on";
+  } finally {
+    await client.end();
+  }
+}
+
+/** VACUUM (ANALYZE) of the tables the runs update; returns how long it took (ms). */
+export async function vacuumHotTables(databaseUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const t0 = Date.now();
+  try {
+    await client.query(`VACUUM (ANALYZE) ${HOT_TABLES.join(", ")}`);
+    return Date.now() - t0;
+  } finally {
+    await client.end();
+  }
+}
+
 /** A throw-away database: dropped if it exists, then created and migrated. */
 export async function freshDatabase(databaseUrl: string): Promise<void> {
   await dropDatabase(databaseUrl);

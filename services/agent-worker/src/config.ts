@@ -42,6 +42,11 @@ export const workerConfigSchema = z.object({
   RUN_STALE_AFTER_MS: z.coerce.number().int().positive().default(20_000),
   /** A queued run older than this whose job is missing or failed is put back on the queue. */
   QUEUED_STALE_AFTER_MS: z.coerce.number().int().positive().default(15_000),
+  /**
+   * A queued run older than this whose job is missing or failed is ended (`unavailable`) instead
+   * of being queued again: after a long outage nobody is waiting for it any more.
+   */
+  QUEUED_MAX_AGE_MS: z.coerce.number().int().positive().default(3_600_000),
   /** On SIGTERM, how long active runs may still finish before they are stopped. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
 });

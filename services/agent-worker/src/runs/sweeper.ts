@@ -44,18 +44,40 @@ export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>
 
 /**
  * Puts queued runs whose job is gone or failed for good (PostgreSQL or Redis was down through
- * every attempt) back on the queue, so that they run once the outage is over.
+ * every attempt) back on the queue, so that they run once the outage is over. Such a run older
+ * than QUEUED_MAX_AGE_MS is ended instead (`unavailable`): its caller has long given up, and
+ * re-running hours-old requests after an outage would surprise everyone.
  */
 export async function reviveQueuedRuns(deps: RunDeps, queue: Queue<AgentRunJob>): Promise<number> {
-  const cutoff = new Date(Date.now() - deps.config.QUEUED_STALE_AFTER_MS);
-  const stale = await deps.prisma.run.findMany({ where: { status: "queued", createdAt: { lt: cutoff } }, select: { id: true }, take: 100, orderBy: { createdAt: "asc" } });
-  let revived = 0;
+  const now = Date.now();
+  const cutoff = new Date(now - deps.config.QUEUED_STALE_AFTER_MS);
+  const stale = await deps.prisma.run.findMany({
+    where: { status: "queued", createdAt: { lt: cutoff } },
+    select: { id: true, query: true, createdAt: true },
+    take: 100,
+    orderBy: { createdAt: "asc" },
+  });
+  let handled = 0;
   for (const run of stale) {
+    if (now - run.createdAt.getTime() > deps.config.QUEUED_MAX_AGE_MS) {
+      const job = await queue.getJob(run.id);
+      if (job && LIVE_JOB_STATES.has(await job.getState())) continue;
+      const { prisma, redis, redisPrefix } = deps;
+      const terminal = await finishRun(
+        { prisma, redis, redisPrefix },
+        { runId: run.id, status: "failed", error: { code: "unavailable", message: "The run was never executed: its queue entry was lost and it is too old to start now." }, messages: [{ role: "user", content: run.query }] },
+      );
+      if (terminal) {
+        handled++;
+        deps.logger.warn({ runId: run.id }, "ended a queued run whose job was lost long ago");
+      }
+      continue;
+    }
     const outcome = await requeueRun(queue, run.id);
     if (outcome !== "pending") {
-      revived++;
+      handled++;
       deps.logger.warn({ runId: run.id, outcome }, "re-queued a run whose job was lost");
     }
   }
-  return revived;
+  return handled;
 }

@@ -1,0 +1,56 @@
+import { createTenant, eventually, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { newId, type PrismaClient } from "@agentrun/db";
+
+// Queued runs whose BullMQ job was lost (e.g. Redis lost its data): the workers' sweeper queues
+// a recent one again, and ends one that is too old to start now.
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: 1, workerEnv: { QUEUED_STALE_AFTER_MS: "1000", QUEUED_MAX_AGE_MS: "600000" } });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+/** Records a queued run the way the gateway does, but never puts it on the queue; `ageMs` backdates it. */
+async function queuedRunWithoutJob(query: string, ageMs: number): Promise<string> {
+  const runId = newId("run");
+  const taskId = newId("task");
+  const started = JSON.stringify({ seq: 1, type: "run_started", run_id: runId, task_id: taskId });
+  await prisma.$queryRaw`SELECT agentrun_create_run(${runId}, ${taskId}, true, ${tenant.orgId}, ${tenant.agentId}, ${query}, ${query},
+    null, null::jsonb, null::jsonb, null, 1, ${newId("led")}, ${started}::jsonb)`;
+  await prisma.$executeRaw`UPDATE runs SET created_at = now() - make_interval(secs => ${ageMs / 1000}) WHERE id = ${runId}`;
+  return runId;
+}
+
+it("queues a recent queued run again when its job is missing, and it completes", async () => {
+  const runId = await queuedRunWithoutJob("[chunks:3] lost job", 2000);
+  const run = await eventually(async () => {
+    const r = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    return r.status === "completed" && r;
+  });
+  expect(run.output.length).toBeGreaterThan(0);
+  expect(run.workerId).toMatch(/^worker-/);
+}, 30_000);
+
+it("ends a queued run older than QUEUED_MAX_AGE_MS as failed (unavailable) instead of running it, and refunds it", async () => {
+  const before = (await prisma.organization.findUniqueOrThrow({ where: { id: tenant.orgId } })).creditBalance;
+  const runId = await queuedRunWithoutJob("[chunks:3] hours late", 2 * 3600_000);
+  const run = await eventually(async () => {
+    const r = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    return r.status !== "queued" && r;
+  });
+  expect(run).toMatchObject({ status: "failed", errorCode: "unavailable", output: "", startedAt: null, workerId: null });
+  const events = await prisma.runEvent.findMany({ where: { runId }, orderBy: { seq: "asc" } });
+  expect(events.map((e) => e.type)).toEqual(["run_started", "run_failed"]);
+  const task = await prisma.task.findUniqueOrThrow({ where: { id: run.taskId } });
+  expect(task).toMatchObject({ status: "failed", activeRunId: null });
+  // The reservation taken when the run was recorded came back: nothing was consumed.
+  expect((await prisma.organization.findUniqueOrThrow({ where: { id: tenant.orgId } })).creditBalance).toBe(before);
+}, 30_000);
