@@ -83,10 +83,11 @@ describe("agent workers", () => {
   it("lets active runs finish when a worker is stopped gracefully", async () => {
     const w = await stack.addWorker(workerEnv);
     for (const other of stack.workers.filter((x) => x !== w)) await other.stop();
-    const streaming = readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:15] graceful" }, headers: tenant.headers });
-    await new Promise((r) => setTimeout(r, 500));
+    const watch = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:15] graceful" }, headers: tenant.headers });
+    // Stop the worker while it is executing the run (not before it picked the job up).
+    await watch.waitFor((e) => e.type === "text_chunk");
     const stopped = w.stop(15_000);
-    const res = await streaming;
+    const res = await watch.result;
     await stopped;
     expect(w.child.exitCode).toBe(0);
     expect(res.events.at(-1)!.data.type).toBe("run_completed");
