@@ -25,6 +25,11 @@ export interface Stack {
   workerById(workerId: string): ServiceProcess;
   /** Starts one more worker process and waits until it is consuming. */
   addWorker(env?: Record<string, string>): Promise<ServiceProcess>;
+  /**
+   * Starts another gateway process on the stack's database and Redis prefix, with the stack's
+   * common `env` plus `env` (not `gatewayEnv`); it is stopped with the stack.
+   */
+  addGateway(env?: Record<string, string>): Promise<{ proc: ServiceProcess; url: string }>;
   stop(): Promise<void>;
 }
 
@@ -53,6 +58,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const gateway = startService("gateway", { ...env, PORT: String(gatewayPort), ...opts.gatewayEnv });
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const workers: ServiceProcess[] = [];
+  const extraGateways: ServiceProcess[] = [];
 
   const addWorker = async (extra: Record<string, string> = {}) => {
     const workerId = `worker-${workers.length + 1}`;
@@ -72,6 +78,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     memory,
     model,
     addWorker,
+    async addGateway(extra = {}) {
+      const port = await freePort();
+      const proc = startService("gateway", { ...env, ...extra, PORT: String(port) });
+      extraGateways.push(proc);
+      const url = `http://127.0.0.1:${port}`;
+      await waitForOk(`${url}/healthz`, proc);
+      return { proc, url };
+    },
     workerById(workerId) {
       const i = Number(/^worker-(\d+)$/.exec(workerId)?.[1]);
       const w = workers[i - 1];
@@ -79,7 +93,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       return w;
     },
     async stop() {
-      await Promise.all([...workers.map((w) => w.stop()), gateway.stop(), model.stop(), memory?.stop()]);
+      await Promise.all([...workers.map((w) => w.stop()), ...extraGateways.map((g) => g.stop()), gateway.stop(), model.stop(), memory?.stop()]);
     },
   };
   try {

@@ -1,4 +1,4 @@
-import { createTenant, freePort, startService, startStack, testEnv, testPrisma, waitForOk, type ServiceProcess, type Stack } from "@agentrun/testing";
+import { createTenant, startStack, testEnv, testPrisma, type ServiceProcess, type Stack } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // Two gateway processes with the default key cache TTL (900 ms); key use is written every 300 ms.
@@ -10,15 +10,11 @@ let prisma: PrismaClient;
 
 beforeAll(async () => {
   stack = await startStack({ workers: 0, memory: false, gatewayEnv: { KEY_LAST_USED_FLUSH_MS: String(FLUSH_MS), AUTH_FAILURE_LIMIT: "100000" } });
-  const port = await freePort();
-  second = startService("gateway", { ...stack.env, PORT: String(port), AUTH_FAILURE_LIMIT: "100000" });
-  secondUrl = `http://127.0.0.1:${port}`;
-  await waitForOk(`${secondUrl}/healthz`, second);
+  ({ proc: second, url: secondUrl } = await stack.addGateway({ AUTH_FAILURE_LIMIT: "100000" }));
   prisma = testPrisma(testEnv().databaseUrl);
 });
 
 afterAll(async () => {
-  await second?.stop();
   await stack?.stop();
   await prisma?.$disconnect();
 });

@@ -1,4 +1,4 @@
-import { createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { runJson, createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 let stack: Stack;
@@ -14,10 +14,7 @@ afterAll(async () => {
   await prisma?.$disconnect();
 });
 
-const runJson = async (t: Tenant, query: string) => {
-  const res = await fetch(`${stack.gatewayUrl}/api/run`, { method: "POST", headers: { ...t.headers, "content-type": "application/json" }, body: JSON.stringify({ query, stream: false }) });
-  return { status: res.status, body: (await res.json()) as any };
-};
+const runOf = (t: Tenant, query: string) => runJson(stack.gatewayUrl, t.headers, { query });
 const balanceOf = async (orgId: string) => (await prisma.organization.findUniqueOrThrow({ where: { id: orgId } })).creditBalance;
 
 /** The organization's balance, its ledger and its runs and tasks all tell the same story. */
@@ -43,7 +40,7 @@ async function expectBooksBalanced(orgId: string) {
 it("never spends a credit twice: 10 concurrent runs on 3 credits → exactly 3 accepted, 7 refused with 402", async () => {
   const t = await createTenant(prisma, { credits: 3 });
   // Slow enough that every reservation is made before the first run settles its cost.
-  const results = await Promise.all(Array.from({ length: 10 }, (_, i) => runJson(t, `[sleep:300] x${i}`)));
+  const results = await Promise.all(Array.from({ length: 10 }, (_, i) => runOf(t, `[sleep:300] x${i}`)));
   const accepted = results.filter((r) => r.status === 200);
   const refused = results.filter((r) => r.status === 402);
   expect(accepted).toHaveLength(3);
@@ -57,17 +54,17 @@ it("never spends a credit twice: 10 concurrent runs on 3 credits → exactly 3 a
   expect(balance).toBe(3 - accepted.reduce((s, r) => s + r.body.credits_used, 0));
   expect(balance).toBeLessThanOrEqual(0);
   // The next run is refused while the balance is not positive.
-  expect((await runJson(t, "x")).status).toBe(402);
+  expect((await runOf(t, "x")).status).toBe(402);
 });
 
 it("charges 1 + tool calls + ceil(total tokens / 1000)", async () => {
   const t = await createTenant(prisma, { credits: 100 });
   // [usage:2500] makes each model call report 2500 tokens: 1 + 0 + ceil(2500 / 1000) = 4.
-  const plain = await runJson(t, "[usage:2500] hello");
+  const plain = await runOf(t, "[usage:2500] hello");
   expect(plain.body).toMatchObject({ status: "completed", credits_used: 4 });
   expect(await balanceOf(t.orgId)).toBe(96);
 
-  const tools = await runJson(t, '[usage:2500] [call:calc_evaluate {"expression":"1+1"}] [call:clock_now {}]');
+  const tools = await runOf(t, '[usage:2500] [call:calc_evaluate {"expression":"1+1"}] [call:clock_now {}]');
   expect(tools.body.status).toBe("completed");
   const run = await prisma.run.findUniqueOrThrow({ where: { id: tools.body.run_id } });
   expect(run.toolCallCount).toBe(2);
@@ -87,7 +84,7 @@ it("charges 1 + tool calls + ceil(total tokens / 1000)", async () => {
 
 it("refunds a failed run: credits_used 0 and the balance unchanged", async () => {
   const t = await createTenant(prisma, { credits: 5 });
-  const failed = await runJson(t, "[error:500]");
+  const failed = await runOf(t, "[error:500]");
   expect(failed.body).toMatchObject({ status: "failed", credits_used: 0 });
   expect(await balanceOf(t.orgId)).toBe(5);
   const entries = await prisma.creditLedgerEntry.findMany({ where: { runId: failed.body.run_id }, orderBy: { id: "asc" } });

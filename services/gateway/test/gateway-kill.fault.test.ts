@@ -1,4 +1,4 @@
-import { createTenant, freePort, readSse, startService, startStack, testEnv, testPrisma, waitForOk, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, readSse, startStack, testEnv, testPrisma, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 jest.setTimeout(120_000);
@@ -11,16 +11,12 @@ let tenant: Tenant;
 
 beforeAll(async () => {
   stack = await startStack();
-  const port = await freePort();
-  second = startService("gateway", { ...stack.env, PORT: String(port) });
-  secondUrl = `http://127.0.0.1:${port}`;
-  await waitForOk(`${secondUrl}/healthz`, second);
+  ({ proc: second, url: secondUrl } = await stack.addGateway());
   prisma = testPrisma(testEnv().databaseUrl);
   tenant = await createTenant(prisma);
 });
 
 afterAll(async () => {
-  await second?.stop();
   await stack?.stop();
   await prisma?.$disconnect();
 });

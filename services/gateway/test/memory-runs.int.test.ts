@@ -1,5 +1,5 @@
 import type { PrismaClient } from "@agentrun/db";
-import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, readSse, runJson, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 
 // Memory as the agent uses it: saved and searched through the worker's tools, and put into the
 // system prompt of later runs. One stack for the whole file: its worker puts at most 3 memories
@@ -28,17 +28,16 @@ async function runStream(t: Tenant, body: object): Promise<any[]> {
 }
 
 /** A run with `stream: false`: the Run object with tool_calls. */
-async function runJson(t: Tenant, body: object): Promise<any> {
-  const res = await fetch(`${stack.gatewayUrl}/api/run`, { method: "POST", headers: { ...t.headers, "content-type": "application/json" }, body: JSON.stringify({ ...body, stream: false }) });
+async function completedRun(t: Tenant, body: Record<string, unknown>): Promise<any> {
+  const res = await runJson(stack.gatewayUrl, t.headers, { ...body, stream: false });
   expect(res.status).toBe(200);
-  const run = (await res.json()) as { status: string };
-  expect(run.status).toBe("completed");
-  return run;
+  expect(res.body.status).toBe("completed");
+  return res.body;
 }
 
 /** The system prompt the model was given, via the scripted model's `[echo-system]`, in a new task. */
 async function systemPrompt(t: Tenant, userId: string | undefined, words = ""): Promise<string> {
-  const run = await runJson(t, { query: `[echo-system] ${words}`.trim(), ...(userId ? { context: { user_id: userId } } : {}) });
+  const run = await completedRun(t, { query: `[echo-system] ${words}`.trim(), ...(userId ? { context: { user_id: userId } } : {}) });
   return run.output as string;
 }
 
@@ -82,14 +81,14 @@ describe("memory_save and the prompt of later runs", () => {
 
   it("reports a repeated save as a duplicate of the same entry", async () => {
     const query = '[call:memory_save {"content":"Allergic to peanuts","category":"fact"}]';
-    const first = await runJson(tenant, { query, context: { user_id: "u-dup" } });
-    const second = await runJson(tenant, { query, context: { user_id: "u-dup" } });
+    const first = await completedRun(tenant, { query, context: { user_id: "u-dup" } });
+    const second = await completedRun(tenant, { query, context: { user_id: "u-dup" } });
     expect(first.tool_calls[0].result).toMatchObject({ saved: true, duplicate: false });
     expect(second.tool_calls[0].result).toEqual({ saved: true, duplicate: true, memory_id: first.tool_calls[0].result.memory_id });
   });
 
   it("gives the model an error result when the run has no user_id, and the run completes", async () => {
-    const run = await runJson(tenant, { query: '[call:memory_save {"content":"nobody to remember this for"}]' });
+    const run = await completedRun(tenant, { query: '[call:memory_save {"content":"nobody to remember this for"}]' });
     expect(run.tool_calls).toEqual([
       { tool: "memory", action: "save", params: { content: "nobody to remember this for" }, result: { error: { code: "no_user", message: expect.any(String) } } },
     ]);
@@ -112,7 +111,7 @@ describe("memory_search", () => {
   it("finds nothing among another user's memories", async () => {
     const tenant = await createTenant(prisma);
     await seed(tenant, "owner", ["Likes green tea"]);
-    const run = await runJson(tenant, { query: '[call:memory_search {"query":"tea"}]', context: { user_id: "stranger" } });
+    const run = await completedRun(tenant, { query: '[call:memory_search {"query":"tea"}]', context: { user_id: "stranger" } });
     expect(run.tool_calls[0].result).toEqual({ memories: [] });
   });
 });

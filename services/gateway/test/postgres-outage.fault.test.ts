@@ -1,4 +1,4 @@
-import { createTenant, eventually, watchSse, startPrivatePostgres, startStack, testPrisma, type PrivatePostgres, type Stack, type Tenant } from "@agentrun/testing";
+import { postRun, createTenant, eventually, watchSse, startPrivatePostgres, startStack, testPrisma, type PrivatePostgres, type Stack, type Tenant } from "@agentrun/testing";
 import { ensureDatabase, migrateDeploy, type PrismaClient } from "@agentrun/db";
 
 jest.setTimeout(120_000);
@@ -24,17 +24,11 @@ afterAll(async () => {
   await pg?.destroy();
 });
 
-const postRun = (query: string) =>
-  fetch(`${stack.gatewayUrl}/api/run`, {
-    method: "POST",
-    headers: { ...tenant.headers, "content-type": "application/json" },
-    body: JSON.stringify({ query, stream: false }),
-    signal: AbortSignal.timeout(20_000),
-  });
+const postQuery = (query: string) => postRun(stack.gatewayUrl, tenant.headers, { query });
 
 it("answers 503 while PostgreSQL is down, finishes the run in progress when it returns, and resumes by itself", async () => {
   const step = (s: string) => process.env.DEBUG_FAULTS && console.log(new Date().toISOString(), s);
-  expect((await postRun("warm up")).status).toBe(200);
+  expect((await postQuery("warm up")).status).toBe(200);
   const watch = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:30] through a database outage" }, headers: tenant.headers, timeoutMs: 90_000 });
   await watch.waitFor((_, all) => all.length >= 3);
   await pg.stop();
@@ -43,7 +37,7 @@ it("answers 503 while PostgreSQL is down, finishes the run in progress when it r
   // Past the API key cache, so the request needs the database.
   await new Promise((r) => setTimeout(r, 1000));
   const t0 = Date.now();
-  const during = await postRun("during the outage");
+  const during = await postQuery("during the outage");
   step(`during: ${during.status}`);
   expect(during.status).toBe(503);
   expect(((await during.json()) as any).error.code).toBe("unavailable");
@@ -64,7 +58,7 @@ it("answers 503 while PostgreSQL is down, finishes the run in progress when it r
   expect((await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("completed");
 
   const body = await eventually(async () => {
-    const r = await postRun("after the outage");
+    const r = await postQuery("after the outage");
     return r.status === 200 ? ((await r.json()) as any) : null;
   });
   expect(body).toMatchObject({ status: "completed", output: "Echo: after the outage" });

@@ -1,4 +1,4 @@
-import { freePort, readSse, startService, startStack, testEnv, testPrisma, createTenant, waitForOk, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
+import { readSse, startStack, testEnv, testPrisma, createTenant, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { Redis } from "ioredis";
 
@@ -10,15 +10,11 @@ let prisma: PrismaClient;
 
 beforeAll(async () => {
   stack = await startStack({ workers: 1 });
-  const port = await freePort();
-  second = startService("gateway", { ...stack.env, PORT: String(port) });
-  secondUrl = `http://127.0.0.1:${port}`;
-  await waitForOk(`${secondUrl}/healthz`, second);
+  ({ proc: second, url: secondUrl } = await stack.addGateway());
   prisma = testPrisma(testEnv().databaseUrl);
 });
 
 afterAll(async () => {
-  await second?.stop();
   await stack?.stop();
   await prisma?.$disconnect();
 });

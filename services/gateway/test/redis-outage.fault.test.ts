@@ -1,4 +1,4 @@
-import { createTenant, eventually, watchSse, startPrivateRedis, startStack, testEnv, testPrisma, type PrivateRedis, type Stack, type Tenant } from "@agentrun/testing";
+import { postRun, createTenant, eventually, watchSse, startPrivateRedis, startStack, testEnv, testPrisma, type PrivateRedis, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 jest.setTimeout(120_000);
@@ -22,23 +22,17 @@ afterAll(async () => {
   await prisma?.$disconnect();
 });
 
-const postRun = (query: string) =>
-  fetch(`${stack.gatewayUrl}/api/run`, {
-    method: "POST",
-    headers: { ...tenant.headers, "content-type": "application/json" },
-    body: JSON.stringify({ query, stream: false }),
-    signal: AbortSignal.timeout(20_000),
-  });
+const postQuery = (query: string) => postRun(stack.gatewayUrl, tenant.headers, { query });
 
 it("loses no event of runs streaming through a Redis restart, answers 503 during the outage, and recovers", async () => {
-  expect((await postRun("warm up")).status).toBe(200);
+  expect((await postQuery("warm up")).status).toBe(200);
   const watches = [0, 1, 2].map((i) => watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: `[sleep:100][chunks:40] through the outage ${i}` }, headers: tenant.headers }));
   // Stop Redis once every run is streaming text.
   for (const w of watches) await w.waitFor((_, all) => all.length >= 3);
   await redis.stop();
 
   const t0 = Date.now();
-  const during = await postRun("during the outage");
+  const during = await postQuery("during the outage");
   expect(during.status).toBe(503);
   expect(((await during.json()) as any).error.code).toBe("unavailable");
   expect(Date.now() - t0).toBeLessThan(6000);
@@ -60,7 +54,7 @@ it("loses no event of runs streaming through a Redis restart, answers 503 during
 
   // Gateway and worker reconnect by themselves.
   const body = await eventually(async () => {
-    const r = await postRun("after the outage");
+    const r = await postQuery("after the outage");
     return r.status === 200 ? ((await r.json()) as any) : null;
   });
   expect(body).toMatchObject({ status: "completed", output: "Echo: after the outage" });

@@ -1,4 +1,4 @@
-import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { runJson, createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 let stack: Stack;
@@ -17,10 +17,7 @@ afterAll(async () => {
 });
 
 const run = (body: object, headers: Record<string, string> = tenant.headers) => readSse(`${stack.gatewayUrl}/api/run`, { body, headers });
-const runJson = async (body: object) => {
-  const res = await fetch(`${stack.gatewayUrl}/api/run`, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: JSON.stringify({ ...body, stream: false }) });
-  return { status: res.status, body: (await res.json()) as any };
-};
+const runOnce = (body: Record<string, unknown>) => runJson(stack.gatewayUrl, tenant.headers, { ...body, stream: false });
 
 describe("POST /api/run streaming", () => {
   it("streams run_started, the text in chunks and run_completed, framed with consecutive ids", async () => {
@@ -79,15 +76,15 @@ describe("POST /api/run streaming", () => {
   });
 
   it("fills the instructions template from the run context", async () => {
-    const res = await runJson({ query: "[echo-system]", context: { user_id: "u-42", user_name: "Ada", metadata: { plan: "gold" } } });
+    const res = await runOnce({ query: "[echo-system]", context: { user_id: "u-42", user_name: "Ada", metadata: { plan: "gold" } } });
     expect(res.status).toBe(200);
     expect(res.body.output).toBe("You help Ada (id u-42) on plan gold.");
   });
 
   it("continues a task with its history", async () => {
-    const first = await runJson({ query: "first question" });
-    const second = await runJson({ query: "second question", task_id: first.body.task_id });
-    const third = await runJson({ query: "[history]", task_id: first.body.task_id });
+    const first = await runOnce({ query: "first question" });
+    const second = await runOnce({ query: "second question", task_id: first.body.task_id });
+    const third = await runOnce({ query: "[history]", task_id: first.body.task_id });
     expect(second.body.task_id).toBe(first.body.task_id);
     expect(third.body.output).toBe("first question | second question");
     const task = await prisma.task.findUniqueOrThrow({ where: { id: first.body.task_id } });
@@ -99,7 +96,7 @@ describe("POST /api/run streaming", () => {
 
 describe("POST /api/run with stream: false", () => {
   it("answers the Run object with tool_calls", async () => {
-    const res = await runJson({ query: '[call:calc_evaluate {"expression":"6*7"}]' });
+    const res = await runOnce({ query: '[call:calc_evaluate {"expression":"6*7"}]' });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       status: "completed",
@@ -113,7 +110,7 @@ describe("POST /api/run with stream: false", () => {
   });
 
   it("answers 200 with status failed and the error when the model fails", async () => {
-    const res = await runJson({ query: "[error:500]" });
+    const res = await runOnce({ query: "[error:500]" });
     expect(res.status).toBe(200);
     expect(res.body.status).toBe("failed");
     expect(res.body.error.code).toBe("model_error");

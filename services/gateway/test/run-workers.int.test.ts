@@ -1,4 +1,4 @@
-import { createTenant, eventually, readSse, startStack, watchSse, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { runJson, createTenant, eventually, readSse, startStack, watchSse, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 let stack: Stack;
@@ -19,14 +19,11 @@ afterAll(async () => {
   await prisma?.$disconnect();
 });
 
-const runJson = async (query: string) => {
-  const res = await fetch(`${stack.gatewayUrl}/api/run`, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: JSON.stringify({ query, stream: false }) });
-  return (await res.json()) as any;
-};
+const runResult = async (query: string) => (await runJson(stack.gatewayUrl, tenant.headers, { query })).body;
 
 describe("agent workers", () => {
   it("shares the queue between two worker processes", async () => {
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => runJson(`[sleep:40][chunks:5] job ${i}`)));
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => runResult(`[sleep:40][chunks:5] job ${i}`)));
     expect(results.map((r) => r.status)).toEqual(Array(12).fill("completed"));
     results.forEach((r, i) => expect(r.output).toBe(`Echo: job ${i}`));
     const runs = await prisma.run.findMany({ where: { id: { in: results.map((r) => r.run_id) } }, select: { workerId: true } });
@@ -61,7 +58,7 @@ describe("agent workers", () => {
     expect(run.task.activeRunId).toBeNull();
 
     // The surviving worker still serves runs.
-    const after = await runJson("still alive?");
+    const after = await runResult("still alive?");
     expect(after.status).toBe("completed");
   });
 
