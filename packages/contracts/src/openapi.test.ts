@@ -65,7 +65,23 @@ describe("OpenAPI document", () => {
     expect(limit).toMatchObject({ in: "query", schema: { type: "integer", minimum: 1, maximum: 100 } });
   });
 
-  it("marks the document's own endpoint public", () => {
-    expect(op("/api/openapi.json", "get")!.security).toEqual([]);
+  it("marks the document's own endpoint, the widget script and the health probes public", () => {
+    for (const path of ["/api/openapi.json", "/widget.js", "/healthz", "/readyz"]) expect(op(path, "get")!.security).toEqual([]);
+    expect(op("/readyz", "get")!.responses?.["503"]).toBeDefined();
+  });
+
+  it.each([
+    ["/api/v1/widget/run", "post"],
+    ["/api/v1/widget/tasks/{task_id}/runs/{run_id}/events", "get"],
+  ])("documents the widget gateway's %s %s with the widget key, the visitor token and its errors", (path, method) => {
+    const o = op(path, method)!;
+    expect(o.security).toEqual([{ widgetKey: [] }]);
+    expect((o.parameters ?? []) as OpenAPIV3_1.ParameterObject[]).toContainEqual(expect.objectContaining({ in: "header", name: "X-Visitor-Token" }));
+    for (const status of ["401", "403", "429", "503"]) expect(o.responses?.[status]).toBeDefined();
+    expect(JSON.stringify(o.responses?.["200"])).toContain("X-Visitor-Token");
+  });
+
+  it("declares the widget key scheme", () => {
+    expect(doc.components?.securitySchemes?.widgetKey).toMatchObject({ type: "apiKey", in: "header", name: "X-Widget-Key" });
   });
 });

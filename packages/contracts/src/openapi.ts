@@ -9,6 +9,7 @@ import { runEventSchema } from "./events";
 import { memoryCreateSchema, memoryEntrySchema } from "./memory";
 import { runRequestSchema } from "./runs";
 import { openApiPaths, rateLimitHeaders } from "./openapi-paths";
+import { publicOpenApiPaths } from "./openapi-public-paths";
 import {
   errorBodySchema,
   messageViewSchema,
@@ -28,7 +29,9 @@ Checks run in this order: authentication (401) → agent (400 missing header / 4
 
 Rate limit: per organization over a sliding 60-second window (Free 10, Starter 60, Pro 300 requests per minute, Enterprise its own figure). Every response after authentication carries X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset; a 429 adds Retry-After. Failed authentications are also limited per client address.
 
-Every response carries X-Request-Id. Every error is \`{"error":{"code","message"}}\`, with \`details\` for invalid fields.`;
+Every response carries X-Request-Id. Every error is \`{"error":{"code","message"}}\`, with \`details\` for invalid fields.
+
+Chat widgets embedded in web pages use the widget gateway (\`/api/v1/widget/...\`) instead: a publishable widget key limited to its allowed origins, and a signed token per visitor. The health probes \`/healthz\` and \`/readyz\` need no key.`;
 
 const errorContent = { "application/json": { schema: errorBodySchema } };
 const intHeader = (description: string) => ({ description, schema: { type: "integer" as const, minimum: 0 } });
@@ -46,12 +49,14 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
       { name: "Tasks", description: "Conversations and their runs." },
       { name: "Messages", description: "Message history of a task." },
       { name: "Memory", description: "Memory entries that persist across conversations." },
-      { name: "Meta", description: "This document." },
+      { name: "Widget", description: "The widget gateway for chat widgets embedded in web pages, and the widget script." },
+      { name: "Meta", description: "This document and the health probes." },
     ],
-    paths: openApiPaths(),
+    paths: { ...openApiPaths(), ...publicOpenApiPaths() },
     components: {
       securitySchemes: {
         bearerAuth: { type: "http", scheme: "bearer", description: "An API key of the organization (`ar_live_…`), created in the console. Send it only over HTTPS." },
+        widgetKey: { type: "apiKey", in: "header", name: "X-Widget-Key", description: "A publishable widget key (`pk_…`): safe to put in a web page, valid only from its allowed origins." },
       },
       parameters: {
         AgentId: { in: "header", name: "X-Agent-Id", required: true, description: "The agent, one of the key's organization.", schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,100}$" } },
@@ -62,6 +67,7 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         "X-RateLimit-Remaining": intHeader("Requests still allowed in the current sliding window."),
         "X-RateLimit-Reset": intHeader("Whole seconds until a request is allowed again; 0 when one is allowed now."),
         "Retry-After": { description: "Seconds to wait before retrying (at least 1).", schema: { type: "integer", minimum: 1 } },
+        "X-Visitor-Token": { description: "The widget visitor's signed session token, renewed with every answer.", schema: { type: "string" } },
       },
       responses: {
         BadRequest: errorResponse("invalid_request: malformed JSON, an invalid field or parameter (listed in `details`), or a missing X-Agent-Id."),
@@ -78,6 +84,11 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         }),
         InternalError: errorResponse("internal_error: unexpected error, logged with the request id."),
         Unavailable: errorResponse("unavailable: the database or Redis is down; retry later."),
+        WidgetUnauthorized: errorResponse("unauthorized: missing, unknown or revoked widget key, or an invalid, expired or missing (where required) visitor token."),
+        WidgetForbidden: errorResponse("forbidden: the Origin is not among the widget key's allowed origins, or the task belongs to another visitor; https_required: the request did not arrive over TLS."),
+        WidgetTooManyRequests: errorResponse("rate_limited: over the widget key's or the client address's requests per minute, or the organization's plan limit.", {
+          "Retry-After": { $ref: "#/components/headers/Retry-After" },
+        }),
       },
       schemas: {
         Error: errorBodySchema,

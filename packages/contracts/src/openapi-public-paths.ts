@@ -1,0 +1,120 @@
+/**
+ * The operations of the OpenAPI document that do not take an API key: the widget gateway (a
+ * publishable widget key and a visitor token), the widget script and the health probes.
+ */
+import { z } from "zod";
+import type { ZodOpenApiPathsObject, ZodOpenApiResponsesObject } from "zod-openapi";
+import { runEventSchema } from "./events";
+import { eventsQuerySchema, lastEventIdSchema } from "./tasks";
+import { widgetRunRequestSchema } from "./widget";
+import { errorBodySchema, runAcceptedSchema, runPathSchema, runResultSchema } from "./openapi-schemas";
+
+const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
+const requestId = { "X-Request-Id": ref("headers", "X-Request-Id") };
+const visitorToken = { "X-Visitor-Token": ref("headers", "X-Visitor-Token") };
+
+const visitorTokenField = z.string().meta({ description: "The visitor's session token, to send with the next requests (also in the X-Visitor-Token header)." });
+export const widgetRunResultSchema = runResultSchema.extend({ visitor_token: visitorTokenField });
+export const widgetRunAcceptedSchema = runAcceptedSchema.extend({ visitor_token: visitorTokenField });
+
+/** Errors of the widget gateway, in its order of checks. */
+const WIDGET_ERRORS: ZodOpenApiResponsesObject = {
+  "400": ref("responses", "BadRequest"),
+  "401": ref("responses", "WidgetUnauthorized"),
+  "403": ref("responses", "WidgetForbidden"),
+  "404": ref("responses", "NotFound"),
+  "429": ref("responses", "WidgetTooManyRequests"),
+  "500": ref("responses", "InternalError"),
+  "503": ref("responses", "Unavailable"),
+};
+
+const STREAM =
+  "text/event-stream of RunEvent, framed as on `POST /api/run` (`id: <seq>`, `data: <json>`, `: ping` while idle, one terminal event at the end).";
+
+export const healthSchema = z.object({ status: z.literal("ok") });
+export const readySchema = z.object({
+  status: z.literal("ready"),
+  checks: z.object({ database: z.literal("ok"), redis: z.literal("ok"), workers: z.number().int().meta({ description: "Worker processes with a fresh heartbeat." }) }),
+});
+
+export function publicOpenApiPaths(): ZodOpenApiPathsObject {
+  return {
+    "/api/v1/widget/run": {
+      post: {
+        operationId: "widgetRun",
+        tags: ["Widget"],
+        summary: "Run the agent for a web page visitor",
+        description:
+          "For chat widgets embedded in web pages (also served as `/api/widget/run`). Authenticates with a publishable widget key (`X-Widget-Key`) whose allowed origins include the request's `Origin`; CORS preflights are answered for allowed origins only. Without `X-Visitor-Token` a new visitor is created; the answer always carries the visitor's (renewed) token. The run's `context.user_id` is the visitor, so memories are the visitor's own, and a visitor can continue or read only its own tasks. Limited per widget key and per client address, besides the organization's plan limit.",
+        security: [{ widgetKey: [] }],
+        requestParams: { header: z.object({ "X-Visitor-Token": z.string().optional().meta({ description: "The token from an earlier answer." }) }) },
+        requestBody: { required: true, content: { "application/json": { schema: widgetRunRequestSchema } } },
+        responses: {
+          "200": {
+            description: `\`stream: true\` (default): ${STREAM} \`stream: false\`: the finished run with its tool calls and the visitor token.`,
+            headers: { ...requestId, ...visitorToken },
+            content: { "text/event-stream": { schema: runEventSchema }, "application/json": { schema: widgetRunResultSchema } },
+          },
+          "202": { description: "`stream: false` and the run outlasted the wait limit.", headers: { ...requestId, ...visitorToken }, content: { "application/json": { schema: widgetRunAcceptedSchema } } },
+          ...WIDGET_ERRORS,
+          "402": ref("responses", "PaymentRequired"),
+          "409": ref("responses", "Conflict"),
+          "413": ref("responses", "PayloadTooLarge"),
+          "415": ref("responses", "UnsupportedMediaType"),
+        },
+      },
+    },
+    "/api/v1/widget/tasks/{task_id}/runs/{run_id}/events": {
+      get: {
+        operationId: "widgetRunEvents",
+        tags: ["Widget"],
+        summary: "Replay and follow a run of the visitor's own task",
+        description: "Re-attaches a widget after a page reload: what is stored after `Last-Event-ID` (or `after`), then the live events to the terminal one. Needs the visitor token.",
+        security: [{ widgetKey: [] }],
+        requestParams: {
+          path: runPathSchema,
+          query: eventsQuerySchema,
+          header: z.object({
+            "X-Visitor-Token": z.string().meta({ description: "The visitor's token." }),
+            "Last-Event-ID": lastEventIdSchema.optional().meta({ description: "Resume after this seq." }),
+          }),
+        },
+        responses: {
+          "200": { description: STREAM, headers: { ...requestId, ...visitorToken }, content: { "text/event-stream": { schema: runEventSchema } } },
+          ...WIDGET_ERRORS,
+        },
+      },
+    },
+    "/widget.js": {
+      get: {
+        operationId: "widgetScript",
+        tags: ["Widget"],
+        summary: "The embeddable chat widget",
+        description: 'Load it with `<script src="…/widget.js" data-widget-key="pk_…" defer></script>`. Cacheable (5 minutes, then revalidated with its ETag); loadable from any site.',
+        security: [],
+        responses: { "200": { description: "The script.", content: { "application/javascript": { schema: { type: "string" } } } } },
+      },
+    },
+    "/healthz": {
+      get: {
+        operationId: "health",
+        tags: ["Meta"],
+        summary: "Liveness: the gateway process answers",
+        security: [],
+        responses: { "200": { description: "Alive.", content: { "application/json": { schema: healthSchema } } } },
+      },
+    },
+    "/readyz": {
+      get: {
+        operationId: "ready",
+        tags: ["Meta"],
+        summary: "Readiness: PostgreSQL and Redis answer and at least one worker is alive",
+        security: [],
+        responses: {
+          "200": { description: "Ready.", content: { "application/json": { schema: readySchema } } },
+          "503": { description: "Not ready: `error.details` has the checks (`database`, `redis`: ok or unavailable; `workers`: count).", content: { "application/json": { schema: errorBodySchema } } },
+        },
+      },
+    },
+  };
+}
