@@ -14,6 +14,14 @@ describe("hostAllowed", () => {
     expect(hostAllowed("api.example.com", [])).toBe(false);
   });
 
+  it("matches IPv6 literals with or without brackets, in any spelling", () => {
+    expect(hostAllowed("[2001:db8::1]", ["2001:db8::1"])).toBe(true);
+    expect(hostAllowed("[2001:db8::1]", ["[2001:DB8:0::1]"])).toBe(true);
+    expect(hostAllowed("[2001:db8::2]", ["2001:db8::1"])).toBe(false);
+    expect(hostAllowed("[::1]", ["::1"])).toBe(true);
+    expect(hostAllowed("127.0.0.1", ["127.0.0.1"])).toBe(true);
+  });
+
   it("matches subdomains at any depth for a `*.` entry, but not the bare domain or look-alikes", () => {
     const list = ["*.example.com"];
     expect(hostAllowed("api.example.com", list)).toBe(true);

@@ -11,11 +11,20 @@ export interface HttpToolLimits {
   allowPrivate: boolean;
 }
 
-/** True when `host` is on the allow-list: exact names, or `*.example.com` for subdomains. */
+/** A host name as compared with the allow-list: lower case, no trailing dot; IPv6 literals without brackets, in one spelling. */
+function normalizeHost(host: string): string {
+  const h = host.toLowerCase().trim().replace(/\.$/, "").replace(/^\[(.*)\]$/, "$1");
+  return h.includes(":") && ipaddr.IPv6.isValid(h) ? ipaddr.IPv6.parse(h).toNormalizedString() : h;
+}
+
+/**
+ * True when `host` is on the allow-list: exact names or addresses (IPv6 with or without
+ * brackets), or `*.example.com` for subdomains.
+ */
 export function hostAllowed(host: string, allowlist: string[]): boolean {
-  const h = host.toLowerCase().replace(/\.$/, "");
+  const h = normalizeHost(host);
   return allowlist.some((entry) => {
-    const e = entry.toLowerCase().trim();
+    const e = normalizeHost(entry);
     if (e.startsWith("*.")) return h.endsWith(e.slice(1)) && h.length > e.length - 1;
     return h === e;
   });
