@@ -3,6 +3,7 @@ import type { PrismaClient } from "@agentrun/db";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 import { runChannel, runLogKey } from "./keys";
 import type { SubscriberHub } from "./subscriber-hub";
+import type { EarlyRunSubscription } from "./early-subscription";
 
 export interface EventStore {
   prisma: PrismaClient;
@@ -69,6 +70,12 @@ export interface FollowRunOptions extends EventStore {
    * (The periodic re-read still falls back to it if the log was lost.)
    */
   fresh?: boolean;
+  /**
+   * A subscription the caller opened before the run could emit (see EarlyRunSubscription), used
+   * instead of subscribing here. With `fresh`, nothing is read from the store at first: every
+   * event after `afterSeq` arrives on it.
+   */
+  subscription?: EarlyRunSubscription;
   /**
    * Interval of the safety re-read of the store, which heals messages lost while the
    * subscriber reconnected.
@@ -138,17 +145,23 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       }
     };
 
-    if (signal?.aborted) return finish(null);
+    if (signal?.aborted) {
+      opts.subscription?.close();
+      return finish(null);
+    }
     signal?.addEventListener("abort", onAbort, { once: true });
-    hub
-      .subscribe(runChannel(opts.redisPrefix, runId), (msg) => {
-        for (const e of parseEvents(msg)) add(e);
-      })
+    const onMessage = (msg: string) => {
+      for (const e of parseEvents(msg)) add(e);
+    };
+    const early = opts.subscription;
+    const subscribed = early ? early.ready.then((unsub) => (early.attach(onMessage), unsub)) : hub.subscribe(runChannel(opts.redisPrefix, runId), onMessage);
+    subscribed
       .then(async (unsub) => {
         if (finished) return unsub();
         unsubscribe = unsub;
         poll = setInterval(() => void fill(true), opts.pollIntervalMs ?? 5000);
         poll.unref();
+        if (early && opts.fresh) return;
         // The first read must succeed: without it the caller cannot know what it missed.
         const first = opts.fresh
           ? mergeEvents([], await opts.redis.lrange(runLogKey(opts.redisPrefix, runId), 0, -1), next - 1)

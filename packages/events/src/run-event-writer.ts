@@ -18,6 +18,8 @@ export interface RunEventWriterOptions {
    */
   flushIntervalMs?: number;
   onError?: (err: unknown) => void;
+  /** Keys deleted together with the terminal event's write (e.g. the run's heartbeat). */
+  deleteAtEnd?: string[];
 }
 
 /** How long the live log's TTL may go without a refresh (it is set far longer). */
@@ -43,6 +45,7 @@ export class RunEventWriter {
   private outbox: string[] = [];
   private outboxScheduled = false;
   private expireSetAt = 0;
+  private endSent = false;
 
   constructor(private readonly opts: RunEventWriterOptions) {
     this.seq = opts.lastSeq;
@@ -119,16 +122,23 @@ export class RunEventWriter {
   async publishStored(event: RunEvent): Promise<void> {
     await this.flushing.catch(() => {});
     this.outbox.push(JSON.stringify(event));
-    await this.sendOutbox(RUN_LOG_TTL_AFTER_END_S);
+    this.endSent = true;
+    await this.sendOutbox(RUN_LOG_TTL_AFTER_END_S, this.opts.deleteAtEnd);
+  }
+
+  /** Whether the terminal event was handed to Redis (with the `deleteAtEnd` keys). */
+  get ended(): boolean {
+    return this.endSent;
   }
 
   /** Writes the outbox to the run's log and channel in one MULTI. */
-  private sendOutbox(ttlSeconds: number): Promise<void> {
+  private sendOutbox(ttlSeconds: number, deleteKeys: string[] = []): Promise<void> {
     this.outboxScheduled = false;
     const events = this.outbox;
     if (events.length === 0) return Promise.resolve();
     this.outbox = [];
     const multi = this.opts.redis.multi().rpush(this.logKey, ...events);
+    if (deleteKeys.length) multi.del(...deleteKeys);
     const now = Date.now();
     if (ttlSeconds !== RUN_LOG_TTL_LIVE_S || now - this.expireSetAt > EXPIRE_REFRESH_MS) {
       multi.expire(this.logKey, ttlSeconds);

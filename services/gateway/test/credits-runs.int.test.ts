@@ -1,5 +1,6 @@
 import { runJson, createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
+import { Redis } from "ioredis";
 
 let stack: Stack;
 let prisma: PrismaClient;
@@ -55,6 +56,14 @@ it("never spends a credit twice: 10 concurrent runs on 3 credits → exactly 3 a
   expect(balance).toBeLessThanOrEqual(0);
   // The next run is refused while the balance is not positive.
   expect((await runOf(t, "x")).status).toBe(402);
+  // The gateway subscribes to a run's channel while recording it; a refused run leaves no
+  // subscription behind (nor do the finished ones).
+  const redis = new Redis(stack.env.REDIS_URL!);
+  try {
+    expect(await redis.pubsub("CHANNELS", `${stack.env.REDIS_PREFIX}:run:*`)).toEqual([]);
+  } finally {
+    redis.disconnect();
+  }
 });
 
 it("charges 1 + tool calls + ceil(total tokens / 1000)", async () => {

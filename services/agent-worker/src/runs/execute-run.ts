@@ -29,7 +29,16 @@ export async function executeRun(deps: RunDeps, runId: string, signal: AbortSign
   const store = { prisma, redis, redisPrefix };
   const hbKey = runHeartbeatKey(redisPrefix, runId);
   const heartbeat = setInterval(() => void redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs).catch(() => {}), deps.heartbeatTtlMs / 3);
-  const writer = new RunEventWriter({ redis, prisma, redisPrefix, runId, lastSeq: claim.lastSeq, onError: (err) => log.warn({ err }, "event store write failed") });
+  const writer = new RunEventWriter({
+    redis,
+    prisma,
+    redisPrefix,
+    runId,
+    lastSeq: claim.lastSeq,
+    // The heartbeat goes with the terminal event's write: one round trip less per run.
+    deleteAtEnd: [hbKey],
+    onError: (err) => log.warn({ err }, "event store write failed"),
+  });
   const records: MessageRecord[] = [];
   const usage = { promptTokens: 0, completionTokens: 0, toolCalls: 0 };
   let output = "";
@@ -110,7 +119,7 @@ export async function executeRun(deps: RunDeps, runId: string, signal: AbortSign
     await finishRun(store, { runId, status: "failed", output, usage, pricing, messages: records, writer, error: { code: failure.code, message: failure.message }, retryForMs: FINISH_RETRY_MS });
   } finally {
     clearInterval(heartbeat);
-    await redis.del(hbKey).catch(() => {});
+    if (!writer.ended) await redis.del(hbKey).catch(() => {});
   }
 }
 

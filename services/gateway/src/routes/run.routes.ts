@@ -4,7 +4,7 @@ import { AppError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
 import { createRun, newRunIds } from "../runs/create-run";
-import { startCreatedRun } from "../runs/start-run";
+import { startRun } from "../runs/start-run";
 import { claimIdempotencyKey, releaseIdempotencyKey, requestHash, waitForRun } from "../runs/idempotency";
 import { respondWithRun } from "../runs/respond-run";
 
@@ -30,14 +30,19 @@ export function runRoutes(deps: GatewayDeps): Router {
       }
     }
 
-    let created;
-    try {
-      created = await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context: body.context, ids });
-    } catch (err) {
-      if (key?.data) await releaseIdempotencyKey(deps.prisma, auth.orgId, key.data, ids.runId).catch(() => {});
-      throw err;
-    }
-    await startCreatedRun(deps, req, res, { ...created, query: body.query, stream: body.stream });
+    await startRun(deps, req, res, {
+      runId: ids.runId,
+      query: body.query,
+      stream: body.stream,
+      create: async () => {
+        try {
+          return await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context: body.context, ids });
+        } catch (err) {
+          if (key?.data) await releaseIdempotencyKey(deps.prisma, auth.orgId, key.data, ids.runId).catch(() => {});
+          throw err;
+        }
+      },
+    });
   });
 
   return router;

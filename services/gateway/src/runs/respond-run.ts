@@ -1,6 +1,6 @@
 import type { Request, Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
-import { followRun } from "@agentrun/events";
+import { followRun, type EarlyRunSubscription } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
 import { openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
@@ -15,6 +15,8 @@ export interface RespondRunInput {
   fresh?: boolean;
   /** The stream, when the caller has opened it already (and sent `sent` on it). */
   sse?: SseStream;
+  /** The run's channel, subscribed to before the run was queued (see `followRun`). */
+  subscription?: EarlyRunSubscription;
   /** Fields added to the JSON answers (200 and 202), e.g. the widget's visitor token. */
   extra?: Record<string, unknown>;
 }
@@ -35,7 +37,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
       for (const e of input.sent ?? []) sse.send(e);
     }
     try {
-      await followRun({ ...store, runId, afterSeq, fresh: input.fresh, onEvent: sse.send, signal: sse.signal });
+      await followRun({ ...store, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent: sse.send, signal: sse.signal });
     } catch (err) {
       // The run goes on; the client can re-attach through the events endpoint.
       req.log.error({ err, runId }, "lost the run's event stream");
@@ -48,7 +50,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   const timer = setTimeout(() => wait.abort(), deps.config.RUN_WAIT_TIMEOUT_MS);
   res.on("close", () => wait.abort());
   try {
-    const terminal = await followRun({ ...store, runId, afterSeq, fresh: input.fresh, onEvent: () => {}, signal: wait.signal });
+    const terminal = await followRun({ ...store, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent: () => {}, signal: wait.signal });
     if (res.writableEnded || res.destroyed) return;
     if (!terminal) {
       // Past the wait limit: the run goes on; the caller polls the run or follows its events.

@@ -1,42 +1,68 @@
 import type { Request, Response } from "express";
-import type { RunEvent } from "@agentrun/contracts";
+import { EarlyRunSubscription } from "@agentrun/events";
 import { AppError } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { enqueueRun } from "@agentrun/queue";
 import { finishRun } from "@agentrun/run-state";
 import type { GatewayDeps } from "../deps";
+import type { CreatedRun } from "./create-run";
 import { respondWithRun } from "./respond-run";
 import { openSse } from "./sse";
 
-export interface CreatedRunToStart {
+export interface RunToStart {
+  /** The id the run will have (see `newRunIds`): its channel is subscribed to before it exists. */
   runId: string;
-  taskId: string;
+  /** Records the run (`createRun`); a refusal is thrown to the client as it is. */
+  create: () => Promise<CreatedRun>;
   query: string;
-  /** The run's run_started event, as `createRun` stored it. */
-  started: RunEvent;
   stream: boolean;
   /** Fields added to the JSON answers (see `respondWithRun`). */
   extra?: Record<string, unknown>;
 }
 
 /**
- * Queues a run that `createRun` has just recorded and answers with it. A streaming client gets
- * `run_started` at once, before the run is queued: the run is committed, so it is accepted (if
- * the queue cannot take it, the run is failed with `unavailable` and the stream carries that
- * terminal event). A JSON client gets 503 `unavailable` in that case.
+ * Records a run, queues it and answers with it. The run's channel is subscribed to while the run
+ * is being recorded, and the job is queued only once that subscription is confirmed, so no
+ * event can be published before the gateway listens and the stream needs no first read of the
+ * store. A streaming client gets `run_started` as soon as the run is committed, before it is
+ * queued: the run is accepted (if the queue cannot take it, the run is failed with `unavailable`
+ * and the stream carries that terminal event). A JSON client gets 503 `unavailable` then.
  */
-export async function startCreatedRun(deps: GatewayDeps, req: Request, res: Response, run: CreatedRunToStart): Promise<void> {
-  const log = req.log.child({ runId: run.runId, taskId: run.taskId });
+export async function startRun(deps: GatewayDeps, req: Request, res: Response, run: RunToStart): Promise<void> {
+  const early = new EarlyRunSubscription(deps.hub, deps.config.REDIS_PREFIX, run.runId);
+  let created: CreatedRun;
+  try {
+    created = await run.create();
+  } catch (err) {
+    early.close();
+    throw err;
+  }
+  const { runId, taskId, started } = created;
+  const log = req.log.child({ runId, taskId });
   const sse = run.stream ? openSse(req, res, deps.config.SSE_HEARTBEAT_MS) : undefined;
-  sse?.send(run.started);
+  sse?.send(started);
+  // Redis down: the queue cannot take the run either, and the reader subscribes on its own.
+  const listening = await early.ready.then(() => true, () => false);
   let queued = true;
   try {
-    await enqueueCreatedRun(deps, log, run);
+    await enqueueCreatedRun(deps, log, { runId, query: run.query });
   } catch (err) {
-    if (!sse) throw err;
+    if (!sse) {
+      early.close();
+      throw err;
+    }
     queued = false;
   }
-  await respondWithRun(deps, req, res, { runId: run.runId, taskId: run.taskId, stream: run.stream, sent: [run.started], fresh: queued, sse, extra: run.extra });
+  await respondWithRun(deps, req, res, {
+    runId,
+    taskId,
+    stream: run.stream,
+    sent: [started],
+    fresh: queued,
+    subscription: listening ? early : undefined,
+    sse,
+    extra: run.extra,
+  });
 }
 
 /**

@@ -6,8 +6,8 @@ import { followRun, readStoredEvents } from "@agentrun/events";
 import { DEV_WIDGET_TOKEN_SECRET } from "../config";
 import type { GatewayDeps } from "../deps";
 import { jsonBody } from "../middleware/json-body.middleware";
-import { createRun } from "../runs/create-run";
-import { startCreatedRun } from "../runs/start-run";
+import { createRun, newRunIds } from "../runs/create-run";
+import { startRun } from "../runs/start-run";
 import { respondWithRun } from "../runs/respond-run";
 import { openSse } from "../runs/sse";
 import { ownedTask } from "../tasks/task-access";
@@ -54,8 +54,14 @@ export function widgetRoutes(deps: GatewayDeps): Router {
     const auth = widgetAuthContext(w);
     // The visitor is the run's user: memories saved and recalled are the visitor's own.
     const context = { user_id: visitorUserId(visitorId) };
-    const created = await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context, visitorId });
-    await startCreatedRun(deps, req, res, { ...created, query: body.query, stream: body.stream, extra: { visitor_token: token } });
+    const ids = newRunIds(body.task_id);
+    await startRun(deps, req, res, {
+      runId: ids.runId,
+      query: body.query,
+      stream: body.stream,
+      create: () => createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context, visitorId, ids }),
+      extra: { visitor_token: token },
+    });
   });
 
   /** `GET /tasks/:task_id/runs/:run_id/events`: replay and follow a run of the visitor's own task. */
