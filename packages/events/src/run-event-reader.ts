@@ -77,11 +77,14 @@ export interface FollowRunOptions extends EventStore {
    */
   subscription?: EarlyRunSubscription;
   /**
-   * Interval of the safety re-read of the store, which heals messages lost while the
-   * subscriber reconnected.
+   * First interval of the safety re-check of the store, which heals a message lost without a
+   * reconnection (after a reconnection the store is read at once). It doubles while nothing new
+   * turns up, up to `maxPollIntervalMs`, and starts again at the next event.
    * @defaultValue 5000
    */
   pollIntervalMs?: number;
+  /** @defaultValue 60000 */
+  maxPollIntervalMs?: number;
 }
 
 /**
@@ -95,8 +98,12 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
   const pending = new Map<number, RunEvent>();
   let finished = false;
   let unsubscribe: (() => void) | null = null;
+  let stopResync: (() => void) | null = null;
   let poll: NodeJS.Timeout | null = null;
   let filling = false;
+  const basePollMs = opts.pollIntervalMs ?? 5000;
+  const maxPollMs = Math.max(basePollMs, opts.maxPollIntervalMs ?? 60_000);
+  let pollMs = basePollMs;
   let idlePolls = 0;
 
   return new Promise<RunEvent | null>((resolve, reject) => {
@@ -104,7 +111,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       if (finished) return;
       finished = true;
       unsubscribe?.();
-      if (poll) clearInterval(poll);
+      stopResync?.();
+      if (poll) clearTimeout(poll);
       signal?.removeEventListener("abort", onAbort);
       if (err) reject(err);
       else resolve(result);
@@ -118,6 +126,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         pending.delete(next);
         next++;
         idlePolls = 0;
+        pollMs = basePollMs;
         onEvent(ev);
         if (isTerminalEvent(ev)) return finish(ev);
       }
@@ -125,24 +134,46 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       if (pending.size > 0) void fill();
     };
 
-    // The periodic check reads the Redis log; PostgreSQL only when the log cannot cover the next
-    // event (it is empty, expired or was lost with a Redis restart), and then less often while
-    // nothing new turns up, so that thousands of idle streams cost the database little.
+    // The periodic check looks at the tail of the run's Redis log (one O(1) read) and reads the
+    // log only when it holds something new. PostgreSQL is read when the log cannot tell: it is
+    // empty (expired, lost with a Redis restart, or the run emitted nothing yet), or it ends at
+    // what was delivered (a terminal event stored while its publish failed is only there); then
+    // on the first two idle checks and on every check once they are a minute apart, so that
+    // thousands of idle streams cost Redis and the database little.
     const fill = async (periodic = false) => {
       if (filling || finished) return;
       filling = true;
       try {
-        const log = await opts.redis.lrange(runLogKey(opts.redisPrefix, runId), 0, -1);
-        const fromLog = mergeEvents([], log, next - 1);
+        const key = runLogKey(opts.redisPrefix, runId);
+        let log: string[] | null = null;
+        if (periodic) {
+          idlePolls++;
+          const tail = await opts.redis.lindex(key, -1);
+          const tailSeq = tail === null ? null : Math.max(...parseEvents(tail).map((e) => e.seq));
+          if (tailSeq !== null && tailSeq >= next) log = await opts.redis.lrange(key, 0, -1);
+          else if (!(idlePolls <= 2 || pollMs >= maxPollMs)) return;
+        } else {
+          log = await opts.redis.lrange(key, 0, -1);
+        }
+        const fromLog = mergeEvents([], log ?? [], next - 1);
         const covered = fromLog.length > 0 && fromLog[0]!.seq === next;
-        const dbDue = !periodic || !covered && (++idlePolls & (idlePolls - 1)) === 0; // 1st, 2nd, 4th, 8th… idle poll
-        const rows = covered || !dbDue ? [] : await readDbEvents(opts, runId, next - 1);
-        for (const e of mergeEvents(rows, log, next - 1)) add(e);
+        const rows = covered ? [] : await readDbEvents(opts, runId, next - 1);
+        for (const e of mergeEvents(rows, log ?? [], next - 1)) add(e);
       } catch {
-        // The periodic poll tries again; a lasting outage is reported by the caller's checks.
+        // The next check tries again; a lasting outage is reported by the caller's checks.
       } finally {
         filling = false;
       }
+    };
+    const schedulePoll = () => {
+      poll = setTimeout(() => {
+        if (finished) return;
+        void fill(true).finally(() => {
+          pollMs = Math.min(pollMs * 2, maxPollMs);
+          if (!finished) schedulePoll();
+        });
+      }, pollMs);
+      poll.unref();
     };
 
     if (signal?.aborted) {
@@ -159,8 +190,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       .then(async (unsub) => {
         if (finished) return unsub();
         unsubscribe = unsub;
-        poll = setInterval(() => void fill(true), opts.pollIntervalMs ?? 5000);
-        poll.unref();
+        stopResync = hub.onResync(() => void fill());
+        schedulePoll();
         if (early && opts.fresh) return;
         // The first read must succeed: without it the caller cannot know what it missed.
         const first = opts.fresh

@@ -10,6 +10,8 @@ export type MessageHandler = (message: string) => void;
 export class SubscriberHub {
   private readonly handlers = new Map<string, Set<MessageHandler>>();
   private readonly pending = new Map<string, Promise<unknown>>();
+  private readonly resyncListeners = new Set<() => void>();
+  private connected: boolean;
 
   constructor(private readonly redis: Redis) {
     redis.on("message", (channel: string, message: string) => {
@@ -17,6 +19,28 @@ export class SubscriberHub {
       if (!set) return;
       for (const h of set) h(message);
     });
+    this.connected = redis.status === "ready";
+    redis.on("ready", () => {
+      if (!this.connected) {
+        this.connected = true; // the first connection: nothing was missed
+        return;
+      }
+      // A reconnection: ioredis re-subscribes right after this event, and the PING's answer
+      // comes after those subscriptions are in place. Whatever was published while the
+      // connection was down is lost: the followers read what they missed.
+      redis.ping().then(
+        () => {
+          for (const listener of this.resyncListeners) listener();
+        },
+        () => {},
+      );
+    });
+  }
+
+  /** Calls `listener` after each reconnection, once the channels are subscribed again; returns the function that removes it. */
+  onResync(listener: () => void): () => void {
+    this.resyncListeners.add(listener);
+    return () => this.resyncListeners.delete(listener);
   }
 
   /** Subscribes `handler` to `channel`; returns the function that unsubscribes it. */

@@ -73,6 +73,49 @@ describe("run event bus", () => {
     expect(events.map((e) => e.type)).toEqual(["run_started", "text_chunk", "text_chunk", "text_chunk", "text_chunk", "text_chunk", "run_completed"]);
   });
 
+  it("heals a terminal event whose publish was lost: the periodic check finds it in PostgreSQL", async () => {
+    const runId = await newRun();
+    const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1 });
+    const got: RunEvent[] = [];
+    const done = followRun({ ...deps(), hub, runId, onEvent: (e) => got.push(e), pollIntervalMs: 100, maxPollIntervalMs: 400 });
+    await new Promise((r) => setTimeout(r, 50));
+    writer.emit({ type: "text_chunk", content: "a" });
+    await new Promise((r) => setTimeout(r, 50));
+    // The run ends while this process's Redis connection cannot publish: the terminal event is
+    // only in PostgreSQL, and the log ends at what the reader already has.
+    const broken = createRedis({ url: "redis://127.0.0.1:1", role: "commands" });
+    try {
+      const cutOff = new RunEventWriter({ prisma, redis: broken, redisPrefix, runId, lastSeq: writer.lastSeq, onError: () => {} });
+      await finishRun({ prisma, redis: broken, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer: cutOff });
+    } finally {
+      broken.disconnect();
+    }
+    const terminal = await Promise.race([done, new Promise((r) => setTimeout(() => r("timed out"), 5000))]);
+    expect(terminal).toMatchObject({ type: "run_completed" });
+    expect(got.map((e) => e.seq)).toEqual([1, 2, 3]);
+  });
+
+  it("reads what it missed as soon as the subscriber connection is back after a disconnect", async () => {
+    const runId = await newRun();
+    const ownSub = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
+    const ownHub = new SubscriberHub(ownSub);
+    try {
+      const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1 });
+      const got: RunEvent[] = [];
+      // The periodic check is far off: only the reconnection can bring the events in time.
+      const done = followRun({ ...deps(), hub: ownHub, runId, onEvent: (e) => got.push(e), pollIntervalMs: 60_000 });
+      await new Promise((r) => setTimeout(r, 100));
+      ownSub.disconnect(true); // drops the connection; ioredis reconnects and re-subscribes
+      for (let i = 0; i < 3; i++) writer.emit({ type: "text_chunk", content: `c${i}` });
+      await finishRun(deps(), { runId, status: "completed", output: "x", messages: [], writer });
+      const terminal = await Promise.race([done, new Promise((r) => setTimeout(() => r("timed out"), 5000))]);
+      expect(terminal).toMatchObject({ type: "run_completed" });
+      expect(got.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    } finally {
+      ownSub.disconnect();
+    }
+  });
+
   it("finishes a run only once", async () => {
     const runId = await newRun();
     const first = await finishRun(deps(), { runId, status: "cancelled", messages: [{ role: "user", content: "q" }] });
