@@ -3,7 +3,7 @@ import { newId, type PrismaClient, type MessageRole } from "@agentrun/db";
 import { runCost } from "@agentrun/credits";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
 import { isUnavailableError } from "@agentrun/errors";
-import { RUN_LOG_TTL_AFTER_END_S, readStoredEvents, runChannel, runLogKey, type RunEventWriter } from "@agentrun/events";
+import { readStoredEvents, RunEventWriter } from "@agentrun/events";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
 
@@ -52,10 +52,11 @@ export interface FinishRunDeps {
  */
 export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Promise<RunEvent | null> {
   const { prisma } = deps;
-  const pending = input.writer?.drain() ?? [];
-  const nextSeq = input.writer ? null : await nextSeqFromStore(deps, input.runId);
-  const terminalInput = terminalFor(input);
-  const terminal: RunEvent = input.writer ? input.writer.takeTerminal(terminalInput) : ({ seq: nextSeq!, ...terminalInput } as RunEvent);
+  // A caller that is not the run's worker (cancel, sweepers) gets a writer positioned after the
+  // last stored event, only to number and publish the terminal event.
+  const writer = input.writer ?? new RunEventWriter({ ...deps, runId: input.runId, lastSeq: await lastStoredSeq(deps, input.runId), onError: () => {} });
+  const pending = writer.drain();
+  const terminal = writer.takeTerminal(terminalFor(input));
 
   const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0 };
   const cost = input.status === "failed" ? 0 : runCost({ toolCalls: usage.toolCalls, totalTokens: usage.promptTokens + usage.completionTokens }, input.pricing);
@@ -81,7 +82,9 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   const stored = rows[0]?.terminal ?? null;
   if (!stored) return null;
   // Stored already: readers that miss the publish (Redis down) find the event when they poll.
-  await publishTerminal(deps, input.runId, stored, input.writer);
+  // The run's own worker waits for the publish; anyone else must not wait out a Redis outage.
+  const published = writer.publishStored(stored);
+  if (input.writer) await published;
   return stored;
 }
 
@@ -104,23 +107,7 @@ function terminalFor(input: FinishRunInput): RunEventInput {
   return { type: "run_failed", run_id: input.runId, error: input.error ?? { code: "internal_error", message: "The run failed." } };
 }
 
-async function nextSeqFromStore(deps: FinishRunDeps, runId: string): Promise<number> {
+async function lastStoredSeq(deps: FinishRunDeps, runId: string): Promise<number> {
   const events = await readStoredEvents(deps, runId, 0);
-  return (events.at(-1)?.seq ?? 0) + 1;
-}
-
-async function publishTerminal(deps: FinishRunDeps, runId: string, terminal: RunEvent, writer?: RunEventWriter): Promise<void> {
-  if (writer) return writer.publishStored(terminal);
-  const key = runLogKey(deps.redisPrefix, runId);
-  const json = JSON.stringify(terminal);
-  // Not awaited: the terminal event is stored, and a caller must not wait out a Redis outage.
-  void deps.redis
-    .multi()
-    .rpush(key, json)
-    .expire(key, RUN_LOG_TTL_AFTER_END_S)
-    .publish(runChannel(deps.redisPrefix, runId), json)
-    .exec()
-    .catch(() => {
-      // Readers poll the store, where the terminal event already is.
-    });
+  return events.at(-1)?.seq ?? 0;
 }

@@ -25,21 +25,28 @@ export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>
   let ended = 0;
   for (const run of candidates) {
     if (await redis.exists(runHeartbeatKey(redisPrefix, run.id))) continue;
-    const job = await queue.getJob(run.id);
-    if (job && LIVE_JOB_STATES.has(await job.getState())) continue;
+    if (await jobIsLive(queue, run.id)) continue;
     // One sweeper per orphan, whichever worker gets there first.
     const lock = await redis.set(`${redisPrefix}:sweep:${run.id}`, deps.workerId, "EX", 60, "NX");
     if (lock !== "OK") continue;
-    const terminal = await finishRun(
-      { prisma, redis, redisPrefix },
-      { runId: run.id, status: "failed", error: { code: "worker_lost", message: "The worker executing the run stopped." }, messages: [{ role: "user", content: run.query }] },
-    );
-    if (terminal) {
+    if (await failRun(deps, run, { code: "worker_lost", message: "The worker executing the run stopped." })) {
       ended++;
       deps.logger.warn({ runId: run.id }, "ended a run whose worker stopped");
     }
   }
   return ended;
+}
+
+async function jobIsLive(queue: Queue<AgentRunJob>, runId: string): Promise<boolean> {
+  const job = await queue.getJob(runId);
+  return !!job && LIVE_JOB_STATES.has(await job.getState());
+}
+
+/** Ends a run nobody executes as failed, keeping its query in the task's history; false if it had ended already. */
+async function failRun(deps: RunDeps, run: { id: string; query: string }, error: { code: string; message: string }): Promise<boolean> {
+  const { prisma, redis, redisPrefix } = deps;
+  const terminal = await finishRun({ prisma, redis, redisPrefix }, { runId: run.id, status: "failed", error, messages: [{ role: "user", content: run.query }] });
+  return terminal !== null;
 }
 
 /**
@@ -60,14 +67,8 @@ export async function reviveQueuedRuns(deps: RunDeps, queue: Queue<AgentRunJob>)
   let handled = 0;
   for (const run of stale) {
     if (now - run.createdAt.getTime() > deps.config.QUEUED_MAX_AGE_MS) {
-      const job = await queue.getJob(run.id);
-      if (job && LIVE_JOB_STATES.has(await job.getState())) continue;
-      const { prisma, redis, redisPrefix } = deps;
-      const terminal = await finishRun(
-        { prisma, redis, redisPrefix },
-        { runId: run.id, status: "failed", error: { code: "unavailable", message: "The run was never executed: its queue entry was lost and it is too old to start now." }, messages: [{ role: "user", content: run.query }] },
-      );
-      if (terminal) {
+      if (await jobIsLive(queue, run.id)) continue;
+      if (await failRun(deps, run, { code: "unavailable", message: "The run was never executed: its queue entry was lost and it is too old to start now." })) {
         handled++;
         deps.logger.warn({ runId: run.id }, "ended a queued run whose job was lost long ago");
       }
