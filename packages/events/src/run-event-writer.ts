@@ -26,13 +26,14 @@ export interface RunEventWriterOptions {
 const EXPIRE_REFRESH_MS = 3600_000;
 
 /**
- * Emits one run's events. Each event gets the next seq; the events emitted within one turn of
- * the event loop (a burst of text chunks read from one socket read) go to Redis together, in one
- * MULTI: one RPUSH of all of them onto the run's log and one PUBLISH on its channel (a JSON array
- * when there are several). Readers subscribe first and then read the log, so they never miss
- * one. PostgreSQL receives the events in batches, never one write per text chunk. The terminal event is not emitted here: {@link takeTerminal} hands it to the
- * caller, who stores it with the run's final state in one transaction and then calls
- * {@link publishStored}.
+ * Emits one run's events. Each event gets the next seq. An event emitted while no write of this
+ * run is on its way to Redis leaves at once; the events emitted while one is (a burst of text
+ * chunks read from one socket read) go together at the end of that turn of the event loop, in
+ * one MULTI: one RPUSH of all of them onto the run's log and one PUBLISH on its channel (a JSON
+ * array when there are several). Readers subscribe first and then read the log, so they never
+ * miss one. PostgreSQL receives the events in batches, never one write per text chunk. The
+ * terminal event is not emitted here: {@link takeTerminal} hands it to the caller, who stores it
+ * with the run's final state in one transaction and then calls {@link publishStored}.
  */
 export class RunEventWriter {
   private seq: number;
@@ -44,6 +45,8 @@ export class RunEventWriter {
   /** Serialized events waiting for the next Redis write, and whether that write is scheduled. */
   private outbox: string[] = [];
   private outboxScheduled = false;
+  /** Redis writes sent and not yet answered: events emitted meanwhile are coalesced per tick. */
+  private writesInFlight = 0;
   private expireSetAt = 0;
   private endSent = false;
 
@@ -61,7 +64,11 @@ export class RunEventWriter {
   emit(input: RunEventInput): RunEvent {
     const event = { seq: ++this.seq, ...input } as RunEvent;
     this.outbox.push(JSON.stringify(event));
-    if (!this.outboxScheduled) {
+    if (this.writesInFlight === 0 && !this.outboxScheduled) {
+      // Nothing on its way to Redis: this event leaves now (the first token of an answer is
+      // not held back by the rest of its socket read).
+      void this.sendOutbox(RUN_LOG_TTL_LIVE_S);
+    } else if (!this.outboxScheduled) {
       this.outboxScheduled = true;
       setImmediate(() => void this.sendOutbox(RUN_LOG_TTL_LIVE_S));
     }
@@ -144,6 +151,7 @@ export class RunEventWriter {
       multi.expire(this.logKey, ttlSeconds);
       this.expireSetAt = now;
     }
+    this.writesInFlight++;
     return multi
       .publish(this.channel, events.length === 1 ? events[0]! : `[${events.join(",")}]`)
       .exec()
@@ -151,6 +159,9 @@ export class RunEventWriter {
       .catch((err) => {
         this.expireSetAt = 0; // the log may have been created without its TTL: set it next time
         this.opts.onError?.(err);
+      })
+      .finally(() => {
+        this.writesInFlight--;
       });
   }
 }

@@ -1,5 +1,6 @@
 import OpenAI from "openai";
 import type { WorkerConfig } from "../config";
+import { createModelFetch } from "./model-fetch";
 
 export interface ModelTarget {
   client: OpenAI;
@@ -13,6 +14,7 @@ export interface ModelTarget {
  */
 export class ModelClients {
   private readonly clients = new Map<string, OpenAI>();
+  private readonly fetch = createModelFetch();
 
   constructor(private readonly config: WorkerConfig) {}
 
@@ -21,7 +23,13 @@ export class ModelClients {
     const baseURL = agent.baseUrl ?? (scripted ? this.config.SCRIPTED_MODEL_URL : (this.config.OPENAI_BASE_URL ?? "https://api.openai.com/v1"));
     let client = this.clients.get(baseURL);
     if (!client) {
-      client = new OpenAI({ baseURL, apiKey: this.config.OPENAI_API_KEY ?? "scripted", maxRetries: this.config.MODEL_MAX_RETRIES, timeout: this.config.MODEL_TIMEOUT_MS });
+      client = new OpenAI({
+        baseURL,
+        apiKey: this.config.OPENAI_API_KEY ?? "scripted",
+        maxRetries: this.config.MODEL_MAX_RETRIES,
+        timeout: this.config.MODEL_TIMEOUT_MS,
+        fetch: this.fetch,
+      });
       this.clients.set(baseURL, client);
     }
     return { client, model: agent.model };

@@ -1,0 +1,135 @@
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import OpenAI from "openai";
+import { Agent } from "undici";
+import { createModelFetch } from "./model-fetch";
+
+/** `promise`'s value, or "timed out" after `ms`. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | "timed out"> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"timed out">((r) => (timer = setTimeout(() => r("timed out"), ms)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
+
+const chunk = (content: string) => `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content } }] })}\n\n`;
+
+describe("createModelFetch with the openai SDK", () => {
+  let server: Server;
+  let baseURL: string;
+  let handler: Handler;
+  const seen: { method?: string; url?: string; auth?: string; body?: string }[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () => {
+        seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body });
+        handler(req, res, body);
+      });
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  });
+  const agent = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+    await agent.close();
+  });
+  beforeEach(() => (seen.length = 0));
+
+  const client = (opts: { maxRetries?: number; timeout?: number; baseURL?: string } = {}) =>
+    new OpenAI({ baseURL: opts.baseURL ?? baseURL, apiKey: "k", maxRetries: opts.maxRetries ?? 0, timeout: opts.timeout ?? 5000, fetch: createModelFetch(agent) });
+
+  const create = (c: OpenAI, options?: { signal?: AbortSignal }) =>
+    c.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }], stream: true }, options);
+
+  it("sends the SDK's request and streams the chunks in order", async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream", "x-request-id": "req-1" });
+      // Split across writes, one event cut in the middle.
+      const all = chunk("Hel") + chunk("lo") + chunk(" there") + "data: [DONE]\n\n";
+      res.write(all.slice(0, 50));
+      setTimeout(() => res.end(all.slice(50)), 5);
+    };
+    const stream = await create(client());
+    let text = "";
+    for await (const c of stream) text += c.choices[0]?.delta.content ?? "";
+    expect(text).toBe("Hello there");
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ method: "POST", url: "/v1/chat/completions", auth: "Bearer k" });
+    expect(JSON.parse(seen[0]!.body!)).toMatchObject({ model: "m", stream: true, messages: [{ role: "user", content: "hi" }] });
+  });
+
+  it("turns an error status into the SDK's APIError with the body's message", async () => {
+    handler = (_req, res) => {
+      res.writeHead(400, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: "bad model", type: "invalid_request_error" } }));
+    };
+    const err = await create(client()).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(err.status).toBe(400);
+    expect(err.message).toContain("bad model");
+  });
+
+  it("lets the SDK retry a 503 and read the next answer", async () => {
+    let calls = 0;
+    handler = (_req, res) => {
+      if (calls++ === 0) {
+        res.writeHead(503, { "content-type": "application/json", "retry-after-ms": "10" });
+        res.end(JSON.stringify({ error: { message: "busy" } }));
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(chunk("ok") + "data: [DONE]\n\n");
+    };
+    const stream = await create(client({ maxRetries: 1 }));
+    let text = "";
+    for await (const c of stream) text += c.choices[0]?.delta.content ?? "";
+    expect(text).toBe("ok");
+    expect(seen).toHaveLength(2);
+  });
+
+  it("stops reading and closes the connection when the caller aborts mid-stream", async () => {
+    const closed = new Promise<void>((resolve) => {
+      handler = (req, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(chunk("first"));
+        res.on("close", () => resolve());
+      };
+    });
+    const abort = new AbortController();
+    const stream = await create(client(), { signal: abort.signal });
+    const got: string[] = [];
+    const reading = (async () => {
+      for await (const c of stream) {
+        got.push(c.choices[0]?.delta.content ?? "");
+        abort.abort("cancel");
+      }
+    })();
+    await expect(within(reading.then(() => "ended", () => "ended"), 3000)).resolves.toBe("ended");
+    expect(got).toEqual(["first"]);
+    await expect(within(closed.then(() => "closed"), 3000)).resolves.toBe("closed");
+  });
+
+  it("reports a server that does not answer in time as a connection timeout", async () => {
+    handler = () => {}; // never answers
+    const err = await create(client({ timeout: 200 })).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
+  });
+
+  it("reports a refused connection as a connection error", async () => {
+    const closedServer = createServer();
+    closedServer.listen(0, "127.0.0.1");
+    await once(closedServer, "listening");
+    const port = (closedServer.address() as AddressInfo).port;
+    await new Promise<void>((r) => closedServer.close(() => r()));
+    const err = await create(client({ baseURL: `http://127.0.0.1:${port}/v1` })).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIConnectionError);
+  });
+});

@@ -1,0 +1,46 @@
+import { Readable } from "node:stream";
+import { Agent, request, type Dispatcher } from "undici";
+
+/** What the openai SDK reads of a response: a successful one keeps its body as a Node stream. */
+type SdkResponse = Pick<Response, "ok" | "status" | "statusText" | "url" | "headers" | "text" | "json" | "arrayBuffer"> & { body: Readable | null };
+
+/**
+ * A `fetch` for the openai SDK on `undici.request`. A successful answer's body is handed to the
+ * SDK as the Node stream undici reads it into: the SDK iterates any body that is async-iterable
+ * directly, so a streamed completion skips the WHATWG stream layers of the global `fetch`, which
+ * cost more CPU than the rest of a run's model call. Answers with an error status are read whole
+ * into a standard `Response`. Timeouts stay the SDK's (request) and the caller's (idle stream):
+ * undici's own are off.
+ */
+export function createModelFetch(dispatcher: Dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 })): typeof fetch {
+  const modelFetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<SdkResponse> => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    const headers: Record<string, string> = {};
+    new Headers(init.headers).forEach((value, key) => {
+      headers[key] = value;
+    });
+    const signal = init.signal ?? undefined;
+    const res = await request(url, { method: (init.method ?? "GET") as Dispatcher.HttpMethod, headers, body: init.body as string | Buffer | null | undefined, signal, dispatcher }).catch(
+      (err: unknown) => {
+        // The SDK tells an abort (its timeout, or the caller's signal) by an error named
+        // AbortError; undici rejects with the signal's reason, which need not be one.
+        throw signal?.aborted ? Object.assign(new Error("The request was aborted.", { cause: err }), { name: "AbortError" }) : err;
+      },
+    );
+    const resHeaders = new Headers();
+    for (const [key, value] of Object.entries(res.headers)) {
+      if (Array.isArray(value)) for (const v of value) resHeaders.append(key, v);
+      else if (value !== undefined) resHeaders.set(key, value);
+    }
+    const status = res.statusCode;
+    const base = { ok: status >= 200 && status < 300, status, statusText: "", url, headers: resHeaders };
+    if (!base.ok || status === 204) {
+      // Read whole: the SDK only ever reads an error's text (or retries).
+      const text = await res.body.text();
+      return { ...base, body: null, text: async () => text, json: async () => JSON.parse(text), arrayBuffer: async () => new TextEncoder().encode(text).buffer as ArrayBuffer };
+    }
+    const body = res.body;
+    return { ...base, body, text: () => body.text(), json: () => body.json(), arrayBuffer: () => body.arrayBuffer() };
+  };
+  return modelFetch as unknown as typeof fetch;
+}
