@@ -14,6 +14,7 @@ export interface LoadOptions {
 
 export interface LoadResult {
   url: string;
+  connections: number;
   requests: number;
   rps: number;
   /** Response times in ms from autocannon's per-response events (sub-millisecond resolution). */
@@ -39,6 +40,7 @@ export function load(url: string, opts: LoadOptions): Promise<LoadResult> {
         for (const [code, v] of Object.entries(res.statusCodeStats ?? {})) statusCodes[code] = v?.count ?? 0;
         resolve({
           url,
+          connections: opts.connections,
           requests: res.requests.total,
           rps: res.requests.total / res.duration,
           latency: summarize(latencies),
