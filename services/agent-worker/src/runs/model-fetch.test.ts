@@ -123,6 +123,15 @@ describe("createModelFetch with the openai SDK", () => {
     expect(err).toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
   });
 
+  it("passes what the SDK does not send for chat completions (a Request object) to the global fetch", async () => {
+    handler = (_req, res) => res.end("pong");
+    const modelFetch = createModelFetch(agent);
+    const res = await modelFetch(new Request(`${baseURL}/ping`, { method: "POST", body: "ping" }));
+    expect(res.status).toBe(200);
+    await expect(res.text()).resolves.toBe("pong");
+    expect(seen[0]).toMatchObject({ method: "POST", url: "/v1/ping", body: "ping" });
+  });
+
   it("reports a refused connection as a connection error", async () => {
     const closedServer = createServer();
     closedServer.listen(0, "127.0.0.1");

@@ -1,4 +1,4 @@
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import { Agent, request, type Dispatcher } from "undici";
 
 /** What the openai SDK reads of a response: a successful one keeps its body as a Node stream. */
@@ -9,12 +9,16 @@ type SdkResponse = Pick<Response, "ok" | "status" | "statusText" | "url" | "head
  * SDK as the Node stream undici reads it into: the SDK iterates any body that is async-iterable
  * directly, so a streamed completion skips the WHATWG stream layers of the global `fetch`, which
  * cost more CPU than the rest of a run's model call. Answers with an error status are read whole
- * into a standard `Response`. Timeouts stay the SDK's (request) and the caller's (idle stream):
- * undici's own are off.
+ * (the SDK reads only their text). Timeouts stay the SDK's (request) and the caller's (idle
+ * stream): undici's own are off.
  */
 export function createModelFetch(dispatcher: Dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 })): typeof fetch {
-  const modelFetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<SdkResponse> => {
-    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+  const modelFetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<SdkResponse | Response> => {
+    // The SDK sends chat completions as a URL and a JSON string; anything else (a Request
+    // object, a form or stream body) goes through the global fetch unchanged.
+    if (typeof input !== "string" && !(input instanceof URL)) return fetch(input, init);
+    if (init.body != null && typeof init.body !== "string" && !(init.body instanceof Uint8Array)) return fetch(input, init);
+    const url = typeof input === "string" ? input : input.href;
     const headers: Record<string, string> = {};
     new Headers(init.headers).forEach((value, key) => {
       headers[key] = value;
