@@ -1,5 +1,5 @@
 import { readStoredEvents, runHeartbeatKey } from "@agentrun/events";
-import { finishRun } from "@agentrun/run-state";
+import { failRun, WORKER_LOST } from "./fail-run";
 import type { HistoryMessage } from "./prompt";
 import type { RunDeps } from "./run-deps";
 
@@ -69,10 +69,7 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
         agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer) AS history`;
     return row ? toClaimed(row, lastSeq) : null;
   }
-  await finishRun(
-    { prisma, redis, redisPrefix },
-    { runId, status: "failed", error: { code: "worker_lost", message: "The worker executing the run stopped." }, messages: [{ role: "user", content: run.query }] },
-  );
+  await failRun(deps, { id: runId, query: run.query }, WORKER_LOST);
   await redis.del(hbKey);
   return null;
 }

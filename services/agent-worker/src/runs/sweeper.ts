@@ -1,6 +1,6 @@
 import { runHeartbeatKey } from "@agentrun/events";
-import { finishRun } from "@agentrun/run-state";
 import { requeueRun, type AgentRunJob, type Queue } from "@agentrun/queue";
+import { failRun, WORKER_LOST } from "./fail-run";
 import type { RunDeps } from "./run-deps";
 
 /** Job states in which BullMQ still owns the job and will deliver it (again) to a worker. */
@@ -29,7 +29,7 @@ export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>
     // One sweeper per orphan, whichever worker gets there first.
     const lock = await redis.set(`${redisPrefix}:sweep:${run.id}`, deps.workerId, "EX", 60, "NX");
     if (lock !== "OK") continue;
-    if (await failRun(deps, run, { code: "worker_lost", message: "The worker executing the run stopped." })) {
+    if (await failRun(deps, run, WORKER_LOST)) {
       ended++;
       deps.logger.warn({ runId: run.id }, "ended a run whose worker stopped");
     }
@@ -40,13 +40,6 @@ export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>
 async function jobIsLive(queue: Queue<AgentRunJob>, runId: string): Promise<boolean> {
   const job = await queue.getJob(runId);
   return !!job && LIVE_JOB_STATES.has(await job.getState());
-}
-
-/** Ends a run nobody executes as failed, keeping its query in the task's history; false if it had ended already. */
-async function failRun(deps: RunDeps, run: { id: string; query: string }, error: { code: string; message: string }): Promise<boolean> {
-  const { prisma, redis, redisPrefix } = deps;
-  const terminal = await finishRun({ prisma, redis, redisPrefix }, { runId: run.id, status: "failed", error, messages: [{ role: "user", content: run.query }] });
-  return terminal !== null;
 }
 
 /**
