@@ -73,6 +73,19 @@ describe("tasks", () => {
     expect((await api("POST", "/tasks", { nope: 1 })).status).toBe(400);
   });
 
+  it("lists each task exactly as GET /tasks/{id} shows it, keys in the same order", async () => {
+    const t = await createTenant(prisma);
+    const bodies = [{ title: "plain" }, { title: "with user", user_id: "u-9" }, { title: "with metadata", metadata: { tier: "gold", n: [1, 2] } }, { title: "both", user_id: "u-8", metadata: { a: { b: null } } }];
+    for (const b of bodies) expect((await api("POST", "/tasks", b, t)).status).toBe(201);
+    const list = await api("GET", "/tasks", undefined, t);
+    expect(list.body.tasks).toHaveLength(bodies.length);
+    for (const item of list.body.tasks) {
+      const { runs: _runs, ...single } = (await api("GET", `/tasks/${item.task_id}`, undefined, t)).body;
+      expect(JSON.stringify(item)).toBe(JSON.stringify(single));
+    }
+    expect(list.body.tasks.map((x: any) => Object.keys(x).filter((k) => k === "user_id" || k === "metadata"))).toEqual([["user_id", "metadata"], ["metadata"], ["user_id"], []]);
+  });
+
   it("answers 404 for unknown ids and 403 for another organization's or agent's task", async () => {
     const { body } = await run("mine");
     const other = await createTenant(prisma);

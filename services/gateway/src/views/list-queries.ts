@@ -6,16 +6,20 @@ import type { AuthContext } from "../request-context";
 /**
  * The two hottest reads (`GET /tasks`, `GET /messages`) as one statement each, with PostgreSQL
  * building the response body: the gateway sends the text as it comes. The views are the same
- * as `toTaskView` / `toMessageView` (jsonb orders an object's keys its own way).
+ * as `toTaskView` / `toMessageView`, keys in the same order (json, not jsonb, keeps them).
  */
 
 const iso = (column: string) => Prisma.raw(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`);
 
-const taskView = Prisma.sql`jsonb_build_object(
-    'task_id', t.id, 'title', t.title, 'status', t.status, 'created_at', ${iso("t.created_at")},
-    'updated_at', ${iso("t.updated_at")}, 'run_count', t.run_count, 'credits_used', t.credits_used)
-  || CASE WHEN t.user_id IS NOT NULL THEN jsonb_build_object('user_id', t.user_id) ELSE '{}' END
-  || CASE WHEN jsonb_typeof(t.metadata) IN ('object', 'array') THEN jsonb_build_object('metadata', t.metadata) ELSE '{}' END`;
+const taskFields = Prisma.sql`'task_id', t.id, 'title', t.title, 'status', t.status, 'created_at', ${iso("t.created_at")},
+    'updated_at', ${iso("t.updated_at")}, 'run_count', t.run_count, 'credits_used', t.credits_used`;
+const hasMetadata = Prisma.sql`jsonb_typeof(t.metadata) IN ('object', 'array')`;
+// One json_build_object per combination of the optional keys (cheaper than concatenating jsonb).
+const taskView = Prisma.sql`CASE
+    WHEN t.user_id IS NOT NULL AND ${hasMetadata} THEN json_build_object(${taskFields}, 'user_id', t.user_id, 'metadata', t.metadata)
+    WHEN t.user_id IS NOT NULL THEN json_build_object(${taskFields}, 'user_id', t.user_id)
+    WHEN ${hasMetadata} THEN json_build_object(${taskFields}, 'metadata', t.metadata)
+    ELSE json_build_object(${taskFields}) END`;
 
 // json (text) rather than jsonb: a page of messages is bigger, and json skips the binary round trip.
 const messageView = Prisma.sql`CASE WHEN m.role = 'tool'
@@ -45,7 +49,7 @@ export function taskListSql(auth: Pick<AuthContext, "orgId" | "agentId">, q: Tas
   const status = q.status ? Prisma.sql`AND status = ${q.status}::"TaskStatus"` : Prisma.empty;
   return Prisma.sql`
     SELECT json_build_object(
-      'tasks', (SELECT coalesce(jsonb_agg(${taskView} ORDER BY t.created_at DESC, t.id DESC), '[]')
+      'tasks', (SELECT coalesce(json_agg(${taskView} ORDER BY t.created_at DESC, t.id DESC), '[]')
         FROM (SELECT * FROM tasks WHERE agent_id = ${auth.agentId} AND org_id = ${auth.orgId} ${status}
               ORDER BY created_at DESC, id DESC LIMIT ${q.limit} OFFSET ${q.offset}) t),
       'total', (SELECT coalesce(sum(n), 0)::bigint FROM task_counts WHERE agent_id = ${auth.agentId} ${status})
