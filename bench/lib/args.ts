@@ -20,8 +20,9 @@ export const USAGE = `npm run bench -- [--only=a,b] [--quick] [--workers=N] [--w
   --only=NAMES            comma-separated scenarios: latency-1, latency-64, throughput-64,
                           concurrency-256, idle-10k, lists-1m (default: all)
   --quick                 shorter runs (about a quarter of the requests and durations)
-  --workers=N             agent worker processes of the streaming stack (default 2)
-  --worker-concurrency=N  WORKER_CONCURRENCY of each worker (default 128)
+  --workers=N             agent worker processes of the streaming stack (default 1: on two
+                          cores one process does the same work with less CPU than two)
+  --worker-concurrency=N  WORKER_CONCURRENCY of each worker (default 256)
   --idle-streams=N        streams held open by idle-10k (default 10000)
   --profile               CPU-profile the gateway and workers and print their hottest functions
 
@@ -29,7 +30,7 @@ Environment: BENCH_DATABASE_ADMIN_URL (default postgresql://postgres@127.0.0.1:5
 REDIS_URL (default redis://127.0.0.1:6379), BENCH_SERVICE_LOG_LEVEL (default error).`;
 
 export function parseArgs(argv: string[]): BenchArgs {
-  const args: BenchArgs = { only: [], quick: false, workers: 2, workerConcurrency: 128, profile: false, idleStreams: 10_000, help: false };
+  const args: BenchArgs = { only: [], quick: false, workers: 1, workerConcurrency: 256, profile: false, idleStreams: 10_000, help: false };
   const int = (name: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer from ${min} to ${max}`);
