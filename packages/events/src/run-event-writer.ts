@@ -1,7 +1,8 @@
-import type { Redis } from "ioredis";
+import type { ChainableCommander, Redis } from "ioredis";
 import type { PrismaClient } from "@agentrun/db";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
 import { RUN_LOG_TTL_AFTER_END_S, RUN_LOG_TTL_LIVE_S, runChannel, runLogKey } from "./keys";
+import { batcherFor, type BatchedWrite, type RedisWriteBatcher } from "./redis-write-batcher";
 
 export interface RunEventWriterOptions {
   redis: Redis;
@@ -26,27 +27,31 @@ export interface RunEventWriterOptions {
 const EXPIRE_REFRESH_MS = 3600_000;
 
 /**
- * Emits one run's events. Each event gets the next seq. An event emitted while no write of this
- * run is on its way to Redis leaves at once; the events emitted while one is (a burst of text
- * chunks read from one socket read) go together at the end of that turn of the event loop, in
- * one MULTI: one RPUSH of all of them onto the run's log and one PUBLISH on its channel (a JSON
- * array when there are several). Readers subscribe first and then read the log, so they never
- * miss one. PostgreSQL receives the events in batches, never one write per text chunk. The
+ * Emits one run's events. Each event gets the next seq. Events go to Redis through the
+ * connection's {@link RedisWriteBatcher}: at once when no batch is on its way, otherwise with the
+ * next batch, which carries the writes of every run of the process from that turn of the event
+ * loop; per run and batch, one RPUSH of its events onto the run's log and one PUBLISH on its
+ * channel (a JSON array when there are several). Readers subscribe first and then read the log,
+ * so they never miss one. PostgreSQL receives the events in batches, never one write per text chunk. The
  * terminal event is not emitted here: {@link takeTerminal} hands it to the caller, who stores it
  * with the run's final state in one transaction and then calls {@link publishStored}.
  */
-export class RunEventWriter {
+export class RunEventWriter implements BatchedWrite {
   private seq: number;
   private batch: RunEvent[] = [];
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private readonly channel: string;
   private readonly logKey: string;
-  /** Serialized events waiting for the next Redis write, and whether that write is scheduled. */
+  /** Serialized events waiting for the next batch of the connection's {@link RedisWriteBatcher}. */
   private outbox: string[] = [];
-  private outboxScheduled = false;
-  /** Redis writes sent and not yet answered: events emitted meanwhile are coalesced per tick. */
-  private writesInFlight = 0;
+  /** Whether this writer is in the batcher's next batch. */
+  private queued = false;
+  /** Callers waiting for the next batch of this writer to be answered. */
+  private waiters: (() => void)[] = [];
+  /** Waiters of the batches sent and not yet answered, oldest first. */
+  private sent: (() => void)[][] = [];
+  private readonly batcher: RedisWriteBatcher;
   private expireSetAt = 0;
   private endSent = false;
 
@@ -54,6 +59,7 @@ export class RunEventWriter {
     this.seq = opts.lastSeq;
     this.channel = runChannel(opts.redisPrefix, opts.runId);
     this.logKey = runLogKey(opts.redisPrefix, opts.runId);
+    this.batcher = batcherFor(opts.redis);
   }
 
   get lastSeq(): number {
@@ -64,14 +70,7 @@ export class RunEventWriter {
   emit(input: RunEventInput): RunEvent {
     const event = { seq: ++this.seq, ...input } as RunEvent;
     this.outbox.push(JSON.stringify(event));
-    if (this.writesInFlight === 0 && !this.outboxScheduled) {
-      // Nothing on its way to Redis: this event leaves now (the first token of an answer is
-      // not held back by the rest of its socket read).
-      void this.sendOutbox(RUN_LOG_TTL_LIVE_S);
-    } else if (!this.outboxScheduled) {
-      this.outboxScheduled = true;
-      setImmediate(() => void this.sendOutbox(RUN_LOG_TTL_LIVE_S));
-    }
+    this.enqueue();
     this.batch.push(event);
     if (!this.timer) {
       this.timer = setTimeout(() => {
@@ -130,7 +129,10 @@ export class RunEventWriter {
     await this.flushing.catch(() => {});
     this.outbox.push(JSON.stringify(event));
     this.endSent = true;
-    await this.sendOutbox(RUN_LOG_TTL_AFTER_END_S, this.opts.deleteAtEnd);
+    await new Promise<void>((resolve) => {
+      this.waiters.push(resolve);
+      this.enqueue();
+    });
   }
 
   /** Whether the terminal event was handed to Redis (with the `deleteAtEnd` keys). */
@@ -138,30 +140,47 @@ export class RunEventWriter {
     return this.endSent;
   }
 
-  /** Writes the outbox to the run's log and channel in one MULTI. */
-  private sendOutbox(ttlSeconds: number, deleteKeys: string[] = []): Promise<void> {
-    this.outboxScheduled = false;
+  private enqueue(): void {
+    if (this.queued) return;
+    this.queued = true;
+    this.batcher.request(this);
+  }
+
+  /**
+   * Adds the outbox to a batch: one RPUSH onto the run's log and one PUBLISH on its channel (a
+   * JSON array when there are several events), EXPIRE when due, and with the terminal event the
+   * `deleteAtEnd` keys. Part of {@link BatchedWrite}.
+   */
+  appendTo(pipeline: ChainableCommander): number {
+    this.queued = false;
+    this.sent.push(this.waiters);
+    this.waiters = [];
     const events = this.outbox;
-    if (events.length === 0) return Promise.resolve();
+    if (events.length === 0) return 0;
     this.outbox = [];
-    const multi = this.opts.redis.multi().rpush(this.logKey, ...events);
-    if (deleteKeys.length) multi.del(...deleteKeys);
-    const now = Date.now();
-    if (ttlSeconds !== RUN_LOG_TTL_LIVE_S || now - this.expireSetAt > EXPIRE_REFRESH_MS) {
-      multi.expire(this.logKey, ttlSeconds);
-      this.expireSetAt = now;
+    let n = 2;
+    pipeline.rpush(this.logKey, ...events);
+    const deleteKeys = this.endSent ? (this.opts.deleteAtEnd ?? []) : [];
+    if (deleteKeys.length) {
+      pipeline.del(...deleteKeys);
+      n++;
     }
-    this.writesInFlight++;
-    return multi
-      .publish(this.channel, events.length === 1 ? events[0]! : `[${events.join(",")}]`)
-      .exec()
-      .then(() => undefined)
-      .catch((err) => {
-        this.expireSetAt = 0; // the log may have been created without its TTL: set it next time
-        this.opts.onError?.(err);
-      })
-      .finally(() => {
-        this.writesInFlight--;
-      });
+    const now = Date.now();
+    if (this.endSent || now - this.expireSetAt > EXPIRE_REFRESH_MS) {
+      pipeline.expire(this.logKey, this.endSent ? RUN_LOG_TTL_AFTER_END_S : RUN_LOG_TTL_LIVE_S);
+      this.expireSetAt = now;
+      n++;
+    }
+    pipeline.publish(this.channel, events.length === 1 ? events[0]! : `[${events.join(",")}]`);
+    return n;
+  }
+
+  /** Part of {@link BatchedWrite}: the batch holding this writer's last appended commands was answered. */
+  written(err: Error | null): void {
+    if (err) {
+      this.expireSetAt = 0; // the log may have been created without its TTL: set it next time
+      this.opts.onError?.(err);
+    }
+    for (const resolve of this.sent.shift() ?? []) resolve();
   }
 }

@@ -1,0 +1,75 @@
+import type { ChainableCommander, Redis } from "ioredis";
+
+/** Something with writes waiting for the next batch (a run's event writer). */
+export interface BatchedWrite {
+  /** Adds the pending commands to `pipeline`; returns how many it added. */
+  appendTo(pipeline: ChainableCommander): number;
+  /** Called once the batch holding those commands is answered (with the first error among them, if any). */
+  written(err: Error | null): void;
+}
+
+/**
+ * Sends the writes of every run a process executes as one pipeline per turn of the event loop.
+ * With many runs streaming at once, each run's tokens would otherwise cost a socket write of
+ * their own (ioredis's auto-pipelining does not reach across the I/O callbacks of different
+ * model streams): here the runs whose tokens arrived in the same turn share one write. When no
+ * batch is on its way to Redis, a request goes out at once, so a lone stream does not wait for
+ * the end of the turn. Order is kept: one connection, batches sent in order, each run's commands
+ * in the order it added them.
+ */
+export class RedisWriteBatcher {
+  private readonly waiting = new Set<BatchedWrite>();
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(private readonly redis: Redis) {}
+
+  /** Includes `source` in the next batch (once, however often it asks before that batch leaves). */
+  request(source: BatchedWrite): void {
+    this.waiting.add(source);
+    if (this.scheduled) return;
+    if (this.inFlight === 0) {
+      this.send();
+      return;
+    }
+    this.scheduled = true;
+    setImmediate(() => this.send());
+  }
+
+  private send(): void {
+    this.scheduled = false;
+    if (this.waiting.size === 0) return;
+    const sources = [...this.waiting];
+    this.waiting.clear();
+    const pipeline = this.redis.pipeline();
+    const counts = sources.map((s) => s.appendTo(pipeline));
+    this.inFlight++;
+    pipeline.exec().then(
+      (results) => {
+        this.inFlight--;
+        let i = 0;
+        sources.forEach((source, k) => {
+          const mine = results?.slice(i, i + counts[k]!) ?? [];
+          i += counts[k]!;
+          source.written(mine.find(([err]) => err)?.[0] ?? null);
+        });
+      },
+      (err: Error) => {
+        this.inFlight--;
+        for (const source of sources) source.written(err);
+      },
+    );
+  }
+}
+
+const batchers = new WeakMap<Redis, RedisWriteBatcher>();
+
+/** The batcher of a Redis connection (one per connection, shared by every writer on it). */
+export function batcherFor(redis: Redis): RedisWriteBatcher {
+  let batcher = batchers.get(redis);
+  if (!batcher) {
+    batcher = new RedisWriteBatcher(redis);
+    batchers.set(redis, batcher);
+  }
+  return batcher;
+}
