@@ -21,7 +21,12 @@ afterAll(async () => {
   sub.disconnect();
   await prisma.$disconnect();
 });
-afterEach(() => jest.restoreAllMocks());
+// Writers start a timer for their PostgreSQL batch; these tests never let it fire.
+const created: RunEventWriter[] = [];
+afterEach(() => {
+  jest.restoreAllMocks();
+  for (const w of created.splice(0)) w.drain();
+});
 
 const nextTurn = () => new Promise((r) => setImmediate(r));
 
@@ -29,7 +34,9 @@ const nextTurn = () => new Promise((r) => setImmediate(r));
 function writers(n: number, onError?: (runId: string, err: unknown) => void) {
   return Array.from({ length: n }, () => {
     const runId = newId("run");
-    return { runId, writer: new RunEventWriter({ prisma, redis, redisPrefix, runId, lastSeq: 1, flushIntervalMs: 600_000, onError: (err) => onError?.(runId, err) }) };
+    const writer = new RunEventWriter({ prisma, redis, redisPrefix, runId, lastSeq: 1, flushIntervalMs: 600_000, onError: (err) => onError?.(runId, err) });
+    created.push(writer);
+    return { runId, writer };
   });
 }
 
@@ -101,6 +108,7 @@ describe("event writes batched across runs", () => {
     await redis.set(hb, "w1");
     const runId = newId("run");
     const writer = new RunEventWriter({ prisma, redis, redisPrefix, runId, lastSeq: 1, flushIntervalMs: 600_000, deleteAtEnd: [hb] });
+    created.push(writer);
     writer.emit({ type: "text_chunk", content: "a" });
     await writer.publishStored(writer.takeTerminal({ type: "run_completed", run_id: runId, output: "a" } as never));
     const log = (await redis.lrange(runLogKey(redisPrefix, runId), 0, -1)).map((e) => JSON.parse(e).type);
