@@ -32,9 +32,10 @@ const EXPIRE_REFRESH_MS = 3600_000;
  * next batch, which carries the writes of every run of the process from that turn of the event
  * loop; per run and batch, one RPUSH of its events onto the run's log and one PUBLISH on its
  * channel (a JSON array when there are several). Readers subscribe first and then read the log,
- * so they never miss one. PostgreSQL receives the events in batches, never one write per text chunk. The
- * terminal event is not emitted here: {@link takeTerminal} hands it to the caller, who stores it
- * with the run's final state in one transaction and then calls {@link publishStored}.
+ * so they never miss one. PostgreSQL receives the events in batches, never one write per text
+ * chunk. The terminal event is not emitted here: {@link takeTerminal} hands it to the caller,
+ * who stores it with the run's final state in one transaction and then calls
+ * {@link publishStored}.
  */
 export class RunEventWriter implements BatchedWrite {
   private seq: number;
