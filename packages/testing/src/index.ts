@@ -6,4 +6,4 @@ export { freePort, startService, waitForOk, type ServiceProcess } from "./proces
 export { postRun, runJson } from "./runs";
 export { readSse, type SseEvent, type SseResponse, type StreamOptions } from "./sse-client";
 export { startPrivateRedis, startPrivatePostgres, type PrivateRedis, type PrivatePostgres } from "./private-servers";
-export { eventually, watchSse, type SseWatch } from "./waiting";
+export { eventually, watchSse, within, type SseWatch } from "./waiting";

@@ -46,3 +46,10 @@ export function watchSse(url: string, opts: Omit<StreamOptions, "until"> = {}): 
     waitFor: (pred, timeoutMs = 10_000) => eventually(async () => events.some((e) => pred(e, events)), { timeoutMs, intervalMs: 20 }).then(() => undefined),
   };
 }
+
+/** `promise`'s value, or "timed out" after `ms` (the timer is cleared either way). */
+export function within<T>(promise: Promise<T>, ms: number): Promise<T | "timed out"> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"timed out">((resolve) => (timer = setTimeout(() => resolve("timed out"), ms)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

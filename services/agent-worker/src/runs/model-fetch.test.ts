@@ -3,14 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { Agent } from "undici";
+import { within } from "@agentrun/testing";
 import { createModelFetch } from "./model-fetch";
-
-/** `promise`'s value, or "timed out" after `ms`. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | "timed out"> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<"timed out">((r) => (timer = setTimeout(() => r("timed out"), ms)));
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
