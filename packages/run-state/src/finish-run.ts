@@ -88,6 +88,16 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   return stored;
 }
 
+/**
+ * Ends a run that nobody executes (its job could not be queued, was lost, or its worker died) as
+ * failed with `error`, keeping the user's query in the task's history. False if it had ended
+ * already.
+ */
+export async function failRun(deps: FinishRunDeps, run: { id: string; query: string }, error: { code: string; message: string }): Promise<boolean> {
+  const terminal = await finishRun(deps, { runId: run.id, status: "failed", error, messages: [{ role: "user", content: run.query }] });
+  return terminal !== null;
+}
+
 /** Runs `fn`, retrying with back-off while the error means a dependency is down, for up to `forMs`. */
 async function withRetry<T>(forMs: number, fn: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + forMs;

@@ -1,7 +1,8 @@
 import { readStoredEvents, runHeartbeatKey } from "@agentrun/events";
-import { failRun, WORKER_LOST } from "./fail-run";
+import { failRun } from "@agentrun/run-state";
 import type { HistoryMessage } from "./prompt";
 import type { RunDeps } from "./run-deps";
+import { WORKER_LOST } from "./run-failure";
 
 export interface ClaimedRun {
   /** Seq of the last event already stored (1: only run_started). */

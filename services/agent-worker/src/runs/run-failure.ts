@@ -1,5 +1,8 @@
 import OpenAI from "openai";
 
+/** The error of a run whose worker stopped while executing it. */
+export const WORKER_LOST = { code: "worker_lost", message: "The worker executing the run stopped." } as const;
+
 /** Why a run's work was stopped from outside the model call. */
 export type StopReason = "cancel" | "shutdown" | "idle_timeout";
 

@@ -1,7 +1,8 @@
 import { runHeartbeatKey } from "@agentrun/events";
 import { requeueRun, type AgentRunJob, type Queue } from "@agentrun/queue";
-import { failRun, WORKER_LOST } from "./fail-run";
+import { failRun } from "@agentrun/run-state";
 import type { RunDeps } from "./run-deps";
+import { WORKER_LOST } from "./run-failure";
 
 /** Job states in which BullMQ still owns the job and will deliver it (again) to a worker. */
 const LIVE_JOB_STATES = new Set(["active", "waiting", "delayed", "prioritized", "waiting-children"]);

@@ -3,7 +3,7 @@ import { EarlyRunSubscription } from "@agentrun/events";
 import { AppError } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { enqueueRun } from "@agentrun/queue";
-import { finishRun } from "@agentrun/run-state";
+import { failRun } from "@agentrun/run-state";
 import type { GatewayDeps } from "../deps";
 import type { CreatedRun } from "./create-run";
 import { respondWithRun } from "./respond-run";
@@ -76,12 +76,9 @@ async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: { runId: s
   } catch (err) {
     log.error({ err }, "could not enqueue run");
     const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
-    await finishRun(store, {
-      runId: run.runId,
-      status: "failed",
-      error: { code: "unavailable", message: "The run queue is unavailable." },
-      messages: [{ role: "user", content: run.query }],
-    }).catch((e) => log.error({ err: e }, "could not fail the unqueued run"));
+    await failRun(store, { id: run.runId, query: run.query }, { code: "unavailable", message: "The run queue is unavailable." }).catch((e) =>
+      log.error({ err: e }, "could not fail the unqueued run"),
+    );
     throw new AppError("unavailable", { message: "The run queue is unavailable; retry shortly.", cause: err });
   }
 }
