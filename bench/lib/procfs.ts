@@ -37,7 +37,7 @@ export function openFds(pid: number): number {
 }
 
 /** Whole-machine CPU seconds, busy and total, from the `cpu` line of /proc/stat. */
-export function machineCpu(): { busy: number; total: number } {
+function machineCpu(): { busy: number; total: number } {
   const line = fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!;
   const v = line.trim().split(/\s+/).slice(1).map(Number);
   const total = v.reduce((a, b) => a + b, 0);
@@ -75,10 +75,10 @@ export function pidsByComm(...names: string[]): number[] {
   return out;
 }
 
-export type CpuSample = Record<string, Map<number, number>>;
+type CpuSample = Record<string, Map<number, number>>;
 
 /** CPU seconds of each process of each group (groups are re-listed each time: backends come and go). */
-export function sampleCpu(groups: Record<string, () => number[]>): CpuSample {
+function sampleCpu(groups: Record<string, () => number[]>): CpuSample {
   const out: CpuSample = {};
   for (const [name, list] of Object.entries(groups)) {
     const m = new Map<number, number>();
@@ -95,7 +95,7 @@ export function sampleCpu(groups: Record<string, () => number[]>): CpuSample {
 }
 
 /** CPU seconds used by each group between two samples (processes that exited in between are not counted). */
-export function cpuDelta(before: CpuSample, after: CpuSample): Record<string, number> {
+function cpuDelta(before: CpuSample, after: CpuSample): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [name, m] of Object.entries(after)) {
     let sum = 0;
@@ -103,4 +103,14 @@ export function cpuDelta(before: CpuSample, after: CpuSample): Record<string, nu
     out[name] = sum;
   }
   return out;
+}
+
+/** What `fn` returned, and the CPU seconds each group and the whole machine used while it ran. */
+export async function withCpu<T>(groups: Record<string, () => number[]>, fn: () => Promise<T>): Promise<{ value: T; cpuS: Record<string, number>; machine: { busy: number; total: number } }> {
+  const cpu0 = sampleCpu(groups);
+  const m0 = machineCpu();
+  const value = await fn();
+  const m1 = machineCpu();
+  const cpuS = cpuDelta(cpu0, sampleCpu(groups));
+  return { value, cpuS, machine: { busy: m1.busy - m0.busy, total: m1.total - m0.total } };
 }

@@ -2,7 +2,7 @@ import type { Tenant } from "@agentrun/testing";
 import type { BenchContext } from "./context";
 import { profileWindow } from "./profile";
 import { closedLoop } from "./pool";
-import { cpuDelta, machineCpu, pidsByComm, sampleCpu } from "./procfs";
+import { pidsByComm, withCpu } from "./procfs";
 import { closeDispatcher, createDispatcher, timedModelStream, timedRun } from "./sse";
 import type { BenchStack } from "./stack";
 import { round, summarize, type Summary } from "./stats";
@@ -98,20 +98,17 @@ export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenan
   try {
     await closedLoop({ concurrency: plan.concurrency, maxCount: plan.warmup, durationMs: plan.durationMs, signal: ctx.signal, fn: call });
     const stopProfile = profileWindow(bench, ctx.profileDir, plan.label);
-    const cpu0 = sampleCpu(procs);
-    const m0 = machineCpu();
-    const { results, elapsedMs } = await closedLoop({ concurrency: plan.concurrency, maxCount: plan.runs, durationMs: plan.durationMs, signal: ctx.signal, fn: call });
-    const cpu1 = sampleCpu(procs);
-    const m1 = machineCpu();
+    const measured = await withCpu(procs, () => closedLoop({ concurrency: plan.concurrency, maxCount: plan.runs, durationMs: plan.durationMs, signal: ctx.signal, fn: call }));
     await stopProfile();
+    const { results, elapsedMs } = measured.value;
     const ok = results.filter((r) => r.ok);
-    const cpuS = cpuDelta(cpu0, cpu1);
+    const cpuS = measured.cpuS;
     const known = Object.values(cpuS).reduce((a, b) => a + b, 0);
     cpuS["gateway+workers"] = cpuS.gateway! + cpuS.workers!;
-    cpuS.machine = m1.busy - m0.busy;
+    cpuS.machine = measured.machine.busy;
     // Everything else on the machine (other users' processes, the kernel, processes that exited).
     cpuS.other = Math.max(0, cpuS.machine - known);
-    cpuS["machine capacity"] = m1.total - m0.total;
+    cpuS["machine capacity"] = measured.machine.total;
     const cpuMsPerRun: Record<string, number | null> = {};
     for (const [k, v] of Object.entries(cpuS)) if (k !== "machine capacity") cpuMsPerRun[k] = ok.length ? round((v * 1000) / ok.length, 3) : null;
     return {

@@ -5,7 +5,7 @@ import { benchDatabaseUrl, prepareDatabase } from "../lib/env";
 import { createListsKey, explainLists, MESSAGES_TASK, seedLists, TASK_COUNT } from "../lib/lists-data";
 import { load, type LoadResult } from "../lib/load";
 import { sleep } from "../lib/pool";
-import { cpuDelta, machineCpu, pidsByComm, sampleCpu } from "../lib/procfs";
+import { pidsByComm, withCpu } from "../lib/procfs";
 import { profileWindow } from "../lib/profile";
 import { info, judged, type Metric } from "../lib/report";
 import { startBenchStack } from "../lib/stack";
@@ -90,15 +90,12 @@ export const lists1m: Scenario = {
           const stopProfile = profileWindow(bench, ctx.profileDir, `lists-1m ${e.label.replaceAll("/", "_")}`);
           const gatewayPid = bench.gatewayPid;
           const procs = { gateway: () => [gatewayPid], PostgreSQL: () => pidsByComm("postgres"), Redis: () => pidsByComm("redis-server"), "load generator": () => [process.pid] };
-          const cpu0 = sampleCpu(procs);
-          const m0 = machineCpu();
-          r = await load(e.url, opts);
-          const m1 = machineCpu();
-          const used = cpuDelta(cpu0, sampleCpu(procs));
+          const measured = await withCpu(procs, () => load(e.url, opts));
           await stopProfile();
+          r = measured.value;
           if (r.requests > 0) {
-            cpu = Object.fromEntries(Object.entries(used).map(([k, v]) => [k, (v * 1000) / r!.requests]));
-            cpu["whole machine"] = ((m1.busy - m0.busy) * 1000) / r.requests;
+            cpu = Object.fromEntries(Object.entries(measured.cpuS).map(([k, v]) => [k, (v * 1000) / r!.requests]));
+            cpu["whole machine"] = (measured.machine.busy * 1000) / r.requests;
           }
         } else ctx.log(`${e.label}: skipped: ${why}`);
         details[e.label] = r ?? { skipped: why };
