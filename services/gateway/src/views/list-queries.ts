@@ -5,8 +5,9 @@ import type { AuthContext } from "../request-context";
 
 /**
  * The two hottest reads (`GET /tasks`, `GET /messages`) as one statement each, with PostgreSQL
- * building the response body: the gateway sends the text as it comes. The views are the same
- * as `toTaskView` / `toMessageView`, keys in the same order (json, not jsonb, keeps them).
+ * building the response body: the gateway sends the text as it comes. A task is shown as
+ * `toTaskView` shows it (`GET /tasks/{id}`), keys in the same order (json, not jsonb, keeps
+ * them); a message as the `MessageView` contract says (these statements are its only view).
  */
 
 const iso = (column: string) => Prisma.raw(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`);
