@@ -33,7 +33,12 @@ export function createRedis({ url, role, onError, name }: CreateRedisOptions): R
     // socket write: on a loaded machine the count of writes, not their size, sets the cost.
     commands: { maxRetriesPerRequest: 1, enableOfflineQueue: true, connectTimeout: 2000, commandTimeout: 5000, enableAutoPipelining: true },
     publisher: { maxRetriesPerRequest: 1, enableOfflineQueue: true, connectTimeout: 2000, commandTimeout: 5000, enableAutoPipelining: true },
-    subscriber: { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 2000 },
+    // No ready check (INFO) and no CLIENT SETINFO on a subscriber: a SUBSCRIBE issued while the
+    // connection is still in its handshake (status "connect", right after a start or a
+    // reconnection) is written at once, and the handshake commands that followed it were then
+    // refused in subscriber mode, which left the connection stuck short of "ready" for good
+    // (ioredis issue #2037). CLIENT SETNAME is written before anything else can be.
+    subscriber: { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 2000, enableReadyCheck: false, disableClientInfo: true },
     bullmq: { maxRetriesPerRequest: null, enableReadyCheck: false, connectTimeout: 2000 },
   };
   const client = new Redis(url, { ...base, ...byRole[role] });
