@@ -20,6 +20,12 @@ export const port = (def: number) => z.coerce.number().int().min(0).max(65535).d
 export const DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/agentrun";
 export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
 
+/**
+ * DB_PREPARED_STATEMENTS: run statements as named prepared statements (parsed and planned once
+ * per connection). Off behind a pooler in transaction mode that does not track them.
+ */
+export const dbPreparedStatements = envBoolean.default(true);
+
 export const databaseUrl = z
   .string()
   .url()

@@ -1,9 +1,10 @@
 import { z } from "zod";
-import { databaseUrl, envBoolean, internalToken, logLevel, redisPrefix, redisUrl } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, envBoolean, internalToken, logLevel, redisPrefix, redisUrl } from "@agentrun/config";
 
 /** The agent worker's environment. */
 export const workerConfigSchema = z.object({
   DATABASE_URL: databaseUrl,
+  DB_PREPARED_STATEMENTS: dbPreparedStatements,
   REDIS_URL: redisUrl,
   REDIS_PREFIX: redisPrefix,
   LOG_LEVEL: logLevel,

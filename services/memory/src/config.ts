@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { databaseUrl, internalToken, logLevel, port } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, internalToken, logLevel, port } from "@agentrun/config";
 
 /** The memory service's environment; parsed once in index.ts. */
 export const memoryConfigSchema = z.object({
@@ -13,6 +13,7 @@ export const memoryConfigSchema = z.object({
    * @defaultValue 10
    */
   DB_POOL_SIZE: z.coerce.number().int().positive().default(10),
+  DB_PREPARED_STATEMENTS: dbPreparedStatements,
 });
 
 export type MemoryConfig = z.infer<typeof memoryConfigSchema>;

@@ -15,6 +15,7 @@ runMain(async () => {
   const prisma = createPrisma({
     databaseUrl: config.DATABASE_URL,
     poolSize: config.DB_POOL_SIZE,
+    preparedStatements: config.DB_PREPARED_STATEMENTS,
     onPoolError: (err) => logger.warn({ err }, "idle database connection failed"),
   });
 
