@@ -2,22 +2,6 @@ import type { Redis } from "ioredis";
 
 export type MessageHandler = (message: string) => void;
 
-interface Deferred {
-  promise: Promise<void>;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  let reject!: (err: unknown) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
 /**
  * Multiplexes many channel subscriptions over one subscriber connection. `subscribe` resolves
  * once Redis has confirmed the subscription, so a caller that publishes or enqueues after it
@@ -30,12 +14,14 @@ function deferred(): Deferred {
  */
 export class SubscriberHub {
   private readonly handlers = new Map<string, Set<MessageHandler>>();
-  /** Channels whose subscription Redis has not confirmed yet, and the promise that says when it has. */
-  private readonly pending = new Map<string, Deferred>();
+  /** Channels whose subscription Redis has not confirmed yet, and the SUBSCRIBE that carries them. */
+  private readonly pending = new Map<string, Promise<unknown>>();
   private toSubscribe: string[] = [];
+  /** The SUBSCRIBE of this turn's channels, sent from `setImmediate`. */
+  private subscribing: Promise<unknown> | null = null;
   /** Channels without handlers whose UNSUBSCRIBE has not been sent: still subscribed in Redis. */
   private readonly toUnsubscribe = new Set<string>();
-  private flushScheduled = false;
+  private unsubscribeScheduled = false;
   private readonly resyncListeners = new Set<() => void>();
   private connected: boolean;
 
@@ -72,27 +58,24 @@ export class SubscriberHub {
   /** Subscribes `handler` to `channel`; returns the function that unsubscribes it. */
   async subscribe(channel: string, handler: MessageHandler): Promise<() => void> {
     let set = this.handlers.get(channel);
-    let confirmed = this.pending.get(channel);
     if (set) {
       set.add(handler);
     } else {
       set = new Set([handler]);
       this.handlers.set(channel, set);
       // Left in this turn but not yet unsubscribed: the subscription is still in place.
-      if (!this.toUnsubscribe.delete(channel)) {
-        confirmed = deferred();
-        this.pending.set(channel, confirmed);
-        this.toSubscribe.push(channel);
-        this.scheduleFlush();
-      }
+      if (!this.toUnsubscribe.delete(channel)) this.pending.set(channel, this.subscribeSoon(channel));
     }
+    const confirmed = this.pending.get(channel);
     if (confirmed) {
       try {
-        await confirmed.promise;
+        await confirmed;
       } catch (err) {
         set.delete(handler);
         if (set.size === 0 && this.handlers.get(channel) === set) this.handlers.delete(channel);
         throw err;
+      } finally {
+        if (this.pending.get(channel) === confirmed) this.pending.delete(channel);
       }
     }
     let done = false;
@@ -102,8 +85,7 @@ export class SubscriberHub {
       const current = this.handlers.get(channel);
       if (!current?.delete(handler) || current.size > 0) return;
       this.handlers.delete(channel);
-      this.toUnsubscribe.add(channel);
-      this.scheduleFlush();
+      this.unsubscribeSoon(channel);
     };
   }
 
@@ -112,35 +94,28 @@ export class SubscriberHub {
     return this.handlers.size;
   }
 
-  private scheduleFlush(): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    setImmediate(() => this.flush());
-  }
-
-  private flush(): void {
-    this.flushScheduled = false;
-    if (this.toUnsubscribe.size > 0) {
-      const channels = [...this.toUnsubscribe];
-      this.toUnsubscribe.clear();
-      this.redis.unsubscribe(...channels).catch(() => {});
-    }
-    if (this.toSubscribe.length > 0) {
+  /** Adds `channel` to this turn's SUBSCRIBE; resolves once Redis has confirmed it. */
+  private subscribeSoon(channel: string): Promise<unknown> {
+    this.toSubscribe.push(channel);
+    this.subscribing ??= new Promise((resolve) => setImmediate(resolve)).then(() => {
       const channels = this.toSubscribe;
       this.toSubscribe = [];
-      this.redis.subscribe(...channels).then(
-        () => this.settle(channels),
-        (err: unknown) => this.settle(channels, err),
-      );
-    }
+      this.subscribing = null;
+      return this.redis.subscribe(...channels);
+    });
+    return this.subscribing;
   }
 
-  private settle(channels: string[], err?: unknown): void {
-    for (const channel of channels) {
-      const confirmed = this.pending.get(channel);
-      this.pending.delete(channel);
-      if (err === undefined) confirmed?.resolve();
-      else confirmed?.reject(err);
-    }
+  /** Adds `channel` to this turn's UNSUBSCRIBE, unless it is subscribed again before that leaves. */
+  private unsubscribeSoon(channel: string): void {
+    this.toUnsubscribe.add(channel);
+    if (this.unsubscribeScheduled) return;
+    this.unsubscribeScheduled = true;
+    setImmediate(() => {
+      this.unsubscribeScheduled = false;
+      const channels = [...this.toUnsubscribe];
+      this.toUnsubscribe.clear();
+      if (channels.length > 0) this.redis.unsubscribe(...channels).catch(() => {});
+    });
   }
 }
