@@ -68,7 +68,7 @@ export async function endLeftoverRuns(databaseUrl: string): Promise<number> {
 }
 
 /** Tables that every run updates (hot rows: the tenant's balance, its agent's task counters). */
-const HOT_TABLES = ["organizations", "task_counts", "tasks", "runs", "credit_ledger", "run_events", "messages"];
+const HOT_TABLES = ["organizations", "task_counts", "tasks", "runs", "credit_ledger", "run_event_batches", "messages"];
 
 /**
  * Whether the server runs autovacuum. When it does not (this machine's PostgreSQL is configured

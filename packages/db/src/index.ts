@@ -4,7 +4,7 @@
  */
 export { createPrisma, type CreatePrismaOptions, type PrismaClient } from "./client";
 export { Prisma } from "./generated/prisma/client";
-export type { Organization, ApiKey, Agent, WidgetKey, Task, Run, RunEvent, Message, MemoryEntry, CreditLedgerEntry, IdempotencyKey } from "./generated/prisma/client";
+export type { Organization, ApiKey, Agent, WidgetKey, Task, Run, RunEventBatch, Message, MemoryEntry, CreditLedgerEntry, IdempotencyKey } from "./generated/prisma/client";
 export * from "./generated/prisma/enums";
 export { newId, type IdPrefix } from "./ids";
 export { ensureDatabase, dropDatabase, migrateDeploy, REPO_ROOT } from "./database";

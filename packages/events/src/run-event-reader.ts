@@ -40,16 +40,28 @@ export async function readStoredEvents(store: EventStore, runId: string, afterSe
   return mergeEvents(rows, log, afterSeq);
 }
 
-function readDbEvents(store: EventStore, runId: string, afterSeq: number) {
-  return store.prisma.runEvent.findMany({ where: { runId, seq: { gt: afterSeq } }, orderBy: { seq: "asc" }, select: { data: true } });
+/**
+ * The events of a run stored in PostgreSQL with seq > `afterSeq`, in order, from the batches that
+ * hold any (each seq once, also where batches overlap).
+ */
+export async function readDbEvents(store: Pick<EventStore, "prisma">, runId: string, afterSeq = 0): Promise<RunEvent[]> {
+  const batches = await store.prisma.runEventBatch.findMany({ where: { runId, lastSeq: { gt: afterSeq } }, orderBy: { firstSeq: "asc" }, select: { events: true } });
+  // A batch may hold events of a later one: one written again with more after its write failed.
+  const bySeq = new Map<number, RunEvent>();
+  for (const b of batches) {
+    if (!Array.isArray(b.events)) continue;
+    for (const value of b.events) {
+      const e = asEvent(value);
+      if (e && e.seq > afterSeq) bySeq.set(e.seq, e);
+    }
+  }
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
 
-function mergeEvents(rows: { data: unknown }[], log: string[], afterSeq: number): RunEvent[] {
+/** Stored events and log entries merged by seq: each seq once, in order. */
+function mergeEvents(stored: RunEvent[], log: string[], afterSeq: number): RunEvent[] {
   const bySeq = new Map<number, RunEvent>();
-  for (const r of rows) {
-    const e = asEvent(r.data);
-    if (e) bySeq.set(e.seq, e);
-  }
+  for (const e of stored) bySeq.set(e.seq, e);
   for (const json of log) {
     for (const e of parseEvents(json)) if (e.seq > afterSeq && !bySeq.has(e.seq)) bySeq.set(e.seq, e);
   }

@@ -14,7 +14,8 @@ export interface RunEventWriterOptions {
   /**
    * How long events wait before being written to PostgreSQL in one batch. Until then they are in
    * the run's Redis log and in this writer (kept across failed writes), and whatever is left when
-   * the run ends is stored with its final state; most runs end before a batch is due.
+   * the run ends is stored with its final state; most runs end before a batch is due. Each batch
+   * is one row of `run_event_batches`.
    * @defaultValue 1000
    */
   flushIntervalMs?: number;
@@ -92,11 +93,13 @@ export class RunEventWriter implements BatchedWrite {
     this.batch = [];
     const run = async () => {
       if (events.length === 0) return;
+      // One row per batch. A batch with the same first seq is there when an earlier write of
+      // these events reported an error but committed; this one holds all of its events and more.
       await this.opts.prisma.$executeRaw`
-        INSERT INTO run_events (run_id, seq, type, data, created_at)
-        SELECT ${this.opts.runId}, (e->>'seq')::integer, e->>'type', e, now()
-        FROM jsonb_array_elements(${JSON.stringify(events)}::jsonb) AS e
-        ON CONFLICT DO NOTHING`;
+        INSERT INTO run_event_batches AS b (run_id, first_seq, last_seq, events, created_at)
+        VALUES (${this.opts.runId}, ${events[0]!.seq}::integer, ${events.at(-1)!.seq}::integer, ${JSON.stringify(events)}::jsonb, now())
+        ON CONFLICT (run_id, first_seq) DO UPDATE SET last_seq = EXCLUDED.last_seq, events = EXCLUDED.events
+        WHERE b.last_seq < EXCLUDED.last_seq`;
     };
     this.flushing = this.flushing.then(run, run);
     return this.flushing.catch((err) => {
@@ -106,12 +109,18 @@ export class RunEventWriter implements BatchedWrite {
     });
   }
 
-  /** Events not yet written to PostgreSQL (in order); they must be stored with the final state. */
-  drain(): RunEvent[] {
-    if (this.timer) {
-      clearTimeout(this.timer);
+  /**
+   * Events not yet written to PostgreSQL (in order), once the write on its way has settled (a
+   * failed one hands its events back); they must be stored with the final state.
+   */
+  async drain(): Promise<RunEvent[]> {
+    const stopTimer = () => {
+      if (this.timer) clearTimeout(this.timer);
       this.timer = null;
-    }
+    };
+    stopTimer();
+    await this.flushing.catch(() => {});
+    stopTimer();
     const events = this.batch;
     this.batch = [];
     return events;

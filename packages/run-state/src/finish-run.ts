@@ -55,7 +55,7 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   // A caller that is not the run's worker (cancel, sweepers) gets a writer positioned after the
   // last stored event, only to number and publish the terminal event.
   const writer = input.writer ?? new RunEventWriter({ ...deps, runId: input.runId, lastSeq: await lastStoredSeq(deps, input.runId), onError: () => {} });
-  const pending = writer.drain();
+  const pending = await writer.drain();
   const terminal = writer.takeTerminal(terminalFor(input));
 
   const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0 };

@@ -1,7 +1,7 @@
 import { newId, type PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { followRun, readStoredEvents, RUN_LOG_TTL_AFTER_END_S, RunEventWriter, runChannel, runLogKey, SubscriberHub } from "@agentrun/events";
-import { createTenant, eventually, testEnv, testPrisma, within } from "@agentrun/testing";
+import { createRunningRun, eventually, testEnv, testPrisma, within } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
 import { finishRun } from "./finish-run";
 
@@ -23,22 +23,11 @@ afterAll(async () => {
   await prisma.$disconnect();
 });
 
-async function newRun(): Promise<string> {
-  const t = await createTenant(prisma);
-  const taskId = newId("task");
-  const runId = newId("run");
-  await prisma.task.create({ data: { id: taskId, orgId: t.orgId, agentId: t.agentId, title: "t", activeRunId: runId, runCount: 1 } });
-  await prisma.run.create({
-    data: { id: runId, taskId, orgId: t.orgId, agentId: t.agentId, query: "q", status: "running", lastSeq: 1, creditsReserved: 0, events: { create: { seq: 1, type: "run_started", data: { seq: 1, type: "run_started", run_id: runId, task_id: taskId } } } },
-  });
-  return runId;
-}
-
 const deps = () => ({ prisma, redis, redisPrefix });
 
 describe("run event bus", () => {
   it("delivers every event exactly once, in order, to readers attaching before, during and after the run", async () => {
-    const runId = await newRun();
+    const runId = await createRunningRun(prisma);
     const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, flushIntervalMs: 5 });
     const early: RunEvent[] = [];
     const earlyDone = followRun({ ...deps(), hub, runId, onEvent: (e) => early.push(e) });
@@ -64,7 +53,7 @@ describe("run event bus", () => {
   });
 
   it("replays from PostgreSQL alone once the Redis log is gone", async () => {
-    const runId = await newRun();
+    const runId = await createRunningRun(prisma);
     const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1 });
     for (let i = 0; i < 5; i++) writer.emit({ type: "text_chunk", content: `c${i}` });
     await finishRun(deps(), { runId, status: "completed", output: "x", messages: [], writer });
@@ -74,7 +63,7 @@ describe("run event bus", () => {
   });
 
   it("heals a terminal event whose publish was lost: the periodic check finds it in PostgreSQL", async () => {
-    const runId = await newRun();
+    const runId = await createRunningRun(prisma);
     const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1 });
     const got: RunEvent[] = [];
     const done = followRun({ ...deps(), hub, runId, onEvent: (e) => got.push(e), pollIntervalMs: 100, maxPollIntervalMs: 400 });
@@ -96,7 +85,7 @@ describe("run event bus", () => {
   });
 
   it("reads what it missed as soon as the subscriber connection is back after a disconnect", async () => {
-    const runId = await newRun();
+    const runId = await createRunningRun(prisma);
     const ownSub = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
     const ownHub = new SubscriberHub(ownSub);
     try {
@@ -117,7 +106,7 @@ describe("run event bus", () => {
   });
 
   it("finishes a run only once", async () => {
-    const runId = await newRun();
+    const runId = await createRunningRun(prisma);
     const first = await finishRun(deps(), { runId, status: "cancelled", messages: [{ role: "user", content: "q" }] });
     const second = await finishRun(deps(), { runId, status: "failed", messages: [] });
     expect(first).toMatchObject({ type: "run_cancelled", seq: 2 });
@@ -133,9 +122,9 @@ describe("run event bus", () => {
 describe("event writes batched across runs", () => {
   // Writers start a timer for their PostgreSQL batch; these tests never let it fire.
   const created: RunEventWriter[] = [];
-  afterEach(() => {
+  afterEach(async () => {
     jest.restoreAllMocks();
-    for (const w of created.splice(0)) w.drain();
+    for (const w of created.splice(0)) await w.drain();
   });
 
   const nextTurn = () => new Promise((r) => setImmediate(r));

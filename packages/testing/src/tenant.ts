@@ -51,3 +51,19 @@ export async function createTenant(prisma: PrismaClient, opts: TenantOptions = {
 export function testPrisma(databaseUrl: string): PrismaClient {
   return createPrisma({ databaseUrl, poolSize: 5 });
 }
+
+/**
+ * A run of a new tenant as its worker holds it: `running`, its task held, run_started (seq 1)
+ * stored. No credits are reserved. Returns the run's id.
+ */
+export async function createRunningRun(prisma: PrismaClient): Promise<string> {
+  const t = await createTenant(prisma);
+  const taskId = newId("task");
+  const runId = newId("run");
+  await prisma.task.create({ data: { id: taskId, orgId: t.orgId, agentId: t.agentId, title: "t", activeRunId: runId, runCount: 1 } });
+  const started = { seq: 1, type: "run_started", run_id: runId, task_id: taskId };
+  await prisma.run.create({
+    data: { id: runId, taskId, orgId: t.orgId, agentId: t.agentId, query: "q", status: "running", lastSeq: 1, creditsReserved: 0, events: { create: { firstSeq: 1, lastSeq: 1, events: [started] } } },
+  });
+  return runId;
+}

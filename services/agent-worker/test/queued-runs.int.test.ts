@@ -1,5 +1,6 @@
 import { createTenant, eventually, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
+import { readDbEvents } from "@agentrun/events";
 
 // Queued runs whose BullMQ job was lost (e.g. Redis lost its data): the workers' sweeper queues
 // a recent one again, and ends one that is too old to start now.
@@ -47,7 +48,7 @@ it("ends a queued run older than QUEUED_MAX_AGE_MS as failed (unavailable) inste
     return r.status !== "queued" && r;
   });
   expect(run).toMatchObject({ status: "failed", errorCode: "unavailable", output: "", startedAt: null, workerId: null });
-  const events = await prisma.runEvent.findMany({ where: { runId }, orderBy: { seq: "asc" } });
+  const events = await readDbEvents({ prisma }, runId);
   expect(events.map((e) => e.type)).toEqual(["run_started", "run_failed"]);
   const task = await prisma.task.findUniqueOrThrow({ where: { id: run.taskId } });
   expect(task).toMatchObject({ status: "failed", activeRunId: null });

@@ -1,5 +1,6 @@
 import { createTenant, readSse, startStack, testEnv, testPrisma, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
+import { readDbEvents } from "@agentrun/events";
 
 jest.setTimeout(120_000);
 
@@ -45,5 +46,5 @@ it("lets a client whose gateway was killed re-attach through another gateway and
   expect(rest.events.at(-1)!.data.type).toBe("run_completed");
   const text = [...first, ...rest.events.map((e) => e.data)].filter((e) => e.type === "text_chunk").map((e) => e.content).join("");
   expect(text).toBe("Echo: survive the gateway");
-  expect(await prisma.runEvent.count({ where: { runId } })).toBe(all.length);
+  expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(all);
 });

@@ -1,5 +1,6 @@
 import { postRun, createTenant, eventually, watchSse, startPrivatePostgres, startStack, testPrisma, type PrivatePostgres, type Stack, type Tenant } from "@agentrun/testing";
 import { ensureDatabase, migrateDeploy, type PrismaClient } from "@agentrun/db";
+import { readDbEvents } from "@agentrun/events";
 
 jest.setTimeout(120_000);
 
@@ -54,7 +55,7 @@ it("answers 503 while PostgreSQL is down, finishes the run in progress when it r
   expect(res.events.at(-1)!.data.type).toBe("run_completed");
   expect(res.events.filter((e) => e.data.type === "text_chunk").map((e) => e.data.content).join("")).toBe("Echo: through a database outage");
   const runId = res.events[0]!.data.run_id;
-  expect(await prisma.runEvent.count({ where: { runId } })).toBe(res.events.length);
+  expect(await readDbEvents({ prisma }, runId)).toEqual(res.events.map((e) => e.data));
   expect((await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("completed");
 
   const body = await eventually(async () => {

@@ -1,5 +1,6 @@
 import { runJson, createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
+import { readDbEvents } from "@agentrun/events";
 
 let stack: Stack;
 let prisma: PrismaClient;
@@ -47,8 +48,10 @@ describe("POST /api/run streaming", () => {
     expect(dbRun.task.runCount).toBe(1);
     expect(dbRun.task.creditsUsed).toBe(done.credits_used);
     expect(dbRun.task.activeRunId).toBeNull();
-    const stored = await prisma.runEvent.findMany({ where: { runId: dbRun.id }, orderBy: { seq: "asc" } });
-    expect(stored.map((e) => e.type)).toEqual(types);
+    expect(await readDbEvents({ prisma }, dbRun.id)).toEqual(res.events.map((e) => e.data));
+    // run_started stored when the run was accepted, the rest with the terminal event.
+    const batches = await prisma.runEventBatch.findMany({ where: { runId: dbRun.id }, orderBy: { firstSeq: "asc" } });
+    expect(batches.map((b) => [b.firstSeq, b.lastSeq])).toEqual([[1, 1], [2, 6]]);
   });
 
   it("reports tool calls with tool, action and params, each followed by its result", async () => {

@@ -116,7 +116,7 @@ describe("tasks", () => {
       expect((await api("GET", path)).status).toBe(404);
     }
     expect(await prisma.run.count({ where: { taskId } })).toBe(0);
-    expect(await prisma.runEvent.count({ where: { runId } })).toBe(0);
+    expect(await prisma.runEventBatch.count({ where: { runId } })).toBe(0);
     expect(await prisma.message.count({ where: { taskId } })).toBe(0);
   });
 });

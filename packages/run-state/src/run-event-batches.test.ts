@@ -1,0 +1,105 @@
+import type { PrismaClient } from "@agentrun/db";
+import { createRedis, Redis } from "@agentrun/redis";
+import { readDbEvents, RunEventWriter } from "@agentrun/events";
+import { createRunningRun, testEnv, testPrisma } from "@agentrun/testing";
+import { finishRun } from "./finish-run";
+
+let prisma: PrismaClient;
+let redis: Redis;
+const redisPrefix = `${testEnv().redisPrefix}:batches`;
+
+beforeAll(() => {
+  prisma = testPrisma(testEnv().databaseUrl);
+  redis = createRedis({ url: testEnv().redisUrl, role: "commands" });
+});
+afterAll(async () => {
+  redis.disconnect();
+  await prisma.$disconnect();
+});
+
+const deps = () => ({ prisma, redis, redisPrefix });
+const seqs = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+const batchesOf = async (runId: string) =>
+  (await prisma.runEventBatch.findMany({ where: { runId }, orderBy: { firstSeq: "asc" } })).map((b) => [b.firstSeq, b.lastSeq, (b.events as unknown[]).length]);
+
+/**
+ * The writer's PostgreSQL client, with its next batch writes made to fail: `committed` runs the
+ * statement and then reports an error (the acknowledgement of a commit lost with its connection),
+ * `refused` fails after a delay without running it.
+ */
+function faultyPrisma(faults: ("committed" | "refused")[]): PrismaClient {
+  const executeRaw = (async (...args: Parameters<PrismaClient["$executeRaw"]>) => {
+    const fault = faults.shift();
+    if (fault === "refused") {
+      await new Promise((r) => setTimeout(r, 50));
+      throw new Error("connection lost before the statement");
+    }
+    const n = await prisma.$executeRaw(...args);
+    if (fault === "committed") throw new Error("connection lost after the commit");
+    return n;
+  }) as PrismaClient["$executeRaw"];
+  return new Proxy(prisma, { get: (target, key) => (key === "$executeRaw" ? executeRaw : Reflect.get(target, key)) });
+}
+
+describe("run events in PostgreSQL", () => {
+  it("stores a run's events as one row per batch: run_started, each flush, the rest with the terminal event", async () => {
+    const runId = await createRunningRun(prisma);
+    const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, flushIntervalMs: 600_000 });
+    for (let i = 0; i < 5; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
+    await writer.flush();
+    for (let i = 0; i < 3; i++) writer.emit({ type: "text_chunk", content: `b${i}` });
+    await finishRun(deps(), { runId, status: "completed", output: "x", messages: [], writer });
+
+    expect(await batchesOf(runId)).toEqual([
+      [1, 1, 1],
+      [2, 6, 5],
+      [7, 10, 4],
+    ]);
+    const events = await readDbEvents({ prisma }, runId);
+    expect(events.map((e) => e.seq)).toEqual(seqs(1, 10));
+    expect(events.map((e) => e.type)).toEqual(["run_started", ...seqs(2, 9).map(() => "text_chunk"), "run_completed"]);
+    expect((await readDbEvents({ prisma }, runId, 6)).map((e) => e.seq)).toEqual(seqs(7, 10));
+  });
+
+  it("writes a batch again with the events after it when its write reported an error after committing: each event once", async () => {
+    const runId = await createRunningRun(prisma);
+    const writer = new RunEventWriter({ ...deps(), prisma: faultyPrisma(["committed"]), runId, lastSeq: 1, flushIntervalMs: 600_000, onError: () => {} });
+    for (let i = 0; i < 4; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
+    await expect(writer.flush()).rejects.toThrow("after the commit");
+    expect(await batchesOf(runId)).toEqual([[1, 1, 1], [2, 5, 4]]);
+    for (let i = 0; i < 2; i++) writer.emit({ type: "text_chunk", content: `b${i}` });
+    await writer.flush();
+    // The same first seq: the row now holds the retried events and the new ones.
+    expect(await batchesOf(runId)).toEqual([[1, 1, 1], [2, 7, 6]]);
+    writer.emit({ type: "text_chunk", content: "c" });
+    await finishRun(deps(), { runId, status: "completed", output: "x", messages: [], writer });
+    expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(seqs(1, 9));
+  });
+
+  it("merges batches that overlap, each seq once and in order", async () => {
+    const runId = await createRunningRun(prisma);
+    // Written by a writer whose first batch (2–4) failed after committing while the next (5–6)
+    // succeeded: the retry holds 2–4 and 7, and a batch with a later first seq holds 5–6.
+    const ev = (seq: number) => ({ seq, type: "text_chunk", content: `e${seq}` });
+    await prisma.runEventBatch.createMany({
+      data: [
+        { runId, firstSeq: 2, lastSeq: 7, events: [ev(2), ev(3), ev(4), ev(7)] },
+        { runId, firstSeq: 5, lastSeq: 6, events: [ev(5), ev(6)] },
+      ],
+    });
+    expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(seqs(1, 7));
+    expect((await readDbEvents({ prisma }, runId, 4)).map((e) => e.seq)).toEqual([5, 6, 7]);
+  });
+
+  it("ends a run after the batch on its way: events of a write that fails meanwhile are stored with the terminal event", async () => {
+    const runId = await createRunningRun(prisma);
+    const writer = new RunEventWriter({ ...deps(), prisma: faultyPrisma(["refused"]), runId, lastSeq: 1, flushIntervalMs: 600_000, onError: () => {} });
+    for (let i = 0; i < 3; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
+    const failing = writer.flush().catch((err: Error) => err.message);
+    const terminal = await finishRun(deps(), { runId, status: "completed", output: "x", messages: [], writer });
+    expect(await failing).toBe("connection lost before the statement");
+    expect(terminal).toMatchObject({ type: "run_completed", seq: 5 });
+    expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(seqs(1, 5));
+    expect(await batchesOf(runId)).toEqual([[1, 1, 1], [2, 5, 4]]);
+  });
+});
