@@ -35,6 +35,11 @@ export interface FinishRunInput {
    * @defaultValue 0
    */
   retryForMs?: number;
+  /**
+   * End the run only while it is queued: a caller that is not a worker must not end a run that a
+   * worker claimed meanwhile (it would go on executing a run already ended).
+   */
+  onlyIfQueued?: boolean;
 }
 
 export interface FinishRunDeps {
@@ -77,7 +82,8 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
       ${input.runId}, ${input.status}::"RunStatus", ${input.output ?? ""}, ${cost}::integer,
       ${usage.promptTokens}::integer, ${usage.completionTokens}::integer, ${usage.toolCalls}::integer,
       ${input.error?.code ?? null}, ${input.error?.message ?? null},
-      ${JSON.stringify(terminal)}::jsonb, ${JSON.stringify(pending)}::jsonb, ${JSON.stringify(messages)}::jsonb, ${newId("led")}
+      ${JSON.stringify(terminal)}::jsonb, ${JSON.stringify(pending)}::jsonb, ${JSON.stringify(messages)}::jsonb, ${newId("led")},
+      ${input.onlyIfQueued ?? false}
     ) AS terminal`);
   const stored = rows[0]?.terminal ?? null;
   if (!stored) return null;
@@ -91,10 +97,10 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
 /**
  * Ends a run that nobody executes (its job could not be queued, was lost, or its worker died) as
  * failed with `error`, keeping the user's query in the task's history. False if it had ended
- * already.
+ * already, or with `onlyIfQueued` if it is no longer queued.
  */
-export async function failRun(deps: FinishRunDeps, run: { id: string; query: string }, error: { code: string; message: string }): Promise<boolean> {
-  const terminal = await finishRun(deps, { runId: run.id, status: "failed", error, messages: [{ role: "user", content: run.query }] });
+export async function failRun(deps: FinishRunDeps, run: { id: string; query: string }, error: { code: string; message: string }, opts: { onlyIfQueued?: boolean } = {}): Promise<boolean> {
+  const terminal = await finishRun(deps, { runId: run.id, status: "failed", error, messages: [{ role: "user", content: run.query }], onlyIfQueued: opts.onlyIfQueued });
   return terminal !== null;
 }
 

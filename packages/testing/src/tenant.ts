@@ -53,17 +53,17 @@ export function testPrisma(databaseUrl: string): PrismaClient {
 }
 
 /**
- * A run of a new tenant as its worker holds it: `running`, its task held, run_started (seq 1)
- * stored. No credits are reserved. Returns the run's id.
+ * A run of a new tenant as its worker holds it: `running` (or still `queued`), its task held,
+ * run_started (seq 1) stored. No credits are reserved. Returns the run's id.
  */
-export async function createRunningRun(prisma: PrismaClient): Promise<string> {
+export async function createRunningRun(prisma: PrismaClient, status: "queued" | "running" = "running"): Promise<string> {
   const t = await createTenant(prisma);
   const taskId = newId("task");
   const runId = newId("run");
   await prisma.task.create({ data: { id: taskId, orgId: t.orgId, agentId: t.agentId, title: "t", activeRunId: runId, runCount: 1 } });
   const started = { seq: 1, type: "run_started", run_id: runId, task_id: taskId };
   await prisma.run.create({
-    data: { id: runId, taskId, orgId: t.orgId, agentId: t.agentId, query: "q", status: "running", lastSeq: 1, creditsReserved: 0, events: { create: { firstSeq: 1, lastSeq: 1, events: [started] } } },
+    data: { id: runId, taskId, orgId: t.orgId, agentId: t.agentId, query: "q", status, lastSeq: 1, creditsReserved: 0, events: { create: { firstSeq: 1, lastSeq: 1, events: [started] } } },
   });
   return runId;
 }

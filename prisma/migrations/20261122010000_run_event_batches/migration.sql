@@ -3,8 +3,7 @@
 -- PostgreSQL CPU per run in pgbench of the three run functions, a sixth of their cost). They are
 -- now stored in the batches they are written in: run_started when the run is accepted, what the
 -- worker flushes during a long run, and the rest with the terminal event; readers merge a run's
--- batches by seq. The two functions that stored events are restated with the batch insert; what
--- they do, return and refuse is otherwise unchanged.
+-- batches by seq. The two functions that stored events are restated with the batch insert.
 
 -- CreateTable
 CREATE TABLE "run_event_batches" (
@@ -89,7 +88,12 @@ BEGIN
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION agentrun_finish_run(
+-- agentrun_finish_run also gets p_only_queued: ending a run that no worker has claimed yet (a
+-- cancel of a queued run, a run whose job was lost) must not end one that a worker claimed in the
+-- meantime, which would go on executing a run already ended.
+DROP FUNCTION agentrun_finish_run(text, "RunStatus", text, integer, integer, integer, integer, text, text, jsonb, jsonb, jsonb, text);
+
+CREATE FUNCTION agentrun_finish_run(
   p_run_id text,
   p_status "RunStatus",
   p_output text,
@@ -102,7 +106,8 @@ CREATE OR REPLACE FUNCTION agentrun_finish_run(
   p_terminal jsonb,
   p_events jsonb,
   p_messages jsonb,
-  p_ledger_id text
+  p_ledger_id text,
+  p_only_queued boolean
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -116,7 +121,7 @@ DECLARE
 BEGIN
   SELECT status, org_id, task_id, credits_reserved, created_at, started_at INTO r
   FROM runs WHERE id = p_run_id FOR UPDATE;
-  IF NOT FOUND OR r.status NOT IN ('queued', 'running') THEN
+  IF NOT FOUND OR r.status NOT IN ('queued', 'running') OR (p_only_queued AND r.status <> 'queued') THEN
     RETURN NULL;
   END IF;
 

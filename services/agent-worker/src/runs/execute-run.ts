@@ -22,9 +22,13 @@ const STOP_CODES: Record<string, { status: "cancelled" | "failed"; code?: string
  * down) is thrown, so that BullMQ retries the job.
  */
 export async function executeRun(deps: RunDeps, runId: string, signal: AbortSignal): Promise<void> {
+  const { prisma, redis, redisPrefix, config } = deps;
+  // The cancel flag is read alongside the claim: a cancel sent after this read reaches the run
+  // through `signal` (the run is registered with the control channel's listener before this).
+  const cancelFlag = redis.exists(runCancelKey(redisPrefix, runId));
+  cancelFlag.catch(() => {}); // awaited below once claimed; unclaimed runs never look at it
   const claim = await claimRun(deps, runId);
   if (!claim) return;
-  const { prisma, redis, redisPrefix, config } = deps;
   const log = deps.logger.child({ runId });
   const store = { prisma, redis, redisPrefix };
   const hbKey = runHeartbeatKey(redisPrefix, runId);
@@ -53,7 +57,7 @@ export async function executeRun(deps: RunDeps, runId: string, signal: AbortSign
     const history = claim.history;
     const [agent, cancelled, memories] = await Promise.all([
       deps.agents.get(run.agentId),
-      redis.exists(runCancelKey(redisPrefix, runId)),
+      cancelFlag,
       loadMemories(deps, { orgId: run.orgId, agentId: run.agentId, userId, query: run.query }),
     ]);
     pricing = agent.pricing;

@@ -62,7 +62,8 @@ export async function reviveQueuedRuns(deps: RunDeps, queue: Queue<AgentRunJob>)
   for (const run of stale) {
     if (now - run.createdAt.getTime() > deps.config.QUEUED_MAX_AGE_MS) {
       if (await jobIsLive(queue, run.id)) continue;
-      if (await failRun(deps, run, { code: "unavailable", message: "The run was never executed: its queue entry was lost and it is too old to start now." })) {
+      const error = { code: "unavailable", message: "The run was never executed: its queue entry was lost and it is too old to start now." };
+      if (await failRun(deps, run, error, { onlyIfQueued: true })) {
         handled++;
         deps.logger.warn({ runId: run.id }, "ended a queued run whose job was lost long ago");
       }

@@ -76,9 +76,12 @@ async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: { runId: s
   } catch (err) {
     log.error({ err }, "could not enqueue run");
     const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
-    await failRun(store, { id: run.runId, query: run.query }, { code: "unavailable", message: "The run queue is unavailable." }).catch((e) =>
-      log.error({ err: e }, "could not fail the unqueued run"),
-    );
+    // Only while queued: the add may have reached Redis after all and a worker claimed the run.
+    const ended = await failRun(store, { id: run.runId, query: run.query }, { code: "unavailable", message: "The run queue is unavailable." }, { onlyIfQueued: true }).catch((e) => {
+      log.error({ err: e }, "could not fail the unqueued run");
+      return true;
+    });
+    if (!ended) return;
     throw new AppError("unavailable", { message: "The run queue is unavailable; retry shortly.", cause: err });
   }
 }

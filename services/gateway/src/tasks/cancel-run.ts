@@ -5,14 +5,14 @@ import { finishRun, type FinishRunDeps } from "@agentrun/run-state";
 const IN_PROGRESS = new Set(["queued", "running"]);
 
 /**
- * Stops a run. A queued run is ended here at once (finishRun is atomic: if a worker claimed it
- * meanwhile, the running path below applies). A running run is flagged in Redis and the workers
- * are told on the control channel; the one executing it aborts its model call or tool and ends
- * the run as `cancelled`. Runs that already ended are left as they are.
+ * Stops a run. A queued run is ended here at once, unless a worker claimed it meanwhile: then
+ * the running path below applies. A running run is flagged in Redis and the workers are told on
+ * the control channel; the one executing it aborts its model call or tool and ends the run as
+ * `cancelled`. Runs that already ended are left as they are.
  */
 export async function cancelRun(deps: FinishRunDeps, run: Pick<Run, "id" | "status" | "query">): Promise<void> {
   if (run.status === "queued") {
-    const ended = await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }] });
+    const ended = await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }], onlyIfQueued: true });
     if (ended) return;
   }
   if (IN_PROGRESS.has(run.status)) {
