@@ -17,6 +17,7 @@ import { autovacuumEnabled, benchDatabaseUrl, benchRedisUrl, dropRedisPrefix, dr
 import { summarizeProfiles } from "./lib/profile";
 import { printTable, writeResults, type ScenarioResult } from "./lib/report";
 import { benchTenant, startBenchStack, type BenchStack } from "./lib/stack";
+import { speedProbeMs } from "./lib/speed-probe";
 import { round } from "./lib/stats";
 import { concurrency256 } from "./scenarios/concurrency-256";
 import { idle10k } from "./scenarios/idle-10k";
@@ -30,8 +31,9 @@ const RESULTS_DIR = path.join(__dirname, "results");
 
 const version = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: "utf8" }).stdout?.trim().split("\n")[0] ?? null;
 
-function machine(autovacuum: boolean) {
+function machine(autovacuum: boolean, speedProbe: { beforeMs: number; afterMs: number }) {
   return {
+    speedProbe,
     nproc: os.availableParallelism(),
     cpu: os.cpus()[0]?.model ?? null,
     memoryGiB: round(os.totalmem() / 2 ** 30, 1),
@@ -72,6 +74,8 @@ async function main(): Promise<void> {
   const leftovers = await endLeftoverRuns(databaseUrl);
   if (leftovers) console.log(`  ended ${leftovers} run(s) left in progress by an interrupted earlier invocation`);
   const autovacuum = await autovacuumEnabled(databaseUrl);
+  const speedBefore = speedProbeMs();
+  console.log(`  machine speed probe: ${speedBefore} ms (fixed CPU work; lower is faster, see docs/performance.md)`);
   if (!autovacuum) console.log("  PostgreSQL runs with autovacuum off: the harness vacuums the run tables before each scenario");
 
   let shared = null as Promise<{ bench: BenchStack; tenant: Tenant }> | null;
@@ -125,12 +129,14 @@ async function main(): Promise<void> {
   }
   if (shared) await shared.then((s) => s.bench.stop(), () => {});
 
+  const speedProbe = { beforeMs: speedBefore, afterMs: speedProbeMs() };
   const totalS = round((Date.now() - stamp) / 1000, 1);
   console.log(`\nResults (${totalS} s${args.quick ? ", quick" : ""}); ratio = measured / baseline\n`);
   printTable(results);
+  console.log(`\nmachine speed probe: ${speedProbe.beforeMs} ms before, ${speedProbe.afterMs} ms after (fixed CPU work; lower is faster)`);
   const profiles = profileDir ? summarizeProfiles(profileDir) : undefined;
   if (profiles) console.log(`\n${profiles.text}`);
-  const file = writeResults(RESULTS_DIR, startedAt, { startedAt: startedAt.toISOString(), totalS, args, machine: machine(autovacuum), redisPrefix, results, profiles: profiles?.summary });
+  const file = writeResults(RESULTS_DIR, startedAt, { startedAt: startedAt.toISOString(), totalS, args, machine: machine(autovacuum, speedProbe), redisPrefix, results, profiles: profiles?.summary });
   console.log(`\nwritten ${path.relative(process.cwd(), file)}`);
   const misses = results.flatMap((r) => (r.error ? [r.name] : r.metrics.filter((m) => m.pass === false).map((m) => `${r.name}: ${m.name}`)));
   console.log(misses.length ? `${misses.length} target(s) missed` : "every target met");
