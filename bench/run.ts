@@ -17,7 +17,7 @@ import { autovacuumEnabled, benchDatabaseUrl, benchRedisUrl, dropRedisPrefix, dr
 import { summarizeProfiles } from "./lib/profile";
 import { printTable, writeResults, type ScenarioResult } from "./lib/report";
 import { benchTenant, startBenchStack, type BenchStack } from "./lib/stack";
-import { speedProbeMs } from "./lib/speed-probe";
+import { loopbackRoundTripUs, speedProbeMs } from "./lib/speed-probe";
 import { round } from "./lib/stats";
 import { concurrency256 } from "./scenarios/concurrency-256";
 import { idle10k } from "./scenarios/idle-10k";
@@ -31,7 +31,17 @@ const RESULTS_DIR = path.join(__dirname, "results");
 
 const version = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: "utf8" }).stdout?.trim().split("\n")[0] ?? null;
 
-function machine(autovacuum: boolean, speedProbe: { beforeMs: number; afterMs: number }) {
+interface SpeedProbe {
+  /** Fixed CPU work, ms (median of 7). */
+  computeMs: number;
+  /** Loopback TCP round trip to another process, µs (median of 4,000). */
+  roundTripUs: number;
+}
+
+const probeSpeed = async (): Promise<SpeedProbe> => ({ computeMs: speedProbeMs(), roundTripUs: await loopbackRoundTripUs() });
+const showProbe = (p: SpeedProbe) => `${p.computeMs} ms of fixed CPU work, ${p.roundTripUs} µs per loopback round trip`;
+
+function machine(autovacuum: boolean, speedProbe: { before: SpeedProbe; after: SpeedProbe }) {
   return {
     speedProbe,
     nproc: os.availableParallelism(),
@@ -74,8 +84,8 @@ async function main(): Promise<void> {
   const leftovers = await endLeftoverRuns(databaseUrl);
   if (leftovers) console.log(`  ended ${leftovers} run(s) left in progress by an interrupted earlier invocation`);
   const autovacuum = await autovacuumEnabled(databaseUrl);
-  const speedBefore = speedProbeMs();
-  console.log(`  machine speed probe: ${speedBefore} ms (fixed CPU work; lower is faster, see docs/performance.md)`);
+  const speedBefore = await probeSpeed();
+  console.log(`  machine speed probe: ${showProbe(speedBefore)} (lower is faster; see docs/performance.md)`);
   if (!autovacuum) console.log("  PostgreSQL runs with autovacuum off: the harness vacuums the run tables before each scenario");
 
   let shared = null as Promise<{ bench: BenchStack; tenant: Tenant }> | null;
@@ -129,11 +139,11 @@ async function main(): Promise<void> {
   }
   if (shared) await shared.then((s) => s.bench.stop(), () => {});
 
-  const speedProbe = { beforeMs: speedBefore, afterMs: speedProbeMs() };
+  const speedProbe = { before: speedBefore, after: await probeSpeed() };
   const totalS = round((Date.now() - stamp) / 1000, 1);
   console.log(`\nResults (${totalS} s${args.quick ? ", quick" : ""}); ratio = measured / baseline\n`);
   printTable(results);
-  console.log(`\nmachine speed probe: ${speedProbe.beforeMs} ms before, ${speedProbe.afterMs} ms after (fixed CPU work; lower is faster)`);
+  console.log(`\nmachine speed probe: before ${showProbe(speedProbe.before)}; after ${showProbe(speedProbe.after)}`);
   const profiles = profileDir ? summarizeProfiles(profileDir) : undefined;
   if (profiles) console.log(`\n${profiles.text}`);
   const file = writeResults(RESULTS_DIR, startedAt, { startedAt: startedAt.toISOString(), totalS, args, machine: machine(autovacuum, speedProbe), redisPrefix, results, profiles: profiles?.summary });

@@ -1,4 +1,7 @@
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
+import { once } from "node:events";
+import net from "node:net";
 import { performance } from "node:perf_hooks";
 
 /**
@@ -25,4 +28,42 @@ export function speedProbeMs(rounds = 7): number {
   if (sink < 0) throw new Error("unreachable"); // keeps the work observable
   times.sort((a, b) => a - b);
   return Math.round(times[Math.floor(times.length / 2)]! * 10) / 10;
+}
+
+const ECHO_SERVER = `
+const net = require("node:net");
+const server = net.createServer((s) => { s.setNoDelay(true); s.on("data", (d) => s.write(d)); });
+server.listen(0, "127.0.0.1", () => process.stdout.write(String(server.address().port) + "\\n"));
+`;
+
+/**
+ * Median time of one loopback TCP round trip to another process (16 bytes each way, one at a
+ * time), in µs: the cost that dominates this service's hops between gateway, Redis, PostgreSQL,
+ * workers and model, and the part of this VM's speed that drifts most.
+ */
+export async function loopbackRoundTripUs(count = 4000): Promise<number> {
+  const child = spawn(process.execPath, ["-e", ECHO_SERVER], { stdio: ["ignore", "pipe", "inherit"] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      child.once("error", reject);
+      child.stdout.once("data", (d: Buffer) => resolve(Number(d.toString().trim())));
+    });
+    const socket = net.connect(port, "127.0.0.1");
+    socket.setNoDelay(true);
+    await once(socket, "connect");
+    const payload = Buffer.alloc(16, 1);
+    const times: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const t0 = performance.now();
+      const reply = once(socket, "data");
+      socket.write(payload);
+      await reply;
+      times.push(performance.now() - t0);
+    }
+    socket.destroy();
+    times.sort((a, b) => a - b);
+    return Math.round(times[Math.floor(times.length / 2)]! * 1000);
+  } finally {
+    child.kill();
+  }
 }
