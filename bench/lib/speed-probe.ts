@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { once } from "node:events";
 import net from "node:net";
 import { performance } from "node:perf_hooks";
+import { trackPid } from "./cleanup";
 
 /**
  * A fixed piece of single-threaded CPU work (the kind the services do per event: JSON of small
@@ -43,6 +44,7 @@ server.listen(0, "127.0.0.1", () => process.stdout.write(String(server.address()
  */
 export async function loopbackRoundTripUs(count = 4000): Promise<number> {
   const child = spawn(process.execPath, ["-e", ECHO_SERVER], { stdio: ["ignore", "pipe", "inherit"] });
+  trackPid(child.pid); // killed by the harness's Ctrl-C handling too
   try {
     const port = await new Promise<number>((resolve, reject) => {
       child.once("error", reject);
