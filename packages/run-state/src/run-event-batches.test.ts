@@ -1,7 +1,7 @@
 import type { PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { readDbEvents, RunEventWriter } from "@agentrun/events";
-import { createRunningRun, testEnv, testPrisma } from "@agentrun/testing";
+import { createTestRun, testEnv, testPrisma } from "@agentrun/testing";
 import { finishRun } from "./finish-run";
 
 let prisma: PrismaClient;
@@ -43,7 +43,7 @@ function faultyPrisma(faults: ("committed" | "refused")[]): PrismaClient {
 
 describe("run events in PostgreSQL", () => {
   it("stores a run's events as one row per batch: run_started, each flush, the rest with the terminal event", async () => {
-    const runId = await createRunningRun(prisma);
+    const runId = await createTestRun(prisma);
     const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, flushIntervalMs: 600_000 });
     for (let i = 0; i < 5; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
     await writer.flush();
@@ -62,7 +62,7 @@ describe("run events in PostgreSQL", () => {
   });
 
   it("writes a batch again with the events after it when its write reported an error after committing: each event once", async () => {
-    const runId = await createRunningRun(prisma);
+    const runId = await createTestRun(prisma);
     const writer = new RunEventWriter({ ...deps(), prisma: faultyPrisma(["committed"]), runId, lastSeq: 1, flushIntervalMs: 600_000, onError: () => {} });
     for (let i = 0; i < 4; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
     await expect(writer.flush()).rejects.toThrow("after the commit");
@@ -77,7 +77,7 @@ describe("run events in PostgreSQL", () => {
   });
 
   it("merges batches that overlap, each seq once and in order", async () => {
-    const runId = await createRunningRun(prisma);
+    const runId = await createTestRun(prisma);
     // Written by a writer whose first batch (2–4) failed after committing while the next (5–6)
     // succeeded: the retry holds 2–4 and 7, and a batch with a later first seq holds 5–6.
     const ev = (seq: number) => ({ seq, type: "text_chunk", content: `e${seq}` });
@@ -92,7 +92,7 @@ describe("run events in PostgreSQL", () => {
   });
 
   it("ends a run after the batch on its way: events of a write that fails meanwhile are stored with the terminal event", async () => {
-    const runId = await createRunningRun(prisma);
+    const runId = await createTestRun(prisma);
     const writer = new RunEventWriter({ ...deps(), prisma: faultyPrisma(["refused"]), runId, lastSeq: 1, flushIntervalMs: 600_000, onError: () => {} });
     for (let i = 0; i < 3; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
     const failing = writer.flush().catch((err: Error) => err.message);

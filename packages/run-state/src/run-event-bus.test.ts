@@ -1,7 +1,7 @@
 import { newId, type PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { followRun, readStoredEvents, RUN_LOG_TTL_AFTER_END_S, RunEventWriter, runChannel, runLogKey, SubscriberHub } from "@agentrun/events";
-import { createRunningRun, eventually, testEnv, testPrisma, within } from "@agentrun/testing";
+import { createTestRun, eventually, testEnv, testPrisma, within } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
 import { finishRun } from "./finish-run";
 
@@ -27,7 +27,7 @@ const deps = () => ({ prisma, redis, redisPrefix });
 
 describe("run event bus", () => {
   it("delivers every event exactly once, in order, to readers attaching before, during and after the run", async () => {
-    const runId = await createRunningRun(prisma);
+    const runId = await createTestRun(prisma);
     const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, flushIntervalMs: 5 });
     const early: RunEvent[] = [];
     const earlyDone = followRun({ ...deps(), hub, runId, onEvent: (e) => early.push(e) });
@@ -53,7 +53,7 @@ describe("run event bus", () => {
   });
 
   it("replays from PostgreSQL alone once the Redis log is gone", async () => {
-    const runId = await createRunningRun(prisma);
+    const runId = await createTestRun(prisma);
     const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1 });
     for (let i = 0; i < 5; i++) writer.emit({ type: "text_chunk", content: `c${i}` });
     await finishRun(deps(), { runId, status: "completed", output: "x", messages: [], writer });
@@ -63,7 +63,7 @@ describe("run event bus", () => {
   });
 
   it("heals a terminal event whose publish was lost: the periodic check finds it in PostgreSQL", async () => {
-    const runId = await createRunningRun(prisma);
+    const runId = await createTestRun(prisma);
     const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1 });
     const got: RunEvent[] = [];
     const done = followRun({ ...deps(), hub, runId, onEvent: (e) => got.push(e), pollIntervalMs: 100, maxPollIntervalMs: 400 });
@@ -85,7 +85,7 @@ describe("run event bus", () => {
   });
 
   it("reads what it missed as soon as the subscriber connection is back after a disconnect", async () => {
-    const runId = await createRunningRun(prisma);
+    const runId = await createTestRun(prisma);
     const ownSub = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
     const ownHub = new SubscriberHub(ownSub);
     try {
@@ -106,7 +106,7 @@ describe("run event bus", () => {
   });
 
   it("finishes a run only once", async () => {
-    const runId = await createRunningRun(prisma);
+    const runId = await createTestRun(prisma);
     const first = await finishRun(deps(), { runId, status: "cancelled", messages: [{ role: "user", content: "q" }] });
     const second = await finishRun(deps(), { runId, status: "failed", messages: [] });
     expect(first).toMatchObject({ type: "run_cancelled", seq: 2 });

@@ -53,10 +53,10 @@ export function testPrisma(databaseUrl: string): PrismaClient {
 }
 
 /**
- * A run of a new tenant as its worker holds it: `running` (or still `queued`), its task held,
- * run_started (seq 1) stored. No credits are reserved. Returns the run's id.
+ * A run of a new tenant that holds its task, `running` as its worker has it (or still `queued`),
+ * with run_started (seq 1) stored. No credits are reserved. Returns the run's id.
  */
-export async function createRunningRun(prisma: PrismaClient, status: "queued" | "running" = "running"): Promise<string> {
+export async function createTestRun(prisma: PrismaClient, status: "queued" | "running" = "running"): Promise<string> {
   const t = await createTenant(prisma);
   const taskId = newId("task");
   const runId = newId("run");

@@ -1,7 +1,7 @@
 import type { PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { controlChannel, runCancelKey } from "@agentrun/events";
-import { createRunningRun, eventually, testEnv, testPrisma } from "@agentrun/testing";
+import { createTestRun, eventually, testEnv, testPrisma } from "@agentrun/testing";
 import { cancelRun } from "./cancel-run";
 
 let prisma: PrismaClient;
@@ -28,14 +28,14 @@ const stateOf = (runId: string) => prisma.run.findUniqueOrThrow({ where: { id: r
 
 describe("cancelRun", () => {
   it("ends a queued run at once, without involving the workers", async () => {
-    const runId = await createRunningRun(prisma, "queued");
+    const runId = await createTestRun(prisma, "queued");
     await cancelRun(deps(), { id: runId, status: "queued", query: "q" });
     expect(await stateOf(runId)).toEqual({ status: "cancelled", task: { activeRunId: null } });
     expect(await redis.exists(runCancelKey(redisPrefix, runId))).toBe(0);
   });
 
   it("leaves a run that a worker claimed after it was read as queued to that worker, and tells it to stop", async () => {
-    const runId = await createRunningRun(prisma, "queued");
+    const runId = await createTestRun(prisma, "queued");
     // The caller read the run as queued; a worker claims it before the cancel goes through.
     await prisma.$queryRaw`SELECT * FROM agentrun_claim_run(${runId}, ${"worker-1"}, ${20}::integer)`;
     await cancelRun(deps(), { id: runId, status: "queued", query: "q" });
