@@ -6,4 +6,4 @@ export * from "./keys";
 export { SubscriberHub, type MessageHandler } from "./subscriber-hub";
 export { EarlyRunSubscription } from "./early-subscription";
 export { RunEventWriter, type RunEventWriterOptions } from "./run-event-writer";
-export { followRun, readDbEvents, readStoredEvents, type EventStore, type FollowRunOptions } from "./run-event-reader";
+export { followRun, readDbEvents, readStoredEvents, readUnstoredEvents, type EventStore, type FollowRunOptions } from "./run-event-reader";

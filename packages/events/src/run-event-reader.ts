@@ -41,6 +41,17 @@ export async function readStoredEvents(store: EventStore, runId: string, afterSe
 }
 
 /**
+ * The events of a run's Redis log that PostgreSQL does not hold (those its worker emitted but did
+ * not get to store), in order, and the last seq stored anywhere.
+ */
+export async function readUnstoredEvents(store: EventStore, runId: string): Promise<{ events: RunEvent[]; lastSeq: number }> {
+  const [rows, log] = await Promise.all([readDbEvents(store, runId), store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1)]);
+  const inDb = new Set(rows.map((e) => e.seq));
+  const all = mergeEvents(rows, log, 0);
+  return { events: all.filter((e) => !inDb.has(e.seq)), lastSeq: all.at(-1)?.seq ?? 0 };
+}
+
+/**
  * The events of a run stored in PostgreSQL with seq > `afterSeq`, in order, from the batches that
  * hold any (each seq once, also where batches overlap).
  */

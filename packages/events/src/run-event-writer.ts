@@ -132,6 +132,16 @@ export class RunEventWriter implements BatchedWrite {
   }
 
   /**
+   * An end that could not be stored: the events {@link drain} returned go back ahead of the batch
+   * and the terminal event's seq is free again, so that the next attempt to end the run stores
+   * them and numbers its terminal event right after the last event emitted.
+   */
+  giveBack(drained: RunEvent[], terminal: RunEvent): void {
+    this.batch = [...drained, ...this.batch];
+    if (this.seq === terminal.seq) this.seq--;
+  }
+
+  /**
    * Sends an event that is already in PostgreSQL (the terminal one) to Redis after every event
    * before it, and lets the log expire.
    */

@@ -3,7 +3,7 @@ import { newId, type PrismaClient, type MessageRole } from "@agentrun/db";
 import { runCost } from "@agentrun/credits";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
 import { isUnavailableError } from "@agentrun/errors";
-import { readStoredEvents, RunEventWriter } from "@agentrun/events";
+import { readUnstoredEvents, RunEventWriter } from "@agentrun/events";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
 
@@ -57,10 +57,19 @@ export interface FinishRunDeps {
  */
 export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Promise<RunEvent | null> {
   const { prisma } = deps;
-  // A caller that is not the run's worker (cancel, sweepers) gets a writer positioned after the
-  // last stored event, only to number and publish the terminal event.
-  const writer = input.writer ?? new RunEventWriter({ ...deps, runId: input.runId, lastSeq: await lastStoredSeq(deps, input.runId), onError: () => {} });
-  const pending = await writer.drain();
+  // A caller that is not the run's worker (cancel, sweepers, a worker taking over a dead one's
+  // run) gets a writer positioned after the last event stored anywhere, and stores the events
+  // that only the run's Redis log holds (a worker that died, or gave up while PostgreSQL was
+  // down, emitted them without storing them).
+  let pending: RunEvent[];
+  let writer = input.writer;
+  if (writer) {
+    pending = await writer.drain();
+  } else {
+    const unstored = await readUnstoredEvents(deps, input.runId);
+    pending = unstored.events;
+    writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: unstored.lastSeq, onError: () => {} });
+  }
   const terminal = writer.takeTerminal(terminalFor(input));
 
   const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0 };
@@ -77,14 +86,22 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   }));
   // One round trip (see the agentrun_finish_run migration): the run's row lock is held only
   // for the statement, so concurrent ends never queue on pool connections.
-  const rows = await withRetry(input.retryForMs ?? 0, () => prisma.$queryRaw<{ terminal: RunEvent | null }[]>`
+  const store = () => prisma.$queryRaw<{ terminal: RunEvent | null }[]>`
     SELECT agentrun_finish_run(
       ${input.runId}, ${input.status}::"RunStatus", ${input.output ?? ""}, ${cost}::integer,
       ${usage.promptTokens}::integer, ${usage.completionTokens}::integer, ${usage.toolCalls}::integer,
       ${input.error?.code ?? null}, ${input.error?.message ?? null},
       ${JSON.stringify(terminal)}::jsonb, ${JSON.stringify(pending)}::jsonb, ${JSON.stringify(messages)}::jsonb, ${newId("led")},
       ${input.onlyIfQueued ?? false}
-    ) AS terminal`);
+    ) AS terminal`;
+  let rows: { terminal: RunEvent | null }[];
+  try {
+    rows = await withRetry(input.retryForMs ?? 0, store);
+  } catch (err) {
+    // Nothing was stored: a later attempt must store these events and reuse the terminal's seq.
+    writer.giveBack(pending, terminal);
+    throw err;
+  }
   const stored = rows[0]?.terminal ?? null;
   if (!stored) return null;
   // Stored already: readers that miss the publish (Redis down) find the event when they poll.
@@ -121,9 +138,4 @@ function terminalFor(input: FinishRunInput): RunEventInput {
   if (input.status === "completed") return { type: "run_completed", run_id: input.runId, credits_used: 0 };
   if (input.status === "cancelled") return { type: "run_cancelled", run_id: input.runId };
   return { type: "run_failed", run_id: input.runId, error: input.error ?? { code: "internal_error", message: "The run failed." } };
-}
-
-async function lastStoredSeq(deps: FinishRunDeps, runId: string): Promise<number> {
-  const events = await readStoredEvents(deps, runId, 0);
-  return events.at(-1)?.seq ?? 0;
 }

@@ -1,8 +1,8 @@
 import type { PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
-import { readDbEvents, RunEventWriter } from "@agentrun/events";
-import { createTestRun, testEnv, testPrisma } from "@agentrun/testing";
-import { finishRun } from "./finish-run";
+import { readDbEvents, runLogKey, RunEventWriter } from "@agentrun/events";
+import { createTestRun, eventually, testEnv, testPrisma } from "@agentrun/testing";
+import { failRun, finishRun } from "./finish-run";
 
 let prisma: PrismaClient;
 let redis: Redis;
@@ -102,4 +102,34 @@ describe("run events in PostgreSQL", () => {
     expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(seqs(1, 5));
     expect(await batchesOf(runId)).toEqual([[1, 1, 1], [2, 5, 4]]);
   });
+
+  it("a run ended by someone else than its worker keeps the events only its Redis log holds", async () => {
+    const runId = await createTestRun(prisma);
+    // A worker that emitted three events and died (or gave up) before storing them.
+    const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, flushIntervalMs: 600_000 });
+    for (let i = 0; i < 3; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
+    await writer.drain();
+    await eventually(async () => (await logSeqs(runId)).at(-1) === 4, { intervalMs: 10 });
+
+    expect(await failRun(deps(), { id: runId, query: "q" }, { code: "worker_lost", message: "gone" })).toBe(true);
+    const events = await readDbEvents({ prisma }, runId);
+    expect(events.map((e) => [e.seq, e.type])).toEqual([[1, "run_started"], [2, "text_chunk"], [3, "text_chunk"], [4, "text_chunk"], [5, "run_failed"]]);
+  });
+
+  it("an end that could not be stored leaves its events and its seq to the next attempt", async () => {
+    const runId = await createTestRun(prisma);
+    const refusing = new Proxy(prisma, {
+      get: (target, key) => (key === "$queryRaw" ? () => Promise.reject(new Error("refused once")) : Reflect.get(target, key)),
+    });
+    const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, flushIntervalMs: 600_000 });
+    for (let i = 0; i < 2; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
+    await expect(finishRun({ ...deps(), prisma: refusing }, { runId, status: "completed", output: "x", messages: [], writer })).rejects.toThrow("refused once");
+    const terminal = await finishRun(deps(), { runId, status: "failed", messages: [], writer, error: { code: "internal_error", message: "x" } });
+    expect(terminal).toMatchObject({ type: "run_failed", seq: 4 });
+    expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(seqs(1, 4));
+  });
 });
+
+const logSeqs = async (runId: string) =>
+  (await redis.lrange(runLogKey(redisPrefix, runId), 0, -1)).flatMap((json) => [JSON.parse(json)].flat().map((e: { seq: number }) => e.seq));
+

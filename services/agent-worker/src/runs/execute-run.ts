@@ -1,6 +1,7 @@
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { runContextSchema, type RunContext } from "@agentrun/contracts";
 import { RunEventWriter, runCancelKey, runHeartbeatKey } from "@agentrun/events";
+import { isUnavailableError } from "@agentrun/errors";
 import { finishRun, type MessageRecord } from "@agentrun/run-state";
 import { claimRun } from "./claim-run";
 import { callModel } from "./model-call";
@@ -18,8 +19,8 @@ const STOP_CODES: Record<string, { status: "cancelled" | "failed"; code?: string
 
 /**
  * Executes one run from claim to terminal event. Every outcome, including model errors,
- * cancellation and shutdown, ends in `finishRun`; only a failure to record the end (database
- * down) is thrown, so that BullMQ retries the job.
+ * cancellation and shutdown, ends in one `finishRun`; only a failure to record the end (database
+ * down past the retries) is thrown, so that BullMQ retries the job.
  */
 export async function executeRun(deps: RunDeps, runId: string, signal: AbortSignal): Promise<void> {
   const { prisma, redis, redisPrefix, config } = deps;
@@ -47,84 +48,104 @@ export async function executeRun(deps: RunDeps, runId: string, signal: AbortSign
   const usage = { promptTokens: 0, completionTokens: 0, toolCalls: 0 };
   let output = "";
   let pricing: unknown;
+  let end: RunEnd;
 
   try {
-    const { run } = claim;
-    records.push({ role: "user", content: run.query });
-    const context: RunContext | undefined = runContextSchema.safeParse(run.context ?? undefined).data;
-    const userId = context?.user_id ?? run.taskUserId ?? undefined;
-    // Everything the first model call needs, fetched concurrently.
-    const history = claim.history;
-    const [agent, cancelled, memories] = await Promise.all([
-      deps.agents.get(run.agentId),
-      cancelFlag,
-      loadMemories(deps, { orgId: run.orgId, agentId: run.agentId, userId, query: run.query }),
-    ]);
-    pricing = agent.pricing;
-    if (cancelled) throw new RunFailure("cancel", "cancelled before start");
-    const messages: ChatCompletionMessageParam[] = buildMessages({ instructions: agent.instructions, context, memories, history, query: run.query });
-    const target = deps.models.forAgent(agent);
-    const toolDefs = deps.tools.definitions(agent.tools);
-    const toolCtx = { orgId: run.orgId, agentId: agent.id, userId, httpAllowlist: agent.httpAllowlist, memory: deps.memory, signal };
+    try {
+      const { run } = claim;
+      records.push({ role: "user", content: run.query });
+      const context: RunContext | undefined = runContextSchema.safeParse(run.context ?? undefined).data;
+      const userId = context?.user_id ?? run.taskUserId ?? undefined;
+      // Everything the first model call needs, fetched concurrently.
+      const history = claim.history;
+      const [agent, cancelled, memories] = await Promise.all([
+        deps.agents.get(run.agentId),
+        cancelFlag,
+        loadMemories(deps, { orgId: run.orgId, agentId: run.agentId, userId, query: run.query }),
+      ]);
+      pricing = agent.pricing;
+      if (cancelled) throw new RunFailure("cancel", "cancelled before start");
+      const messages: ChatCompletionMessageParam[] = buildMessages({ instructions: agent.instructions, context, memories, history, query: run.query });
+      const target = deps.models.forAgent(agent);
+      const toolDefs = deps.tools.definitions(agent.tools);
+      const toolCtx = { orgId: run.orgId, agentId: agent.id, userId, httpAllowlist: agent.httpAllowlist, memory: deps.memory, signal };
 
-    for (let step = 0; ; step++) {
-      if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
-      if (step >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
-      const turn = await callModel({
-        client: target.client,
-        model: target.model,
-        messages,
-        tools: toolDefs,
-        temperature: agent.temperature,
-        signal,
-        timeoutMs: config.MODEL_TIMEOUT_MS,
-        idleTimeoutMs: config.MODEL_IDLE_TIMEOUT_MS,
-        maxRetries: config.MODEL_MAX_RETRIES,
-        onText: (content) => {
-          output += content;
-          writer.emit({ type: "text_chunk", content });
-        },
-      });
-      usage.promptTokens += turn.promptTokens;
-      usage.completionTokens += turn.completionTokens;
-      if (turn.toolCalls.length === 0) break;
-
-      messages.push({
-        role: "assistant",
-        content: turn.text || null,
-        tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } })),
-      });
-      for (const call of turn.toolCalls) {
+      for (let step = 0; ; step++) {
         if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
-        const outcome = await deps.tools.call(call.name, call.arguments, agent.tools, toolCtx, ({ tool, action, params }) =>
-          writer.emit({ type: "tool_call", tool, action, params, call_id: call.id }),
-        );
-        usage.toolCalls++;
-        writer.emit({ type: "tool_result", tool: outcome.tool, action: outcome.action, result: outcome.result, call_id: call.id });
-        const content = JSON.stringify(outcome.result);
-        messages.push({ role: "tool", tool_call_id: call.id, content });
-        records.push({ role: "tool", content, tool: outcome.tool, action: outcome.action, params: outcome.params, result: outcome.result, toolCallId: call.id });
+        if (step >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
+        const turn = await callModel({
+          client: target.client,
+          model: target.model,
+          messages,
+          tools: toolDefs,
+          temperature: agent.temperature,
+          signal,
+          timeoutMs: config.MODEL_TIMEOUT_MS,
+          idleTimeoutMs: config.MODEL_IDLE_TIMEOUT_MS,
+          maxRetries: config.MODEL_MAX_RETRIES,
+          onText: (content) => {
+            output += content;
+            writer.emit({ type: "text_chunk", content });
+          },
+        });
+        usage.promptTokens += turn.promptTokens;
+        usage.completionTokens += turn.completionTokens;
+        if (turn.toolCalls.length === 0) break;
+
+        messages.push({
+          role: "assistant",
+          content: turn.text || null,
+          tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } })),
+        });
+        for (const call of turn.toolCalls) {
+          if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
+          const outcome = await deps.tools.call(call.name, call.arguments, agent.tools, toolCtx, ({ tool, action, params }) =>
+            writer.emit({ type: "tool_call", tool, action, params, call_id: call.id }),
+          );
+          usage.toolCalls++;
+          writer.emit({ type: "tool_result", tool: outcome.tool, action: outcome.action, result: outcome.result, call_id: call.id });
+          const content = JSON.stringify(outcome.result);
+          messages.push({ role: "tool", tool_call_id: call.id, content });
+          records.push({ role: "tool", content, tool: outcome.tool, action: outcome.action, params: outcome.params, result: outcome.result, toolCallId: call.id });
+        }
       }
+      end = { status: "completed" };
+    } catch (err) {
+      end = endOf(err, signal, log);
     }
-    records.push({ role: "assistant", content: output });
-    await finishRun(store, { runId, status: "completed", output, usage, pricing, messages: records, writer, retryForMs: FINISH_RETRY_MS });
-  } catch (err) {
-    const stop = err instanceof RunFailure ? STOP_CODES[err.code] : signal.aborted ? STOP_CODES[stopReasonOf(signal) ?? "cancel"] : undefined;
-    if (output) records.push({ role: "assistant", content: output });
-    if (stop) {
-      log.info({ reason: stop.status }, "run stopped");
-      const error = stop.code ? { code: stop.code, message: stop.message ?? "" } : undefined;
-      await finishRun(store, { runId, status: stop.status, output, usage, pricing, messages: records, writer, error, retryForMs: FINISH_RETRY_MS });
-      return;
+    if (output || end.status === "completed") records.push({ role: "assistant", content: output });
+    const finish = { runId, output, usage, pricing, writer, retryForMs: FINISH_RETRY_MS };
+    try {
+      await finishRun(store, { ...finish, ...end, messages: records });
+    } catch (err) {
+      // PostgreSQL still down after the retries: BullMQ retries the job, and its claim ends the
+      // run with the events this worker could not store.
+      if (isUnavailableError(err)) throw err;
+      // PostgreSQL refused what the run produced: the run still ends, as failed, with its events
+      // and the user's query.
+      log.error({ err }, "the run's end could not be stored; ending it as failed");
+      await finishRun(store, { ...finish, output: "", status: "failed", error: UNSTORABLE, messages: records.slice(0, 1) });
     }
-    const failure = err instanceof RunFailure ? err : new RunFailure("internal_error", "The run failed unexpectedly.", { cause: err });
-    log[failure.code === "internal_error" ? "error" : "info"]({ err, code: failure.code }, "run failed");
-    // If even this fails (database down), BullMQ retries the job and the claim logic ends the run.
-    await finishRun(store, { runId, status: "failed", output, usage, pricing, messages: records, writer, error: { code: failure.code, message: failure.message }, retryForMs: FINISH_RETRY_MS });
   } finally {
     clearInterval(heartbeat);
     if (!writer.ended) await redis.del(hbKey).catch(() => {});
   }
+}
+
+type RunEnd = { status: "completed" | "cancelled" | "failed"; error?: { code: string; message: string } };
+
+const UNSTORABLE = { code: "internal_error", message: "The run's result could not be stored." };
+
+/** How a run that threw ends: stopped (cancel, shutdown) or failed with the failure's code. */
+function endOf(err: unknown, signal: AbortSignal, log: RunDeps["logger"]): RunEnd {
+  const stop = err instanceof RunFailure ? STOP_CODES[err.code] : signal.aborted ? STOP_CODES[stopReasonOf(signal) ?? "cancel"] : undefined;
+  if (stop) {
+    log.info({ reason: stop.status }, "run stopped");
+    return { status: stop.status, error: stop.code ? { code: stop.code, message: stop.message ?? "" } : undefined };
+  }
+  const failure = err instanceof RunFailure ? err : new RunFailure("internal_error", "The run failed unexpectedly.", { cause: err });
+  log[failure.code === "internal_error" ? "error" : "info"]({ err, code: failure.code }, "run failed");
+  return { status: "failed", error: { code: failure.code, message: failure.message } };
 }
 
 /** The user's memories for the prompt; when the memory service is down the run goes on without them. */

@@ -1,0 +1,59 @@
+import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { newId, type PrismaClient } from "@agentrun/db";
+import { readDbEvents } from "@agentrun/events";
+
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: 1 });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma, { credits: 100 });
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+const run = (query: string) => readSse(`${stack.gatewayUrl}/api/run`, { body: { query }, headers: tenant.headers });
+
+describe("a run whose end PostgreSQL refuses", () => {
+  const marker = `refuse_${newId("run").slice(4).toLowerCase()}`;
+  const fn = `test_refuse_${marker}`;
+
+  beforeAll(async () => {
+    // Refuses assistant messages holding the marker: the worker's first attempt to end the run
+    // fails with an error that is not an outage.
+    await prisma.$executeRawUnsafe(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.role = 'assistant' AND NEW.content LIKE '%${marker}%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+        RETURN NEW;
+      END $$`);
+    await prisma.$executeRawUnsafe(`CREATE TRIGGER ${fn} BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION ${fn}()`);
+  });
+  afterAll(async () => {
+    await prisma.$executeRawUnsafe(`DROP TRIGGER IF EXISTS ${fn} ON messages`);
+    await prisma.$executeRawUnsafe(`DROP FUNCTION IF EXISTS ${fn}()`);
+  });
+
+  it("ends failed with every event stored once, in order, the terminal one right after the last, and credits refunded", async () => {
+    const before = await prisma.organization.findUniqueOrThrow({ where: { id: tenant.orgId } });
+    const res = await run(`${marker} [chunks:3]`);
+    const events = res.events.map((e) => e.data);
+    expect(events.map((e) => e.type)).toEqual(["run_started", "text_chunk", "text_chunk", "text_chunk", "run_failed"]);
+    expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(events.at(-1)!.error).toEqual({ code: "internal_error", message: "The run's result could not be stored." });
+
+    const runId = events[0]!.run_id as string;
+    expect(await readDbEvents({ prisma }, runId)).toEqual(events);
+    const stored = await prisma.run.findUniqueOrThrow({ where: { id: runId }, include: { task: true } });
+    expect(stored).toMatchObject({ status: "failed", errorCode: "internal_error", output: "", creditsUsed: 0 });
+    expect(stored.task).toMatchObject({ status: "failed", activeRunId: null });
+    const messages = await prisma.message.findMany({ where: { runId } });
+    expect(messages.map((m) => [m.role, m.content])).toEqual([["user", `${marker} [chunks:3]`]]);
+    const after = await prisma.organization.findUniqueOrThrow({ where: { id: tenant.orgId } });
+    expect(after.creditBalance).toBe(before.creditBalance);
+  });
+});
