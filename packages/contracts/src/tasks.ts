@@ -26,13 +26,16 @@ export const messageListQuerySchema = z.object({
   before: idParam.optional(),
 });
 
+/** The largest seq a client may name (seqs are stored as 32-bit integers). */
+const MAX_EVENT_SEQ = 1_000_000_000;
+
 /** Query of `GET /api/tasks/{id}/runs/{run_id}/events`. */
 export const eventsQuerySchema = z.object({
-  after: intParam(0, 1_000_000_000, 0),
+  after: intParam(0, MAX_EVENT_SEQ, 0),
 });
 
 /** `Last-Event-ID`: the seq of the last event the client has. */
-export const lastEventIdSchema = z.string().regex(/^\d{1,10}$/, "must be a non-negative integer").transform(Number);
+export const lastEventIdSchema = z.string().regex(/^\d{1,10}$/, "must be a non-negative integer").transform(Number).pipe(z.number().max(MAX_EVENT_SEQ));
 
 /** `Idempotency-Key` header. */
 export const idempotencyKeySchema = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, "must be 1-255 printable ASCII characters without spaces");

@@ -69,6 +69,12 @@ export async function readDbEvents(store: Pick<EventStore, "prisma">, runId: str
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
 
+/** Whether these events end with a terminal event before `next` (the caller has it already). */
+function endedBefore(events: RunEvent[], next: number): boolean {
+  const last = events.at(-1);
+  return last !== undefined && isTerminalEvent(last) && last.seq < next;
+}
+
 /** Stored events and log entries merged by seq: each seq once, in order. */
 function mergeEvents(stored: RunEvent[], log: string[], afterSeq: number): RunEvent[] {
   const bySeq = new Map<number, RunEvent>();
@@ -143,7 +149,10 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
     const onAbort = () => finish(null);
 
     const add = (e: RunEvent) => {
-      if (finished || e.seq < next) return;
+      if (finished) return;
+      // The run ended at or before what the caller has already: nothing more will come.
+      if (e.seq < next && isTerminalEvent(e)) return finish(e);
+      if (e.seq < next) return;
       pending.set(e.seq, e);
       for (let ev = pending.get(next); ev; ev = pending.get(next)) {
         pending.delete(next);
@@ -172,11 +181,15 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         if (periodic) {
           idlePolls++;
           const tail = await opts.redis.lindex(key, -1);
-          const tailSeq = tail === null ? null : Math.max(...parseEvents(tail).map((e) => e.seq));
+          const tailEvents = tail === null ? [] : parseEvents(tail);
+          if (endedBefore(tailEvents, next)) return finish(tailEvents.at(-1)!);
+          const tailSeq = tail === null ? null : Math.max(...tailEvents.map((e) => e.seq));
           if (tailSeq !== null && tailSeq >= next) log = await opts.redis.lrange(key, 0, -1);
           else if (!(idlePolls <= 2 || pollMs >= maxPollMs)) return;
         } else {
           log = await opts.redis.lrange(key, 0, -1);
+          const logged = log.length ? parseEvents(log.at(-1)!) : [];
+          if (endedBefore(logged, next)) return finish(logged.at(-1)!);
         }
         const fromLog = mergeEvents([], log ?? [], next - 1);
         const covered = fromLog.length > 0 && fromLog[0]!.seq === next;

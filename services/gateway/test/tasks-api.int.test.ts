@@ -160,6 +160,22 @@ describe("run events", () => {
     const fromHeader = await readSse(`${url}?after=1`, { headers: { ...tenant.headers, "last-event-id": "6" } });
     expect(fromHeader.events.map((e) => Number(e.id))).toEqual([7]);
     expect((await api("GET", `/tasks/${task_id}/runs/${run_id}/events?after=-1`)).status).toBe(400);
+    // Beyond any seq (seqs are 32-bit integers in the store): refused, never a 500.
+    for (const accept of ["application/json", "text/event-stream"]) {
+      const res = await api("GET", `/tasks/${task_id}/runs/${run_id}/events`, undefined, tenant, { accept, "last-event-id": "3000000000" });
+      expect(res).toMatchObject({ status: 400, body: { error: { code: "invalid_request" } } });
+    }
+  });
+
+  it("ends a stream whose Last-Event-ID is past a running run's last event when the run ends", async () => {
+    const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:8] ahead" }, headers: tenant.headers });
+    await live.waitFor((e) => e.type === "run_started");
+    const { run_id, task_id } = live.events[0];
+    const ahead = readSse(`${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`, { headers: { ...tenant.headers, "last-event-id": "500" }, timeoutMs: 15_000 });
+    expect((await live.result).events.at(-1)!.data.type).toBe("run_completed");
+    const res = await ahead;
+    expect(res.status).toBe(200);
+    expect(res.events).toEqual([]);
   });
 
   it("lets a client that disconnected mid-run re-attach with Last-Event-ID and get every event exactly once", async () => {
