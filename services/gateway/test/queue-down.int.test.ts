@@ -77,3 +77,22 @@ it("a JSON run that cannot be queued answers 503 unavailable, and the run is sto
   expect(runs).toHaveLength(1);
   expect(runs[0]).toMatchObject({ status: "failed", errorCode: "unavailable" });
 }, 20_000);
+
+it("a run that cannot be queued does not use up its Idempotency-Key", async () => {
+  const send = (stream: boolean) =>
+    fetch(`${url}/api/run`, {
+      method: "POST",
+      headers: { ...tenant.headers, "content-type": "application/json", "idempotency-key": `unqueued-${tenant.orgId}` },
+      body: JSON.stringify({ query: "keyed", stream }),
+      signal: AbortSignal.timeout(15_000),
+    });
+  const first = await send(false);
+  expect(first.status).toBe(503);
+  await first.arrayBuffer();
+  expect(await prisma.idempotencyKey.count({ where: { orgId: tenant.orgId } })).toBe(0);
+  // The retry is a new request: it starts (and, the queue being down, fails) a run of its own.
+  const second = await readSse(`${url}/api/run`, { headers: { ...tenant.headers, "idempotency-key": `unqueued-${tenant.orgId}` }, body: { query: "keyed", stream: true }, timeoutMs: 15_000 });
+  expect(second.events.map((e) => e.data.type)).toEqual(["run_started", "run_failed"]);
+  expect(await prisma.run.count({ where: { orgId: tenant.orgId, query: "keyed" } })).toBe(2);
+  expect(await prisma.idempotencyKey.count({ where: { orgId: tenant.orgId } })).toBe(0);
+}, 30_000);

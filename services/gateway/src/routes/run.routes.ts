@@ -30,6 +30,10 @@ export function runRoutes(deps: GatewayDeps): Router {
       }
     }
 
+    // A refused request, or a run the queue could not take, does not use up its key.
+    const release = async () => {
+      if (key?.data) await releaseIdempotencyKey(deps.prisma, auth.orgId, key.data, ids.runId);
+    };
     await startRun(deps, req, res, {
       runId: ids.runId,
       query: body.query,
@@ -38,10 +42,11 @@ export function runRoutes(deps: GatewayDeps): Router {
         try {
           return await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context: body.context, ids });
         } catch (err) {
-          if (key?.data) await releaseIdempotencyKey(deps.prisma, auth.orgId, key.data, ids.runId).catch(() => {});
+          await release().catch(() => {});
           throw err;
         }
       },
+      unqueued: release,
     });
   });
 

@@ -18,6 +18,8 @@ export interface RunToStart {
   stream: boolean;
   /** Fields added to the JSON answers (see `respondWithRun`). */
   extra?: Record<string, unknown>;
+  /** Called when the queue could not take the run and it was failed (e.g. to free an Idempotency-Key). */
+  unqueued?: () => Promise<void>;
 }
 
 /**
@@ -45,7 +47,7 @@ export async function startRun(deps: GatewayDeps, req: Request, res: Response, r
   const listening = await early.ready.then(() => true, () => false);
   let queued = true;
   try {
-    await enqueueCreatedRun(deps, log, { runId, query: run.query });
+    await enqueueCreatedRun(deps, log, { runId, query: run.query, unqueued: run.unqueued });
   } catch (err) {
     if (!sse) {
       early.close();
@@ -70,7 +72,7 @@ export async function startRun(deps: GatewayDeps, req: Request, res: Response, r
  * failed at once (its reservation released, the user's query kept in the task's history) and
  * this throws 503 `unavailable`: nothing would ever pick the run up.
  */
-async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: { runId: string; query: string }): Promise<void> {
+async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunToStart, "runId" | "query" | "unqueued">): Promise<void> {
   try {
     await enqueueRun(deps.queue, { runId: run.runId });
   } catch (err) {
@@ -82,6 +84,7 @@ async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: { runId: s
       return true;
     });
     if (!ended) return;
+    await run.unqueued?.().catch((e) => log.error({ err: e }, "could not release what the unqueued run held"));
     throw new AppError("unavailable", { message: "The run queue is unavailable; retry shortly.", cause: err });
   }
 }
