@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
@@ -7,7 +9,7 @@ let prisma: PrismaClient;
 let tenant: Tenant;
 
 beforeAll(async () => {
-  stack = await startStack({ workers: 1 });
+  stack = await startStack({ workers: 1, workerEnv: { HTTP_TOOL_ALLOW_PRIVATE: "true" } });
   prisma = testPrisma(testEnv().databaseUrl);
   tenant = await createTenant(prisma, { credits: 100 });
 });
@@ -55,5 +57,32 @@ describe("a run whose end PostgreSQL refuses", () => {
     expect(messages.map((m) => [m.role, m.content])).toEqual([["user", `${marker} [chunks:3]`]]);
     const after = await prisma.organization.findUniqueOrThrow({ where: { id: tenant.orgId } });
     expect(after.creditBalance).toBe(before.creditBalance);
+  });
+});
+
+describe("a run whose tool fetched U+0000", () => {
+  let server: Server;
+  let url: string;
+
+  beforeAll(async () => {
+    // Binary content: PostgreSQL stores no U+0000 in text or jsonb.
+    server = createServer((_req, res) => res.writeHead(200, { "content-type": "application/octet-stream" }).end(Buffer.from([0x61, 0x00, 0x62, 0x00])));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/bin`;
+  });
+  afterAll(() => new Promise((resolve) => server.close(resolve)));
+
+  it("completes, with U+FFFD in its place in the stream, the stored events and the history", async () => {
+    const fetcher = await createTenant(prisma, { tools: ["http"], httpAllowlist: ["127.0.0.1"] });
+    const res = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: `[call:http_get {"url":"${url}"}]` }, headers: fetcher.headers });
+    const events = res.events.map((e) => e.data);
+    expect(events.at(-1)!.type).toBe("run_completed");
+    const result = events.find((e) => e.type === "tool_result")!;
+    expect(result.result).toMatchObject({ status: 200, body: "a\uFFFDb\uFFFD" });
+
+    const runId = events[0]!.run_id as string;
+    expect(await readDbEvents({ prisma }, runId)).toEqual(events);
+    const tool = await prisma.message.findFirstOrThrow({ where: { runId, role: "tool" } });
+    expect(tool.result).toMatchObject({ body: "a\uFFFDb\uFFFD" });
   });
 });

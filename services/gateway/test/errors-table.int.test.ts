@@ -70,6 +70,32 @@ describe("400 invalid_request", () => {
   });
 });
 
+describe("400 invalid_request: U+0000, which PostgreSQL cannot store", () => {
+  it.each([
+    ["a run's query", "/api/run", { query: "a\0b", stream: false }, "query"],
+    ["a run's context", "/api/run", { query: "a", stream: false, context: { user_id: "u", metadata: { list: ["ok", "x\0"] } } }, "context.metadata.list.1"],
+    ["a key of the metadata", "/api/run", { query: "a", stream: false, context: { metadata: { "k\0": 1 } } }, "context.metadata.k\0"],
+    ["a task's title", "/api/tasks", { title: "t\0" }, "title"],
+    ["a memory's content", "/api/memory", { content: "c\0", user_id: "u" }, "content"],
+  ])("in %s", async (_what, path, body, where) => {
+    const before = await prisma.run.count({ where: { orgId: tenant.orgId } });
+    const err = await expectError(await postJson(path, body), 400, "invalid_request");
+    expect(err.error.details).toEqual([{ path: where, message: expect.stringContaining("U+0000") }]);
+    expect(await prisma.run.count({ where: { orgId: tenant.orgId } })).toBe(before);
+  });
+
+  it("in the URL", async () => {
+    await expectError(await call("/api/memory?user_id=a%00b"), 400, "invalid_request");
+    await expectError(await call("/api/tasks/task_x%00"), 400, "invalid_request");
+  });
+
+  it("a backslash followed by u0000 is text like any other", async () => {
+    const res = await postJson("/api/tasks", { title: "\\u0000 literally" });
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as any).title).toBe("\\u0000 literally");
+  });
+});
+
 describe("401 unauthorized", () => {
   it.each([
     ["missing", {}],

@@ -1,4 +1,5 @@
 import type OpenAI from "openai";
+import { storableText } from "@agentrun/db";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
 
@@ -63,13 +64,15 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       const delta = chunk.choices?.[0]?.delta;
       if (!delta) continue;
       if (delta.content) {
-        turn.text += delta.content;
-        opts.onText(delta.content);
+        // The text is stored as it streams: PostgreSQL takes no U+0000.
+        const text = storableText(delta.content);
+        turn.text += text;
+        opts.onText(text);
       }
       for (const tc of delta.tool_calls ?? []) {
         const call = calls.get(tc.index) ?? { id: "", name: "", arguments: "" };
         if (tc.id) call.id = tc.id;
-        if (tc.function?.name) call.name += tc.function.name;
+        if (tc.function?.name) call.name += storableText(tc.function.name);
         if (tc.function?.arguments) call.arguments += tc.function.arguments;
         calls.set(tc.index, call);
       }

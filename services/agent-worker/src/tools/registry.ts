@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { storableJson, storableText } from "@agentrun/db";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import { calcEvaluate } from "./calc.tool";
 import { clockNow } from "./clock.tool";
@@ -63,7 +64,8 @@ export class ToolRegistry {
     let params: Record<string, unknown> = {};
     const fail = (code: string, message: string): ToolCallOutcome => ({ tool, action, params, result: { error: { code, message } }, ok: false });
     try {
-      const parsed = rawArgs.trim() ? JSON.parse(rawArgs) : {};
+      // Arguments and results are stored with the run's events: PostgreSQL takes no U+0000.
+      const parsed = storableJson(rawArgs.trim() ? JSON.parse(rawArgs) : {});
       params = parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed : { value: parsed };
     } catch {
       onStart?.({ tool, action, params });
@@ -75,12 +77,12 @@ export class ToolRegistry {
     const checked = def.params.safeParse(params);
     if (!checked.success) return fail("invalid_arguments", checked.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; "));
     try {
-      return { tool, action, params, result: await def.run(checked.data, ctx), ok: true };
+      return { tool, action, params, result: storableJson(await def.run(checked.data, ctx)), ok: true };
     } catch (err) {
       if (ctx.signal.aborted) throw err;
       if (err instanceof ToolError) return fail(err.code, err.message);
       const code = (err as { code?: string }).code === "unavailable" ? "unavailable" : "tool_error";
-      return fail(code, (err as Error).message || "The tool failed.");
+      return fail(code, storableText((err as Error).message || "The tool failed."));
     }
   }
 }

@@ -1,0 +1,17 @@
+import { storableJson, storableText } from "./storable";
+
+describe("storableText / storableJson", () => {
+  it("replaces U+0000 with U+FFFD and leaves other text alone", () => {
+    expect(storableText("a\0b\0")).toBe("a\uFFFDb\uFFFD");
+    expect(storableText("\\u0000 is text")).toBe("\\u0000 is text");
+  });
+
+  it("cleans every string and key of a JSON value, and returns the same value when there is nothing to clean", () => {
+    const dirty = { "k\0": ["x\0", 1, null, { deep: "y\0" }], ok: true };
+    expect(storableJson(dirty)).toEqual({ "k\uFFFD": ["x\uFFFD", 1, null, { deep: "y\uFFFD" }], ok: true });
+    expect(dirty["k\0"]![0]).toBe("x\0");
+    const clean = { a: ["b", { c: 1 }] };
+    expect(storableJson(clean)).toBe(clean);
+    expect(JSON.stringify(storableJson(dirty))).not.toContain("\\u0000");
+  });
+});
