@@ -2,7 +2,7 @@
 export const runChannel = (prefix: string, runId: string) => `${prefix}:run:${runId}:events`;
 /** Redis list holding every event a worker emitted for the run, until PostgreSQL has them all. */
 export const runLogKey = (prefix: string, runId: string) => `${prefix}:run:${runId}:log`;
-/** Set when a run must stop; a worker checks it when it claims the run and between steps. */
+/** Set when a run must stop; its worker reads it when it claims the run, with each heartbeat and after its subscriber reconnects. */
 export const runCancelKey = (prefix: string, runId: string) => `${prefix}:run:${runId}:cancel`;
 /** Refreshed by the worker executing the run; its absence means the worker is gone. */
 export const runHeartbeatKey = (prefix: string, runId: string) => `${prefix}:run:${runId}:hb`;

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import type { Logger } from "@agentrun/logger";
 import { createPrisma } from "@agentrun/db";
 import { closeRedis, createRedis } from "@agentrun/redis";
-import { controlChannel, workersKey } from "@agentrun/events";
+import { controlChannel, runCancelKey, workersKey } from "@agentrun/events";
 import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { finishRun } from "@agentrun/run-state";
@@ -50,6 +50,15 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     }
   });
   await subscriber.subscribe(controlChannel(config.REDIS_PREFIX));
+  // Control messages published while the subscriber was reconnecting are lost: once it is back,
+  // look at the cancel flags of every run in progress here.
+  subscriber.on("ready", () => {
+    for (const runId of active.ids()) {
+      void redis.exists(runCancelKey(config.REDIS_PREFIX, runId)).then((flagged) => {
+        if (flagged && active.stop(runId, "cancel")) log.info({ runId }, "cancelling run (flag found after reconnecting)");
+      }, () => {});
+    }
+  });
 
   const worker = createWorker({
     queueName: AGENT_RUNS_QUEUE,

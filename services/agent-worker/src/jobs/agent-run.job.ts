@@ -7,11 +7,6 @@ import type { ActiveRuns } from "../runs/active-runs";
 export function agentRunProcessor(deps: RunDeps, active: ActiveRuns) {
   return async (job: Job): Promise<void> => {
     const { runId } = agentRunJobSchema.parse(job.data);
-    const controller = active.start(runId);
-    try {
-      await executeRun(deps, runId, controller.signal);
-    } finally {
-      active.end(runId, controller);
-    }
+    await active.execute(runId, (control) => executeRun(deps, runId, control));
   };
 }

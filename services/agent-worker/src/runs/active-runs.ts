@@ -1,29 +1,49 @@
 import type { StopReason } from "./run-failure";
 
+/** What a run's execution gets from {@link ActiveRuns}: its stop signal and a way to stop itself. */
+export interface RunControl {
+  signal: AbortSignal;
+  stop(reason: StopReason): void;
+}
+
 /** The runs this process is executing, each with the controller that stops it. */
 export class ActiveRuns {
-  private readonly runs = new Map<string, AbortController>();
+  private readonly runs = new Map<string, { controller: AbortController; done: Promise<void> }>();
 
-  start(runId: string): AbortController {
-    const c = new AbortController();
-    this.runs.set(runId, c);
-    return c;
-  }
-
-  end(runId: string, c: AbortController): void {
-    if (this.runs.get(runId) === c) this.runs.delete(runId);
+  /**
+   * Executes a run under its own stop signal. When this process is executing the run already
+   * (its job was handed out again after its lock lapsed), waits for that execution instead of
+   * starting a second one, which would also take the first one's controller out of reach.
+   */
+  async execute(runId: string, fn: (control: RunControl) => Promise<void>): Promise<void> {
+    const current = this.runs.get(runId);
+    if (current) return current.done.catch(() => {});
+    const controller = new AbortController();
+    const done = fn({ signal: controller.signal, stop: (reason) => controller.abort(reason) });
+    const entry = { controller, done };
+    this.runs.set(runId, entry);
+    try {
+      await done;
+    } finally {
+      if (this.runs.get(runId) === entry) this.runs.delete(runId);
+    }
   }
 
   /** Stops one run; returns false when this process is not executing it. */
   stop(runId: string, reason: StopReason): boolean {
-    const c = this.runs.get(runId);
-    if (!c) return false;
-    c.abort(reason);
+    const entry = this.runs.get(runId);
+    if (!entry) return false;
+    entry.controller.abort(reason);
     return true;
   }
 
   stopAll(reason: StopReason): void {
-    for (const c of this.runs.values()) c.abort(reason);
+    for (const { controller } of this.runs.values()) controller.abort(reason);
+  }
+
+  /** The ids of the runs being executed. */
+  ids(): string[] {
+    return [...this.runs.keys()];
   }
 
   get size(): number {

@@ -6,6 +6,7 @@ import { finishRun, type MessageRecord } from "@agentrun/run-state";
 import { claimRun } from "./claim-run";
 import { callModel } from "./model-call";
 import { buildMessages, type PromptMemory } from "./prompt";
+import type { RunControl } from "./active-runs";
 import { RunFailure, stopReasonOf } from "./run-failure";
 import type { RunDeps } from "./run-deps";
 
@@ -22,18 +23,24 @@ const STOP_CODES: Record<string, { status: "cancelled" | "failed"; code?: string
  * cancellation and shutdown, ends in one `finishRun`; only a failure to record the end (database
  * down past the retries) is thrown, so that BullMQ retries the job.
  */
-export async function executeRun(deps: RunDeps, runId: string, signal: AbortSignal): Promise<void> {
+export async function executeRun(deps: RunDeps, runId: string, control: RunControl): Promise<void> {
   const { prisma, redis, redisPrefix, config } = deps;
+  const { signal } = control;
   // The cancel flag is read alongside the claim: a cancel sent after this read reaches the run
-  // through `signal` (the run is registered with the control channel's listener before this).
-  const cancelFlag = redis.exists(runCancelKey(redisPrefix, runId));
+  // through `signal` (the run is registered with the control channel's listener before this),
+  // and the heartbeat reads the flag again, for a control message this worker did not get.
+  const cancelKey = runCancelKey(redisPrefix, runId);
+  const cancelFlag = redis.exists(cancelKey);
   cancelFlag.catch(() => {}); // awaited below once claimed; unclaimed runs never look at it
   const claim = await claimRun(deps, runId);
   if (!claim) return;
   const log = deps.logger.child({ runId });
   const store = { prisma, redis, redisPrefix };
   const hbKey = runHeartbeatKey(redisPrefix, runId);
-  const heartbeat = setInterval(() => void redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs).catch(() => {}), deps.heartbeatTtlMs / 3);
+  const heartbeat = setInterval(() => {
+    void redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs).catch(() => {});
+    void redis.exists(cancelKey).then((flagged) => flagged && control.stop("cancel"), () => {});
+  }, deps.heartbeatTtlMs / 3);
   const writer = new RunEventWriter({
     redis,
     prisma,

@@ -1,0 +1,31 @@
+import { ActiveRuns, type RunControl } from "./active-runs";
+
+describe("ActiveRuns", () => {
+  it("executes a run handed out twice once, and keeps it within reach of stop", async () => {
+    const active = new ActiveRuns();
+    const calls: RunControl[] = [];
+    const execution = (control: RunControl) => {
+      calls.push(control);
+      return new Promise<void>((resolve) => control.signal.addEventListener("abort", () => resolve()));
+    };
+    const first = active.execute("run_a", execution);
+    let secondDone = false;
+    const second = active.execute("run_a", execution).then(() => (secondDone = true));
+    await new Promise((r) => setImmediate(r));
+    expect(calls).toHaveLength(1);
+    expect(active.ids()).toEqual(["run_a"]);
+    expect(secondDone).toBe(false);
+
+    expect(active.stop("run_a", "cancel")).toBe(true);
+    await Promise.all([first, second]);
+    expect(calls[0]!.signal.reason).toBe("cancel");
+    expect(active.size).toBe(0);
+    expect(active.stop("run_a", "cancel")).toBe(false);
+  });
+
+  it("forgets a run whose execution failed, and lets the failure through", async () => {
+    const active = new ActiveRuns();
+    await expect(active.execute("run_b", () => Promise.reject(new Error("database down")))).rejects.toThrow("database down");
+    expect(active.size).toBe(0);
+  });
+});
