@@ -22,7 +22,8 @@ export interface FinishRunInput {
   status: FinalStatus;
   output?: string;
   error?: { code: string; message: string };
-  usage?: { promptTokens: number; completionTokens: number; toolCalls: number };
+  /** What the run consumed. A run cancelled before its first model call (`modelCalls` 0) costs nothing. */
+  usage?: { promptTokens: number; completionTokens: number; toolCalls: number; modelCalls: number };
   /** The agent's pricing override, if any. */
   pricing?: unknown;
   /** Messages of this run, in order (the user's query first). */
@@ -72,8 +73,11 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   }
   const terminal = writer.takeTerminal(terminalFor(input));
 
-  const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0 };
-  const cost = input.status === "failed" ? 0 : runCost({ toolCalls: usage.toolCalls, totalTokens: usage.promptTokens + usage.completionTokens }, input.pricing);
+  const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0, modelCalls: 0 };
+  // Failed runs are refunded; cancelled ones pay for what they consumed, nothing if they never
+  // reached the model.
+  const free = input.status === "failed" || (input.status === "cancelled" && usage.modelCalls === 0);
+  const cost = free ? 0 : runCost({ toolCalls: usage.toolCalls, totalTokens: usage.promptTokens + usage.completionTokens }, input.pricing);
   const messages = input.messages.map((m) => ({
     id: newId("msg"),
     role: m.role,

@@ -58,8 +58,12 @@ describe("cancel", () => {
     const res = await post(`/tasks/${task_id}/runs/${run_id}/cancel`);
     expect(res.body.status).toBe("cancelled");
     expect((await queued.result).events.map((e) => e.data.type)).toEqual(["run_started", "run_cancelled"]);
-    const run = await prisma.run.findUniqueOrThrow({ where: { id: run_id } });
-    expect(run.creditsUsed).toBe(1);
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: run_id }, include: { task: true } });
+    // It never reached the model: it costs nothing, and its reservation is back.
+    expect(run.creditsUsed).toBe(0);
+    expect(run.task.creditsUsed).toBe(0);
+    const ledger = await prisma.creditLedgerEntry.findMany({ where: { runId: run_id }, orderBy: { seq: "asc" } });
+    expect(ledger.map((l) => [l.reason, l.amount])).toEqual([["run_reservation", -1], ["run_refund", 1]]);
     expect(run.startedAt).toBeNull();
     expect((await busy.result).events.at(-1)!.data.type).toBe("run_completed");
   });

@@ -52,7 +52,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     onError: (err) => log.warn({ err }, "event store write failed"),
   });
   const records: MessageRecord[] = [];
-  const usage = { promptTokens: 0, completionTokens: 0, toolCalls: 0 };
+  const usage = { promptTokens: 0, completionTokens: 0, toolCalls: 0, modelCalls: 0 };
   let output = "";
   let pricing: unknown;
   let end: RunEnd;
@@ -80,6 +80,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
       for (let step = 0; ; step++) {
         if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
         if (step >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
+        usage.modelCalls++;
         const turn = await callModel({
           client: target.client,
           model: target.model,
