@@ -6,7 +6,7 @@ import { closeRedis, createRedis } from "@agentrun/redis";
 import { controlChannel, runCancelKey, workersKey } from "@agentrun/events";
 import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
 import { createMemoryClient } from "@agentrun/memory-client";
-import { finishRun } from "@agentrun/run-state";
+import { failRun } from "@agentrun/run-state";
 import { z } from "zod";
 import type { WorkerConfig } from "./config";
 import { agentRunProcessor } from "./jobs/agent-run.job";
@@ -73,7 +73,8 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     onFinalFailure: async (job, err) => {
       const runId = (job.data as { runId?: string }).runId;
       if (!runId) return;
-      await finishRun(store, { runId, status: "failed", error: { code: "internal_error", message: "The run could not be executed." }, messages: [] });
+      const run = await prisma.run.findUnique({ where: { id: runId }, select: { query: true } });
+      if (run) await failRun(store, { id: runId, query: run.query }, { code: "internal_error", message: "The run could not be executed." });
       log.error({ runId, err: err.message }, "run failed after all attempts");
     },
   });

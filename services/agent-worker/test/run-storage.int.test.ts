@@ -86,3 +86,33 @@ describe("a run whose tool fetched U+0000", () => {
     expect(tool.result).toMatchObject({ body: "a\uFFFDb\uFFFD" });
   });
 });
+
+describe("a run whose job fails on every attempt", () => {
+  const marker = `unclaimable_${newId("run").slice(4).toLowerCase()}`;
+  const fn = `test_${marker}`;
+
+  beforeAll(async () => {
+    // The claim (queued → running) of runs holding the marker fails: each attempt throws.
+    await prisma.$executeRawUnsafe(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.status = 'running' AND NEW.query LIKE '%${marker}%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+        RETURN NEW;
+      END $$`);
+    await prisma.$executeRawUnsafe(`CREATE TRIGGER ${fn} BEFORE UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION ${fn}()`);
+  });
+  afterAll(async () => {
+    await prisma.$executeRawUnsafe(`DROP TRIGGER IF EXISTS ${fn} ON runs`);
+    await prisma.$executeRawUnsafe(`DROP FUNCTION IF EXISTS ${fn}()`);
+  });
+
+  it("ends failed once the attempts are used up, keeping the user's query in the task's history", async () => {
+    const res = await run(`${marker} please`);
+    const events = res.events.map((e) => e.data);
+    expect(events.map((e) => e.type)).toEqual(["run_started", "run_failed"]);
+    expect(events[1]!.error).toMatchObject({ code: "internal_error" });
+    const runId = events[0]!.run_id as string;
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "failed", creditsUsed: 0 });
+    const messages = await prisma.message.findMany({ where: { runId } });
+    expect(messages.map((m) => [m.role, m.content])).toEqual([["user", `${marker} please`]]);
+  });
+});
