@@ -98,7 +98,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
         {
           operationId: "createTask",
           summary: "Create an empty task",
-          description: "`title` defaults to \"New task\"; a task started by `POST /api/run` is titled with its first query, cut to 80 characters.",
+          description: "Without `title`, the task is titled with the query of its first run, cut to 80 characters (empty until then), as a task started by `POST /api/run` is.",
           requestBody: { content: { "application/json": { schema: taskCreateSchema } } },
           responses: { "201": json(taskViewSchema, "The new task, status pending.") },
         },

@@ -73,6 +73,19 @@ describe("tasks", () => {
     expect((await api("POST", "/tasks", { nope: 1 })).status).toBe(400);
   });
 
+  it("titles a task created without a title with its first run's query, cut to 80 characters", async () => {
+    const created = await api("POST", "/tasks", {});
+    expect(created).toMatchObject({ status: 201, body: { title: "", run_count: 0 } });
+    const query = `${"é".repeat(79)}xyz`;
+    expect((await run(query, { task_id: created.body.task_id })).status).toBe(200);
+    expect((await run("second", { task_id: created.body.task_id })).status).toBe(200);
+    expect((await api("GET", `/tasks/${created.body.task_id}`)).body).toMatchObject({ title: `${"é".repeat(79)}x`, run_count: 2 });
+    // A given title stays.
+    const titled = await api("POST", "/tasks", { title: "Mine" });
+    await run("other", { task_id: titled.body.task_id });
+    expect((await api("GET", `/tasks/${titled.body.task_id}`)).body.title).toBe("Mine");
+  });
+
   it("lists each task exactly as GET /tasks/{id} shows it, keys in the same order", async () => {
     const t = await createTenant(prisma);
     const bodies = [{ title: "plain" }, { title: "with user", user_id: "u-9" }, { title: "with metadata", metadata: { tier: "gold", n: [1, 2] } }, { title: "both", user_id: "u-8", metadata: { a: { b: null } } }];
@@ -118,6 +131,39 @@ describe("tasks", () => {
     expect(await prisma.run.count({ where: { taskId } })).toBe(0);
     expect(await prisma.runEventBatch.count({ where: { runId } })).toBe(0);
     expect(await prisma.message.count({ where: { taskId } })).toBe(0);
+  });
+
+  it("deletes a task on which runs start while the delete waits: each is stopped or refused, never left without an end", async () => {
+    const busy = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
+    const first = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:30] first" }, headers: busy.headers });
+    await first.waitFor((e) => e.type === "text_chunk");
+    const { task_id: taskId } = first.events[0];
+    let answered = false;
+    const del = fetch(`${stack.gatewayUrl}/api/tasks/${taskId}`, { method: "DELETE", headers: busy.headers }).then((r) => ((answered = true), r));
+    // Runs on the task from several clients, each trying again while a run holds the task (409)
+    // until the delete has answered: one starts the moment the task is free, before the delete
+    // goes on.
+    const attempt = async () => {
+      for (;;) {
+        const res = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:30] second", task_id: taskId }, headers: busy.headers, timeoutMs: 20_000 });
+        if (res.status !== 409 || answered) return res;
+      }
+    };
+    const others = await Promise.all(Array.from({ length: 6 }, attempt));
+    const { status } = await del;
+    // Deleted, or (runs kept starting) refused as run_in_progress and left as it was.
+    expect([204, 409]).toContain(status);
+    for (const res of others) {
+      if (res.status === 200) expect(["run_cancelled", "run_completed"]).toContain(res.events.at(-1)!.data.type);
+      else expect([404, 409]).toContain(res.status);
+    }
+    const started = others.filter((r) => r.status === 200).map((r) => r.events[0]!.data.run_id as string);
+    if (status === 204) {
+      expect(await prisma.task.count({ where: { id: taskId } })).toBe(0);
+      expect(await prisma.run.count({ where: { taskId } })).toBe(0);
+    } else {
+      expect(await prisma.run.count({ where: { id: { in: started }, status: { in: ["queued", "running"] } } })).toBe(0);
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import { Router } from "express";
 import { Prisma, newId } from "@agentrun/db";
+import { AppError } from "@agentrun/errors";
 import { taskCreateSchema, taskListQuerySchema } from "@agentrun/contracts";
 import { runLogKey } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
@@ -30,7 +31,8 @@ export function tasksRoutes(deps: GatewayDeps): Router {
         id: newId("task"),
         orgId: auth.orgId,
         agentId: auth.agentId,
-        title: body.title ?? "New task",
+        // Without a title, the task takes its first run's query as title (agentrun_create_run).
+        title: body.title ?? "",
         userId: body.user_id,
         metadata: (body.metadata as Prisma.InputJsonValue) ?? undefined,
       },
@@ -59,12 +61,20 @@ export function tasksRoutes(deps: GatewayDeps): Router {
 
   router.delete("/tasks/:task_id", async (req, res) => {
     const task = await ownedTask(prisma, authOf(req), req.params.task_id);
-    const runs = await prisma.run.findMany({ where: { taskId: task.id }, select: { id: true, status: true, query: true } });
     // Stop what is in progress first, so that its streams end with run_cancelled and no worker
-    // writes to the task while it is deleted.
-    await Promise.all(runs.map((run) => cancelRunAndWait(store, run)));
-    await prisma.task.deleteMany({ where: { id: task.id } });
-    if (runs.length) await deps.redis.unlink(...runs.map((r) => runLogKey(deps.config.REDIS_PREFIX, r.id)));
+    // writes to the task while it is deleted. The task goes only while no run holds it: a run
+    // started on it meanwhile is stopped too (a few times at most, then 409).
+    for (let attempt = 0; ; attempt++) {
+      const runs = await prisma.run.findMany({ where: { taskId: task.id }, select: { id: true, status: true, query: true } });
+      await Promise.all(runs.map((run) => cancelRunAndWait(store, run)));
+      const { count } = await prisma.task.deleteMany({ where: { id: task.id, activeRunId: null } });
+      const gone = count === 1 || !(await prisma.task.findUnique({ where: { id: task.id }, select: { id: true } }));
+      if (gone) {
+        if (runs.length) await deps.redis.unlink(...runs.map((r) => runLogKey(deps.config.REDIS_PREFIX, r.id)));
+        break;
+      }
+      if (attempt === 2) throw new AppError("run_in_progress", { message: "Runs keep starting on this task; retry the delete." });
+    }
     res.status(204).end();
   });
 
