@@ -65,6 +65,8 @@ export const RUN_ERROR_CODES = [
   "model_bad_response",
   "max_steps_exceeded",
   "worker_lost",
+  "worker_shutdown",
+  "unavailable",
   "internal_error",
 ] as const;
 export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];

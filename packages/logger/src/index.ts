@@ -1,6 +1,6 @@
 /**
  * pino loggers for every service: JSON lines in production and tests, pretty output only when
- * stdout is a terminal (or LOG_PRETTY=true). Secrets and payloads are redacted.
+ * stdout is a terminal. Secrets and payloads are redacted.
  */
 import pino, { type Logger, type LoggerOptions } from "pino";
 

@@ -35,8 +35,9 @@ export function widgetRoutes(deps: GatewayDeps): Router {
   const keys = new WidgetKeyCache(deps.prisma, config.AUTH_CACHE_TTL_MS);
   const tokens = new VisitorTokens(config.WIDGET_TOKEN_SECRET, config.WIDGET_TOKEN_TTL_S);
   const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, hub: deps.hub };
-  if (config.NODE_ENV === "production" && config.WIDGET_TOKEN_SECRET === DEV_WIDGET_TOKEN_SECRET) {
-    deps.logger.warn("WIDGET_TOKEN_SECRET is the development default: visitor tokens can be forged; set a long random value");
+  // The development default, or the placeholder of docker-compose.yml.
+  if (config.NODE_ENV === "production" && (config.WIDGET_TOKEN_SECRET === DEV_WIDGET_TOKEN_SECRET || config.WIDGET_TOKEN_SECRET.startsWith("change-me"))) {
+    deps.logger.warn("WIDGET_TOKEN_SECRET is a published default: visitor tokens can be forged; set a long random value");
   }
 
   router.options([RUN_PATH, EVENTS_PATH], widgetPreflight(keys));
