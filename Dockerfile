@@ -14,7 +14,8 @@ RUN npm ci && npm run -s db:generate
 FROM node:20-bookworm-slim
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends curl ca-certificates && rm -rf /var/lib/apt/lists/*
-COPY --from=deps /app /app
+# Owned by the user the services run as: migrations write a derived schema under node_modules/.cache.
+COPY --from=deps --chown=node:node /app /app
 ENV NODE_ENV=production
 USER node
 # SERVICE: gateway | agent-worker | memory | scripted-model
