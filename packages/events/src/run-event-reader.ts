@@ -36,8 +36,13 @@ function parseEvents(json: string): RunEvent[] {
  * durable) and the run's Redis log (everything emitted, until it expires).
  */
 export async function readStoredEvents(store: EventStore, runId: string, afterSeq = 0): Promise<RunEvent[]> {
-  const [rows, log] = await Promise.all([readDbEvents(store, runId, afterSeq), store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1)]);
+  const [rows, log] = await readBothStores(store, runId, afterSeq);
   return mergeEvents(rows, log, afterSeq);
+}
+
+/** A run's events in PostgreSQL with seq > `afterSeq`, and the entries of its Redis log. */
+function readBothStores(store: EventStore, runId: string, afterSeq: number): Promise<[RunEvent[], string[]]> {
+  return Promise.all([readDbEvents(store, runId, afterSeq), store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1)]);
 }
 
 /**
@@ -45,7 +50,7 @@ export async function readStoredEvents(store: EventStore, runId: string, afterSe
  * not get to store), in order, and the last seq stored anywhere.
  */
 export async function readUnstoredEvents(store: EventStore, runId: string): Promise<{ events: RunEvent[]; lastSeq: number }> {
-  const [rows, log] = await Promise.all([readDbEvents(store, runId), store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1)]);
+  const [rows, log] = await readBothStores(store, runId, 0);
   const inDb = new Set(rows.map((e) => e.seq));
   const all = mergeEvents(rows, log, 0);
   return { events: all.filter((e) => !inDb.has(e.seq)), lastSeq: all.at(-1)?.seq ?? 0 };
@@ -67,12 +72,6 @@ export async function readDbEvents(store: Pick<EventStore, "prisma">, runId: str
     }
   }
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
-}
-
-/** Whether these events end with a terminal event before `next` (the caller has it already). */
-function endedBefore(events: RunEvent[], next: number): boolean {
-  const last = events.at(-1);
-  return last !== undefined && isTerminalEvent(last) && last.seq < next;
 }
 
 /** Stored events and log entries merged by seq: each seq once, in order. */
@@ -166,6 +165,13 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       if (pending.size > 0) void fill();
     };
 
+    // The events of the log's last entry: the reads below skip what was delivered, so a terminal
+    // event the caller is already past is handed to `add` here, which ends the stream with it.
+    const passedEnd = (last: RunEvent[]): boolean => {
+      for (const e of last) if (e.seq < next && isTerminalEvent(e)) add(e);
+      return finished;
+    };
+
     // The periodic check looks at the tail of the run's Redis log (one O(1) read) and reads the
     // log only when it holds something new. PostgreSQL is read when the log cannot tell: it is
     // empty (expired, lost with a Redis restart, or the run emitted nothing yet), or it ends at
@@ -182,14 +188,13 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
           idlePolls++;
           const tail = await opts.redis.lindex(key, -1);
           const tailEvents = tail === null ? [] : parseEvents(tail);
-          if (endedBefore(tailEvents, next)) return finish(tailEvents.at(-1)!);
+          if (passedEnd(tailEvents)) return;
           const tailSeq = tail === null ? null : Math.max(...tailEvents.map((e) => e.seq));
           if (tailSeq !== null && tailSeq >= next) log = await opts.redis.lrange(key, 0, -1);
           else if (!(idlePolls <= 2 || pollMs >= maxPollMs)) return;
         } else {
           log = await opts.redis.lrange(key, 0, -1);
-          const logged = log.length ? parseEvents(log.at(-1)!) : [];
-          if (endedBefore(logged, next)) return finish(logged.at(-1)!);
+          if (passedEnd(log.length ? parseEvents(log.at(-1)!) : [])) return;
         }
         const fromLog = mergeEvents([], log ?? [], next - 1);
         const covered = fromLog.length > 0 && fromLog[0]!.seq === next;
