@@ -3,7 +3,7 @@ import { runContextSchema, type RunContext } from "@agentrun/contracts";
 import { RunEventWriter, runCancelKey, runHeartbeatKey } from "@agentrun/events";
 import { isUnavailableError } from "@agentrun/errors";
 import { finishRun, type MessageRecord } from "@agentrun/run-state";
-import { claimRun } from "./claim-run";
+import { claimRun, type ClaimedRun } from "./claim-run";
 import { callModel } from "./model-call";
 import { buildMessages, type PromptMemory } from "./prompt";
 import type { RunControl } from "./active-runs";
@@ -51,78 +51,16 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     deleteAtEnd: [hbKey],
     onError: (err) => log.warn({ err }, "event store write failed"),
   });
-  const records: MessageRecord[] = [];
-  const usage = { promptTokens: 0, completionTokens: 0, toolCalls: 0, modelCalls: 0 };
-  let output = "";
-  let pricing: unknown;
-  let end: RunEnd;
+  const progress: RunProgress = { records: [], usage: { promptTokens: 0, completionTokens: 0, toolCalls: 0, modelCalls: 0 }, output: "", pricing: undefined };
+  const { records } = progress;
 
   try {
-    try {
-      const { run } = claim;
-      records.push({ role: "user", content: run.query });
-      const context: RunContext | undefined = runContextSchema.safeParse(run.context ?? undefined).data;
-      const userId = context?.user_id ?? run.taskUserId ?? undefined;
-      // Everything the first model call needs, fetched concurrently.
-      const history = claim.history;
-      const [agent, cancelled, memories] = await Promise.all([
-        deps.agents.get(run.agentId),
-        cancelFlag,
-        loadMemories(deps, { orgId: run.orgId, agentId: run.agentId, userId, query: run.query }),
-      ]);
-      pricing = agent.pricing;
-      if (cancelled) throw new RunFailure("cancel", "cancelled before start");
-      const messages: ChatCompletionMessageParam[] = buildMessages({ instructions: agent.instructions, context, memories, history, query: run.query });
-      const target = deps.models.forAgent(agent);
-      const toolDefs = deps.tools.definitions(agent.tools);
-      const toolCtx = { orgId: run.orgId, agentId: agent.id, userId, httpAllowlist: agent.httpAllowlist, memory: deps.memory, signal };
-
-      for (let step = 0; ; step++) {
-        if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
-        if (step >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
-        usage.modelCalls++;
-        const turn = await callModel({
-          client: target.client,
-          model: target.model,
-          messages,
-          tools: toolDefs,
-          temperature: agent.temperature,
-          signal,
-          timeoutMs: config.MODEL_TIMEOUT_MS,
-          idleTimeoutMs: config.MODEL_IDLE_TIMEOUT_MS,
-          maxRetries: config.MODEL_MAX_RETRIES,
-          onText: (content) => {
-            output += content;
-            writer.emit({ type: "text_chunk", content });
-          },
-        });
-        usage.promptTokens += turn.promptTokens;
-        usage.completionTokens += turn.completionTokens;
-        if (turn.toolCalls.length === 0) break;
-
-        messages.push({
-          role: "assistant",
-          content: turn.text || null,
-          tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } })),
-        });
-        for (const call of turn.toolCalls) {
-          if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
-          const outcome = await deps.tools.call(call.name, call.arguments, agent.tools, toolCtx, ({ tool, action, params }) =>
-            writer.emit({ type: "tool_call", tool, action, params, call_id: call.id }),
-          );
-          usage.toolCalls++;
-          writer.emit({ type: "tool_result", tool: outcome.tool, action: outcome.action, result: outcome.result, call_id: call.id });
-          const content = JSON.stringify(outcome.result);
-          messages.push({ role: "tool", tool_call_id: call.id, content });
-          records.push({ role: "tool", content, tool: outcome.tool, action: outcome.action, params: outcome.params, result: outcome.result, toolCallId: call.id });
-        }
-      }
-      end = { status: "completed" };
-    } catch (err) {
-      end = endOf(err, signal, log);
-    }
-    if (output || end.status === "completed") records.push({ role: "assistant", content: output });
-    const finish = { runId, output, usage, pricing, writer, retryForMs: FINISH_RETRY_MS };
+    const end = await answer(deps, claim, cancelFlag, writer, signal, progress).then(
+      (): RunEnd => ({ status: "completed" }),
+      (err) => endOf(err, signal, log),
+    );
+    if (progress.output || end.status === "completed") records.push({ role: "assistant", content: progress.output });
+    const finish = { runId, output: progress.output, usage: progress.usage, pricing: progress.pricing, writer, retryForMs: FINISH_RETRY_MS };
     try {
       await finishRun(store, { ...finish, ...end, messages: records });
     } catch (err) {
@@ -137,6 +75,81 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
   } finally {
     clearInterval(heartbeat);
     if (!writer.ended) await redis.del(hbKey).catch(() => {});
+  }
+}
+
+/** What a run has produced and consumed so far: the messages to store, its usage, its text. */
+interface RunProgress {
+  records: MessageRecord[];
+  usage: { promptTokens: number; completionTokens: number; toolCalls: number; modelCalls: number };
+  output: string;
+  pricing: unknown;
+}
+
+/**
+ * Runs the agent on a claimed run until the model answers without tool calls, emitting its
+ * events and recording its progress; throws when it is stopped or fails.
+ */
+async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<number>, writer: RunEventWriter, signal: AbortSignal, progress: RunProgress): Promise<void> {
+  const { config } = deps;
+  const { run } = claim;
+  const { records, usage } = progress;
+  records.push({ role: "user", content: run.query });
+  const context: RunContext | undefined = runContextSchema.safeParse(run.context ?? undefined).data;
+  const userId = context?.user_id ?? run.taskUserId ?? undefined;
+  // Everything the first model call needs, fetched concurrently.
+  const history = claim.history;
+  const [agent, cancelled, memories] = await Promise.all([
+    deps.agents.get(run.agentId),
+    cancelFlag,
+    loadMemories(deps, { orgId: run.orgId, agentId: run.agentId, userId, query: run.query }),
+  ]);
+  progress.pricing = agent.pricing;
+  if (cancelled) throw new RunFailure("cancel", "cancelled before start");
+  const messages: ChatCompletionMessageParam[] = buildMessages({ instructions: agent.instructions, context, memories, history, query: run.query });
+  const target = deps.models.forAgent(agent);
+  const toolDefs = deps.tools.definitions(agent.tools);
+  const toolCtx = { orgId: run.orgId, agentId: agent.id, userId, httpAllowlist: agent.httpAllowlist, memory: deps.memory, signal };
+
+  for (let step = 0; ; step++) {
+    if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
+    if (step >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
+    usage.modelCalls++;
+    const turn = await callModel({
+      client: target.client,
+      model: target.model,
+      messages,
+      tools: toolDefs,
+      temperature: agent.temperature,
+      signal,
+      timeoutMs: config.MODEL_TIMEOUT_MS,
+      idleTimeoutMs: config.MODEL_IDLE_TIMEOUT_MS,
+      maxRetries: config.MODEL_MAX_RETRIES,
+      onText: (content) => {
+        progress.output += content;
+        writer.emit({ type: "text_chunk", content });
+      },
+    });
+    usage.promptTokens += turn.promptTokens;
+    usage.completionTokens += turn.completionTokens;
+    if (turn.toolCalls.length === 0) return;
+
+    messages.push({
+      role: "assistant",
+      content: turn.text || null,
+      tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } })),
+    });
+    for (const call of turn.toolCalls) {
+      if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
+      const outcome = await deps.tools.call(call.name, call.arguments, agent.tools, toolCtx, ({ tool, action, params }) =>
+        writer.emit({ type: "tool_call", tool, action, params, call_id: call.id }),
+      );
+      usage.toolCalls++;
+      writer.emit({ type: "tool_result", tool: outcome.tool, action: outcome.action, result: outcome.result, call_id: call.id });
+      const content = JSON.stringify(outcome.result);
+      messages.push({ role: "tool", tool_call_id: call.id, content });
+      records.push({ role: "tool", content, tool: outcome.tool, action: outcome.action, params: outcome.params, result: outcome.result, toolCallId: call.id });
+    }
   }
 }
 
