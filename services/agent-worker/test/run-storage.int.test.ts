@@ -21,24 +21,32 @@ afterAll(async () => {
 
 const run = (query: string) => readSse(`${stack.gatewayUrl}/api/run`, { body: { query }, headers: tenant.headers });
 
-describe("a run whose end PostgreSQL refuses", () => {
-  const marker = `refuse_${newId("run").slice(4).toLowerCase()}`;
-  const fn = `test_refuse_${marker}`;
-
+/**
+ * For the enclosing describe block: a row trigger (`event`, e.g. "BEFORE INSERT ON messages")
+ * that raises an error, as PostgreSQL would refuse a value, on the rows matching `condition`.
+ */
+function refusedWhile(event: string, condition: string): void {
+  const name = `test_refuse_${newId("run").slice(4).toLowerCase()}`;
+  const table = event.split(" ON ")[1]!;
   beforeAll(async () => {
-    // Refuses assistant messages holding the marker: the worker's first attempt to end the run
-    // fails with an error that is not an outage.
-    await prisma.$executeRawUnsafe(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+    await prisma.$executeRawUnsafe(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
-        IF NEW.role = 'assistant' AND NEW.content LIKE '%${marker}%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+        IF ${condition} THEN RAISE EXCEPTION 'refused by the test'; END IF;
         RETURN NEW;
       END $$`);
-    await prisma.$executeRawUnsafe(`CREATE TRIGGER ${fn} BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION ${fn}()`);
+    await prisma.$executeRawUnsafe(`CREATE TRIGGER ${name} ${event} FOR EACH ROW EXECUTE FUNCTION ${name}()`);
   });
   afterAll(async () => {
-    await prisma.$executeRawUnsafe(`DROP TRIGGER IF EXISTS ${fn} ON messages`);
-    await prisma.$executeRawUnsafe(`DROP FUNCTION IF EXISTS ${fn}()`);
+    await prisma.$executeRawUnsafe(`DROP TRIGGER IF EXISTS ${name} ON ${table}`);
+    await prisma.$executeRawUnsafe(`DROP FUNCTION IF EXISTS ${name}()`);
   });
+}
+
+describe("a run whose end PostgreSQL refuses", () => {
+  const marker = `refuse_${newId("run").slice(4).toLowerCase()}`;
+  // Refuses assistant messages holding the marker: the worker's first attempt to end the run
+  // fails with an error that is not an outage.
+  refusedWhile("BEFORE INSERT ON messages", `NEW.role = 'assistant' AND NEW.content LIKE '%${marker}%'`);
 
   it("ends failed with every event stored once, in order, the terminal one right after the last, and credits refunded", async () => {
     const before = await prisma.organization.findUniqueOrThrow({ where: { id: tenant.orgId } });
@@ -89,21 +97,8 @@ describe("a run whose tool fetched U+0000", () => {
 
 describe("a run whose job fails on every attempt", () => {
   const marker = `unclaimable_${newId("run").slice(4).toLowerCase()}`;
-  const fn = `test_${marker}`;
-
-  beforeAll(async () => {
-    // The claim (queued → running) of runs holding the marker fails: each attempt throws.
-    await prisma.$executeRawUnsafe(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.status = 'running' AND NEW.query LIKE '%${marker}%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
-        RETURN NEW;
-      END $$`);
-    await prisma.$executeRawUnsafe(`CREATE TRIGGER ${fn} BEFORE UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION ${fn}()`);
-  });
-  afterAll(async () => {
-    await prisma.$executeRawUnsafe(`DROP TRIGGER IF EXISTS ${fn} ON runs`);
-    await prisma.$executeRawUnsafe(`DROP FUNCTION IF EXISTS ${fn}()`);
-  });
+  // The claim (queued → running) of runs holding the marker fails: each attempt throws.
+  refusedWhile("BEFORE UPDATE ON runs", `NEW.status = 'running' AND NEW.query LIKE '%${marker}%'`);
 
   it("ends failed once the attempts are used up, keeping the user's query in the task's history", async () => {
     const res = await run(`${marker} please`);
