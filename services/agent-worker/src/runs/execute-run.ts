@@ -129,9 +129,11 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
         progress.output += content;
         writer.emit({ type: "text_chunk", content });
       },
+      onUsage: (used) => {
+        usage.promptTokens += used.promptTokens;
+        usage.completionTokens += used.completionTokens;
+      },
     });
-    usage.promptTokens += turn.promptTokens;
-    usage.completionTokens += turn.completionTokens;
     if (turn.toolCalls.length === 0) return;
 
     messages.push({

@@ -13,6 +13,10 @@ export interface ModelToolCall {
 export interface ModelTurn {
   text: string;
   toolCalls: ModelToolCall[];
+}
+
+/** Tokens a call consumed: as the model reported them, or estimated when it was stopped first. */
+export interface ModelUsage {
   promptTokens: number;
   completionTokens: number;
 }
@@ -29,11 +33,19 @@ export interface ModelCallOptions {
   idleTimeoutMs: number;
   maxRetries: number;
   onText: (delta: string) => void;
+  /**
+   * Called once per call that consumed tokens, even when the call is then stopped (cancel,
+   * shutdown): a stop before the model's usage arrived reports an estimate.
+   */
+  onUsage: (usage: ModelUsage) => void;
 }
 
 /**
  * One streamed chat completion: forwards text deltas as they arrive, assembles tool calls, and
  * reports token usage. Stops with `model_timeout` when no chunk arrives within the idle timeout.
+ * A call stopped after the model began to answer but before it reported its usage (which comes
+ * with the last chunk) reports an estimate of what it consumed: the prompt it read and the
+ * answer it streamed, at four characters per token.
  */
 export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const idle = new AbortController();
@@ -41,8 +53,10 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   // Restarts the idle countdown (cheaper than a new timer for every chunk).
   const armIdle = () => idleTimer.refresh();
   const signal = AbortSignal.any([opts.signal, idle.signal]);
-  const turn: ModelTurn = { text: "", toolCalls: [], promptTokens: 0, completionTokens: 0 };
+  const turn: ModelTurn = { text: "", toolCalls: [] };
   const calls = new Map<number, ModelToolCall>();
+  let usage: ModelUsage | undefined;
+  let answering = false;
   try {
     const stream = await opts.client.chat.completions.create(
       {
@@ -57,10 +71,8 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     );
     for await (const chunk of stream) {
       armIdle();
-      if (chunk.usage) {
-        turn.promptTokens = chunk.usage.prompt_tokens ?? 0;
-        turn.completionTokens = chunk.usage.completion_tokens ?? 0;
-      }
+      answering = true;
+      if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
       const delta = chunk.choices?.[0]?.delta;
       if (!delta) continue;
       if (delta.content) {
@@ -81,13 +93,34 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     if (signal.aborted) throw signal.reason ?? new Error("aborted");
   } catch (err) {
     const reason = stopReasonOf(opts.signal);
-    if (reason) throw new RunFailure(reason, `stopped: ${reason}`, { cause: err });
+    if (reason) {
+      if (answering) opts.onUsage(usage ?? estimateUsage(opts.messages, turn.text, calls.values()));
+      throw new RunFailure(reason, `stopped: ${reason}`, { cause: err });
+    }
     if (idle.signal.aborted) throw new RunFailure("model_timeout", `The model sent nothing for ${opts.idleTimeoutMs} ms.`, { cause: err });
     throw modelFailure(err, opts.idleTimeoutMs);
   } finally {
     clearTimeout(idleTimer);
   }
+  if (usage) opts.onUsage(usage);
   turn.toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }));
   if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
   return turn;
+}
+
+/** The usual estimate of a text's tokens: one per four characters. */
+const tokensOf = (chars: number) => Math.ceil(chars / 4);
+
+/** What a stopped call consumed, estimated: the request's messages and the answer so far. */
+function estimateUsage(messages: ChatCompletionMessageParam[], text: string, calls: Iterable<ModelToolCall>): ModelUsage {
+  let promptChars = 0;
+  for (const m of messages) {
+    const content = m.content;
+    if (typeof content === "string") promptChars += content.length;
+    else for (const part of content ?? []) if (part.type === "text") promptChars += part.text.length;
+    if (m.role === "assistant") for (const c of m.tool_calls ?? []) if (c.type === "function") promptChars += c.function.name.length + c.function.arguments.length;
+  }
+  let answerChars = text.length;
+  for (const c of calls) answerChars += c.name.length + c.arguments.length;
+  return { promptTokens: tokensOf(promptChars), completionTokens: tokensOf(answerChars) };
 }
