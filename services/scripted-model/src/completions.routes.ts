@@ -51,7 +51,7 @@ export function completionsRouter({ logger }: { logger: Logger }): Router {
       return;
     }
     if (stream) {
-      const complete = await streamCompletion(res, meta, plan, { includeUsage: body.stream_options?.include_usage === true, signal });
+      const complete = await streamCompletion(res, meta, plan, { includeUsage: body.stream_options?.include_usage === true && !directives.noUsage, signal });
       if (!complete) gone();
       return;
     }

@@ -26,6 +26,8 @@ export interface Directives {
   usage?: number;
   malformed: boolean;
   hang: boolean;
+  /** `[no-usage]`: no usage in the answer, like a provider that ignores `include_usage`. */
+  noUsage?: true;
 }
 
 /** The result of {@link parseDirectives}. */
@@ -38,7 +40,7 @@ export interface ParsedMessage {
 /** How many pieces an answer streams in when no `[chunks:N]` is given. */
 export const DEFAULT_CHUNKS = 4;
 
-const FLAG = /^\[(echo-system|history|malformed|hang)\]/;
+const FLAG = /^\[(echo-system|history|malformed|hang|no-usage)\]/;
 const NUMERIC = /^\[(sleep|chunks|error|usage):(\d{1,9})\]/;
 const CALL_HEAD = /^\[call:([A-Za-z0-9_.-]+)\s*/;
 
@@ -71,6 +73,7 @@ function matchDirective(s: string, out: Directives): number {
     const name = flag[1];
     if (name === "echo-system" || name === "history") out.text.push(name);
     else if (name === "malformed") out.malformed = true;
+    else if (name === "no-usage") out.noUsage = true;
     else out.hang = true;
     return flag[0].length;
   }

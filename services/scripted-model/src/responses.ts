@@ -28,7 +28,7 @@ export function completionObject(meta: CompletionMeta, plan: Plan): Record<strin
     model: meta.model,
     system_fingerprint: null,
     choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(answer) }],
-    usage: plan.usage,
+    usage: plan.directives.noUsage ? undefined : plan.usage,
   };
 }
 

@@ -74,6 +74,22 @@ describe("scripted model via the openai SDK", () => {
     expect(chunks.some((c) => c.usage)).toBe(false);
   });
 
+  it("reports no usage with [no-usage], streaming or not, even when asked", async () => {
+    const chunks = await collect(
+      await client.chat.completions.create({
+        model: "scripted",
+        messages: [{ role: "user", content: "[no-usage] quiet" }],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
+    expect(contentOf(chunks)).toBe("Echo: quiet");
+    expect(chunks.some((c) => c.usage)).toBe(false);
+    const whole = await client.chat.completions.create({ model: "scripted", messages: [{ role: "user", content: "[no-usage] quiet" }] });
+    expect(whole.choices[0]?.message.content).toBe("Echo: quiet");
+    expect(whole.usage).toBeUndefined();
+  });
+
   it("requests a tool call without streaming, then reports the tool result", async () => {
     const messages: ChatCompletionMessageParam[] = [{ role: "user", content: `please ${callDirective}` }];
     const first = await client.chat.completions.create({ model: "scripted", messages, tools });
