@@ -105,3 +105,18 @@ it("refunds a failed run: credits_used 0 and the balance unchanged", async () =>
   expect(task.creditsUsed).toBe(0);
   await expectBooksBalanced(t.orgId);
 });
+
+it("bills a model that reports no usage by an estimate of four characters per token", async () => {
+  const t = await createTenant(prisma, { credits: 100 });
+  // 4,000 characters of answer and no usage chunk: at least 1,000 estimated tokens.
+  const query = `[no-usage] ${"y".repeat(4000)}`;
+  const res = await runOf(t, query);
+  expect(res.body.status).toBe("completed");
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: res.body.run_id } });
+  expect(run.completionTokens).toBe(Math.ceil(run.output.length / 4));
+  expect(run.promptTokens).toBeGreaterThanOrEqual(Math.ceil(query.length / 4));
+  expect(run.creditsUsed).toBe(1 + Math.ceil((run.promptTokens + run.completionTokens) / 1000));
+  expect(res.body.credits_used).toBe(run.creditsUsed);
+  expect(run.creditsUsed).toBeGreaterThanOrEqual(3);
+  await expectBooksBalanced(t.orgId);
+});

@@ -35,7 +35,8 @@ export interface ModelCallOptions {
   onText: (delta: string) => void;
   /**
    * Called once per call that consumed tokens, even when the call is then stopped (cancel,
-   * shutdown): a stop before the model's usage arrived reports an estimate.
+   * shutdown). When the model reported no usage (a stop before its last chunk, or a provider that
+   * ignores `include_usage`), reports an estimate.
    */
   onUsage: (usage: ModelUsage) => void;
 }
@@ -43,9 +44,9 @@ export interface ModelCallOptions {
 /**
  * One streamed chat completion: forwards text deltas as they arrive, assembles tool calls, and
  * reports token usage. Stops with `model_timeout` when no chunk arrives within the idle timeout.
- * A call stopped after the model began to answer but before it reported its usage (which comes
- * with the last chunk) reports an estimate of what it consumed: the prompt it read and the
- * answer it streamed, at four characters per token.
+ * A call that ends without the model's usage (stopped before the last chunk, which carries it,
+ * or answered by a provider that ignores `include_usage`) reports an estimate of what it
+ * consumed: the prompt it read and the answer it streamed, at four characters per token.
  */
 export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const idle = new AbortController();
@@ -102,7 +103,8 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   } finally {
     clearTimeout(idleTimer);
   }
-  if (usage) opts.onUsage(usage);
+  // A provider that ignores `include_usage` still bills: estimate what the call consumed.
+  opts.onUsage(usage ?? estimateUsage(opts.messages, turn.text, calls.values()));
   turn.toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }));
   if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
   return turn;
