@@ -8,6 +8,8 @@ export interface AuthContext {
   plan: Plan;
   rpmLimit: number | null;
   agentId: string;
+  /** Credits a run of this agent reserves when it is accepted: the agent's base price. */
+  runReservation: number;
 }
 
 declare module "express-serve-static-core" {

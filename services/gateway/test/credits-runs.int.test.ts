@@ -120,3 +120,23 @@ it("bills a model that reports no usage by an estimate of four characters per to
   expect(run.creditsUsed).toBeGreaterThanOrEqual(3);
   await expectBooksBalanced(t.orgId);
 });
+
+it("reserves the agent's own base price: concurrent runs cannot spend more than the balance covers", async () => {
+  const pricing = { base: 10, per_tool_call: 1, per_1k_tokens: 1 };
+  const poor = await createTenant(prisma, { credits: 5, pricing });
+  const refused = await runOf(poor, "hi");
+  expect(refused.status).toBe(402);
+  expect(refused.body.error.code).toBe("insufficient_credits");
+  expect(await balanceOf(poor.orgId)).toBe(5);
+
+  const t = await createTenant(prisma, { credits: 25, pricing });
+  // Slow enough that every reservation is made before the first run settles its cost.
+  const results = await Promise.all(Array.from({ length: 5 }, (_, i) => runOf(t, `[sleep:200] y${i}`)));
+  const accepted = results.filter((r) => r.status === 200);
+  expect(accepted).toHaveLength(2);
+  expect(results.filter((r) => r.status === 402)).toHaveLength(3);
+  for (const r of accepted) expect(r.body).toMatchObject({ status: "completed", credits_used: 11 });
+  const { ledger, balance } = await expectBooksBalanced(t.orgId);
+  expect(ledger.filter((e) => e.reason === "run_reservation").map((e) => e.amount)).toEqual([-10, -10]);
+  expect(balance).toBe(25 - 22);
+});

@@ -170,6 +170,15 @@ describe("widget keys and origins", () => {
     expect(res.headers.get("access-control-allow-origin")).toBe(ORIGIN);
   });
 
+  it("reserves the agent's base price: 402 when the balance does not cover it", async () => {
+    const priced = await createTenant(prisma, { credits: 5, pricing: { base: 10, per_tool_call: 1, per_1k_tokens: 1 } });
+    const pricedKey = await createWidgetKey(priced.agentId, [ORIGIN]);
+    const res = await runJson({ query: "hi" }, headersFor(pricedKey));
+    expect(res.status).toBe(402);
+    expect(res.body.error.code).toBe("insufficient_credits");
+    expect((await prisma.organization.findUniqueOrThrow({ where: { id: priced.orgId } })).creditBalance).toBe(5);
+  });
+
   it("answers 404 in the contract's shape for an unknown widget route", async () => {
     const res = await fetch(widgetUrl("/tasks"), { headers: headersFor(key) });
     expect(res.status).toBe(404);

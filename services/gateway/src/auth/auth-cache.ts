@@ -1,4 +1,5 @@
 import type { PrismaClient, Plan } from "@agentrun/db";
+import { parsePricing } from "@agentrun/credits";
 
 export interface ApiKeyRecord {
   keyId: string;
@@ -11,6 +12,8 @@ export interface ApiKeyRecord {
 export interface AgentRecord {
   id: string;
   orgId: string;
+  /** The agent's base price, which a run reserves when it is accepted. */
+  runReservation: number;
 }
 
 interface Entry<T> {
@@ -48,9 +51,10 @@ export class AuthCache {
   async agent(agentId: string): Promise<AgentRecord | null> {
     const hit = this.agents.get(agentId);
     if (hit && hit.expires > Date.now()) return hit.value;
-    const row = await this.prisma.agent.findUnique({ where: { id: agentId }, select: { id: true, orgId: true } });
-    this.remember(this.agents, agentId, row);
-    return row;
+    const row = await this.prisma.agent.findUnique({ where: { id: agentId }, select: { id: true, orgId: true, pricing: true } });
+    const value = row ? { id: row.id, orgId: row.orgId, runReservation: parsePricing(row.pricing).base } : null;
+    this.remember(this.agents, agentId, value);
+    return value;
   }
 
   markUsed(keyId: string): void {

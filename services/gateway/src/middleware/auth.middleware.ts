@@ -27,7 +27,7 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
     if (!agent) throw new AppError("agent_not_found", { message: `No agent has the id '${agentId.slice(0, 100)}'.` });
     if (agent.orgId !== key.orgId) throw new AppError("forbidden", { message: "This API key has no access to this agent." });
 
-    const auth: AuthContext = { orgId: key.orgId, keyId: key.keyId, plan: key.plan, rpmLimit: key.rpmLimit, agentId: agent.id };
+    const auth: AuthContext = { orgId: key.orgId, keyId: key.keyId, plan: key.plan, rpmLimit: key.rpmLimit, agentId: agent.id, runReservation: agent.runReservation };
     req.auth = auth;
     next();
   };

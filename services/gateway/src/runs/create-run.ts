@@ -4,8 +4,6 @@ import { AppError } from "@agentrun/errors";
 import type { RunContext, RunEvent } from "@agentrun/contracts";
 import type { AuthContext } from "../request-context";
 
-/** Credits taken when a run is accepted; the rest of its cost is settled when it ends. */
-export const RUN_RESERVATION = 1;
 export const TITLE_MAX_CHARS = 80;
 
 export interface CreateRunInput {
@@ -46,7 +44,7 @@ function sqlState(err: unknown): string | undefined {
 /**
  * Records a new run as `queued` in one database round trip (the `agentrun_create_run`
  * function): creates the task or claims the existing one with a conditional update (so two
- * concurrent requests cannot both start a run on it), reserves the base credit with a ledger
+ * concurrent requests cannot both start a run on it), reserves the agent's base price with a ledger
  * entry, and inserts the run and its `run_started` event (seq 1). Refusals follow the contract's
  * order: task 404/403, then 409, then 402.
  */
@@ -61,7 +59,7 @@ export async function createRun(prisma: PrismaClient, input: CreateRunInput): Pr
       ${runId}, ${taskId}, ${input.taskId === undefined}, ${auth.orgId}, ${auth.agentId},
       ${input.query}, ${[...input.query].slice(0, TITLE_MAX_CHARS).join("")}, ${input.context?.user_id ?? null},
       ${metadata}::jsonb, ${context}::jsonb, ${input.visitorId ?? null},
-      ${RUN_RESERVATION}::int, ${newId("led")}, ${JSON.stringify(started)}::jsonb)`;
+      ${auth.runReservation}::int, ${newId("led")}, ${JSON.stringify(started)}::jsonb)`;
   } catch (err) {
     const refusal = REFUSALS[sqlState(err) ?? ""];
     if (refusal) throw refusal();

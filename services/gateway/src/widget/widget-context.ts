@@ -24,5 +24,5 @@ export function widgetOf(req: { widget?: WidgetContext }): WidgetContext {
 
 /** The widget key as the caller of runs: the agent's organization pays, the key stands for the API key. */
 export function widgetAuthContext(w: WidgetContext): AuthContext {
-  return { orgId: w.key.orgId, keyId: w.key.id, plan: w.key.plan, rpmLimit: w.key.rpmLimit, agentId: w.key.agentId };
+  return { orgId: w.key.orgId, keyId: w.key.id, plan: w.key.plan, rpmLimit: w.key.rpmLimit, agentId: w.key.agentId, runReservation: w.key.runReservation };
 }

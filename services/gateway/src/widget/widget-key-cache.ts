@@ -1,4 +1,5 @@
 import type { PrismaClient, Plan } from "@agentrun/db";
+import { parsePricing } from "@agentrun/credits";
 
 /** A widget key as the widget routes need it. */
 export interface WidgetKeyRecord {
@@ -7,6 +8,8 @@ export interface WidgetKeyRecord {
   orgId: string;
   plan: Plan;
   rpmLimit: number | null;
+  /** The agent's base price, which a run reserves when it is accepted. */
+  runReservation: number;
   /** Normalized origins (`scheme://host[:port]`). */
   allowedOrigins: ReadonlySet<string>;
   revoked: boolean;
@@ -53,7 +56,7 @@ export class WidgetKeyCache {
     if (hit && hit.expires > Date.now()) return hit.value;
     const row = await this.prisma.widgetKey.findUnique({
       where: { key },
-      select: { id: true, agentId: true, allowedOrigins: true, revokedAt: true, agent: { select: { orgId: true, org: { select: { plan: true, rpmLimit: true } } } } },
+      select: { id: true, agentId: true, allowedOrigins: true, revokedAt: true, agent: { select: { orgId: true, pricing: true, org: { select: { plan: true, rpmLimit: true } } } } },
     });
     const value: WidgetKeyRecord | null = row
       ? {
@@ -62,6 +65,7 @@ export class WidgetKeyCache {
           orgId: row.agent.orgId,
           plan: row.agent.org.plan,
           rpmLimit: row.agent.org.rpmLimit,
+          runReservation: parsePricing(row.agent.pricing).base,
           allowedOrigins: new Set(row.allowedOrigins.map(normalizeOrigin).filter((o): o is string => o !== null)),
           revoked: row.revokedAt !== null,
         }
