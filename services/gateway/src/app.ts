@@ -31,12 +31,13 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(requireHttps(deps.config.REQUIRE_HTTPS));
   app.use(openApiRoutes());
   app.use(widgetAssetRoutes(deps.config));
+  // Failed authentications of one client address, counted across the widget and API routes.
+  const failures = authFailureGuard({ limiter: deps.limiter, redisPrefix: deps.config.REDIS_PREFIX, limit: deps.config.AUTH_FAILURE_LIMIT });
   // The widget gateway authenticates with a publishable widget key, not a Bearer key: it is
   // mounted before the API router, which refuses every request without one.
-  app.use(["/api/v1/widget", "/api/widget"], widgetRoutes(deps));
+  app.use(["/api/v1/widget", "/api/widget"], widgetRoutes(deps, failures));
 
   const api = Router();
-  const failures = authFailureGuard({ limiter: deps.limiter, redisPrefix: deps.config.REDIS_PREFIX, limit: deps.config.AUTH_FAILURE_LIMIT });
   api.use(authenticate(deps.auth, failures));
   api.use(orgRateLimit(deps.limiter, deps.config.REDIS_PREFIX));
   api.use(refuseOptions());

@@ -7,13 +7,14 @@ import { createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant 
 const ORIGIN = "https://shop.example";
 const PER_IP = 3;
 const PER_KEY = 5;
+const AUTH_FAILURES = 4;
 
 let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
 beforeAll(async () => {
-  stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_RPM_PER_IP: String(PER_IP), WIDGET_RPM_PER_KEY: String(PER_KEY), TRUST_PROXY: "true" } });
+  stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_RPM_PER_IP: String(PER_IP), WIDGET_RPM_PER_KEY: String(PER_KEY), AUTH_FAILURE_LIMIT: String(AUTH_FAILURES), TRUST_PROXY: "true" } });
   prisma = testPrisma(testEnv().databaseUrl);
   tenant = await createTenant(prisma, { plan: "free" });
 });
@@ -61,6 +62,31 @@ describe("widget limits", () => {
 
     // Another key from a fresh address is not affected.
     expect((await hit(await createWidgetKey(), "203.0.113.4")).status).toBe(400);
+  });
+
+  it("limits refused widget requests per client address: unknown keys, other origins, bad tokens, refused preflights", async () => {
+    const key = await createWidgetKey();
+    const post = (ip: string, headers: Record<string, string>) =>
+      fetch(`${stack.gatewayUrl}/api/v1/widget/run`, { method: "POST", headers: { origin: ORIGIN, "x-forwarded-for": ip, "content-type": "application/json", ...headers }, body: "{}" });
+    const preflight = (ip: string, origin: string) =>
+      fetch(`${stack.gatewayUrl}/api/v1/widget/run`, { method: "OPTIONS", headers: { origin, "x-forwarded-for": ip, "access-control-request-method": "POST" } });
+    const cases: [string, number, (i: number) => Promise<Response>][] = [
+      ["198.51.100.1", 401, () => post("198.51.100.1", { "x-widget-key": generateWidgetKey() })],
+      ["198.51.100.2", 403, (i) => post("198.51.100.2", { "x-widget-key": key, origin: `https://r${i}.example` })],
+      ["198.51.100.3", 401, () => post("198.51.100.3", { "x-widget-key": key, "x-visitor-token": "v1.a.b" })],
+      ["198.51.100.4", 403, (i) => preflight("198.51.100.4", `https://p${i}.example`)],
+    ];
+    for (const [ip, status, request] of cases) {
+      for (let i = 0; i < AUTH_FAILURES; i++) expect({ ip, i, status: (await request(i)).status }).toEqual({ ip, i, status });
+      const limited = await request(AUTH_FAILURES);
+      expect({ ip, status: limited.status }).toEqual({ ip, status: 429 });
+      expect(((await limited.json()) as any).error).toMatchObject({ code: "rate_limited", message: expect.stringMatching(/failed authentication/) });
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    }
+    // The same addresses with a valid key and origin are not blocked (only failures are refused).
+    expect((await hit(key, "198.51.100.1")).status).toBe(400);
+    const allowed = await fetch(`${stack.gatewayUrl}/api/v1/widget/run`, { method: "OPTIONS", headers: { origin: ORIGIN, "x-forwarded-for": "198.51.100.4", "access-control-request-method": "POST" } });
+    expect(allowed.status).toBe(204);
   });
 
   it("does not count widget requests against the organization's API limit", async () => {

@@ -5,11 +5,11 @@ import { rateLimitedError } from "./rate-limit-response";
 /** Decides how the auth middleware answers a failed authentication. */
 export interface AuthFailureGuard {
   /**
-   * Records a failed authentication from `ip` and returns the error to answer: 401
-   * `unauthorized` with `message` while the address is within its limit, 429 `rate_limited`
-   * beyond it.
+   * Records a failed authentication from `ip` and returns the error to answer: `error` (401
+   * `unauthorized`, or 403 for a widget's disallowed origin) while the address is within its
+   * limit, 429 `rate_limited` beyond it.
    */
-  reject(ip: string, message: string): Promise<AppError>;
+  reject(ip: string, error: AppError): Promise<AppError>;
 }
 
 export interface AuthFailureGuardOptions {
@@ -28,9 +28,9 @@ export interface AuthFailureGuardOptions {
  */
 export function authFailureGuard({ limiter, redisPrefix, limit }: AuthFailureGuardOptions): AuthFailureGuard {
   return {
-    async reject(ip, message) {
+    async reject(ip, error) {
       const r = await limiter.hit(`${redisPrefix}:rl:authfail:${ip}`, limit);
-      if (r.admitted) return new AppError("unauthorized", { message });
+      if (r.admitted) return error;
       return rateLimitedError(r, "Too many failed authentication attempts from this address; retry later.");
     },
   };

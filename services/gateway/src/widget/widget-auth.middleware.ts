@@ -1,6 +1,7 @@
 import type { RequestHandler } from "express";
 import { AppError } from "@agentrun/errors";
 import { looksLikeWidgetKey } from "@agentrun/api-keys";
+import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 import type { VisitorTokens } from "./visitor-token";
 import type { WidgetKeyCache } from "./widget-key-cache";
 import { requestOrigin, setCorsHeaders } from "./widget-cors";
@@ -11,23 +12,26 @@ import { requestOrigin, setCorsHeaders } from "./widget-cors";
  * when there is no Origin), then the visitor token when one is sent (401 when forged, expired
  * or minted for another widget key). CORS headers are added only once the origin is known to be
  * allowed, so that every later answer (429, 402, 403 of a task…) is readable by the page.
+ * Each refusal counts as a failed authentication of the client's address (`failures`): beyond
+ * the limit the answer is 429, as on the API routes.
  */
-export function widgetAuth(keys: WidgetKeyCache, tokens: VisitorTokens): RequestHandler {
+export function widgetAuth(keys: WidgetKeyCache, tokens: VisitorTokens, failures: AuthFailureGuard): RequestHandler {
   return async (req, res, next) => {
     res.vary("Origin");
+    const refuse = (error: AppError) => failures.reject(req.ip ?? "unknown", error);
     const value = req.get("x-widget-key");
     const key = looksLikeWidgetKey(value) ? await keys.byKey(value) : null;
-    if (!key || key.revoked) throw new AppError("unauthorized", { message: "Missing, unknown or revoked widget key (X-Widget-Key)." });
+    if (!key || key.revoked) throw await refuse(new AppError("unauthorized", { message: "Missing, unknown or revoked widget key (X-Widget-Key)." }));
 
     const origin = requestOrigin(req);
-    if (!origin || !key.allowedOrigins.has(origin)) throw new AppError("forbidden", { message: "This widget key may not be used from this origin." });
+    if (!origin || !key.allowedOrigins.has(origin)) throw await refuse(new AppError("forbidden", { message: "This widget key may not be used from this origin." }));
     setCorsHeaders(res, origin);
 
     const token = req.get("x-visitor-token");
     let visitorId: string | null = null;
     if (token !== undefined) {
       const payload = tokens.verify(token);
-      if (!payload || payload.widget_key_id !== key.id) throw new AppError("unauthorized", { message: "The visitor token is invalid or expired." });
+      if (!payload || payload.widget_key_id !== key.id) throw await refuse(new AppError("unauthorized", { message: "The visitor token is invalid or expired." }));
       visitorId = payload.visitor_id;
     }
     req.widget = { key, origin, visitorId };

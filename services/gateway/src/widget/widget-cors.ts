@@ -1,5 +1,6 @@
 import type { Request, RequestHandler, Response } from "express";
 import { AppError } from "@agentrun/errors";
+import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 import { normalizeOrigin, type WidgetKeyCache } from "./widget-key-cache";
 
 /** Request headers a widget page may send. */
@@ -36,13 +37,16 @@ export function setCorsHeaders(res: Response, origin: string): void {
 /**
  * Answers CORS preflights of the widget routes. A preflight carries no widget key, so it is
  * answered for an origin that at least one unrevoked widget key allows; any other origin gets
- * 403 without CORS headers and the browser never sends the real request.
+ * 403 without CORS headers and the browser never sends the real request. A refusal counts as a
+ * failed authentication of the client's address (429 beyond the limit).
  */
-export function widgetPreflight(keys: WidgetKeyCache): RequestHandler {
+export function widgetPreflight(keys: WidgetKeyCache, failures: AuthFailureGuard): RequestHandler {
   return async (req, res) => {
     res.vary("Origin");
     const origin = requestOrigin(req);
-    if (!origin || !(await keys.anyKeyAllows(origin))) throw new AppError("forbidden", { message: "This origin may not use the widget API." });
+    if (!origin || !(await keys.anyKeyAllows(origin))) {
+      throw await failures.reject(req.ip ?? "unknown", new AppError("forbidden", { message: "This origin may not use the widget API." }));
+    }
     res.setHeader("Access-Control-Allow-Origin", origin);
     res.setHeader("Access-Control-Allow-Methods", WIDGET_ALLOWED_METHODS);
     res.setHeader("Access-Control-Allow-Headers", WIDGET_ALLOWED_HEADERS);

@@ -5,6 +5,7 @@ import { AppError } from "@agentrun/errors";
 import { followRun, readStoredEvents } from "@agentrun/events";
 import { DEV_WIDGET_TOKEN_SECRET } from "../config";
 import type { GatewayDeps } from "../deps";
+import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 import { jsonBody } from "../middleware/json-body.middleware";
 import { createRun, newRunIds } from "../runs/create-run";
 import { startRun } from "../runs/start-run";
@@ -29,7 +30,7 @@ const ID = /^[A-Za-z0-9_-]{1,100}$/;
  * carries the token only in its header: its first event is `run_started`, like `/api/run`.
  * Nothing here lists tasks, messages or memories: a visitor reaches only the runs of its own tasks.
  */
-export function widgetRoutes(deps: GatewayDeps): Router {
+export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Router {
   const { config } = deps;
   const router = Router();
   const keys = new WidgetKeyCache(deps.prisma, config.AUTH_CACHE_TTL_MS);
@@ -40,8 +41,8 @@ export function widgetRoutes(deps: GatewayDeps): Router {
     deps.logger.warn("WIDGET_TOKEN_SECRET is a published default: visitor tokens can be forged; set a long random value");
   }
 
-  router.options([RUN_PATH, EVENTS_PATH], widgetPreflight(keys));
-  router.use(widgetAuth(keys, tokens));
+  router.options([RUN_PATH, EVENTS_PATH], widgetPreflight(keys, failures));
+  router.use(widgetAuth(keys, tokens, failures));
   router.use(widgetLimits({ limiter: deps.limiter, redisPrefix: config.REDIS_PREFIX, perKey: config.WIDGET_RPM_PER_KEY, perIp: config.WIDGET_RPM_PER_IP }));
   router.use(jsonBody(config.BODY_LIMIT_BYTES));
 
