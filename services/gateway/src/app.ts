@@ -2,7 +2,7 @@ import express, { Router, type Express } from "express";
 import type { GatewayDeps } from "./deps";
 import { requestId } from "./middleware/request-id.middleware";
 import { authenticate } from "./middleware/auth.middleware";
-import { jsonBody } from "./middleware/json-body.middleware";
+import { jsonBody } from "@agentrun/json-body";
 import { errorHandler, notFound } from "./middleware/error.middleware";
 import { orgRateLimit } from "./middleware/rate-limit.middleware";
 import { requireHttps } from "./middleware/require-https.middleware";

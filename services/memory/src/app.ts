@@ -1,5 +1,6 @@
 import express, { type Express } from "express";
 import type { PrismaClient } from "@agentrun/db";
+import { jsonBody } from "@agentrun/json-body";
 import type { Logger } from "@agentrun/logger";
 import { errorHandler, notFound } from "./middleware/error.middleware";
 import { internalAuth } from "./middleware/internal-auth.middleware";
@@ -19,7 +20,7 @@ export interface MemoryAppDeps {
  * Largest accepted JSON body: a search query may be 32,000 characters, which JSON escaping can
  * grow several-fold.
  */
-const BODY_LIMIT = "1mb";
+const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** Builds the memory service's Express app; no side effects, no `listen`. */
 export function createApp({ prisma, logger, internalToken }: MemoryAppDeps): Express {
@@ -29,7 +30,8 @@ export function createApp({ prisma, logger, internalToken }: MemoryAppDeps): Exp
 
   app.use(requestId(logger));
   app.use(healthRouter({ prisma }));
-  app.use("/internal", internalAuth(internalToken), express.json({ limit: BODY_LIMIT }));
+  // JSON bodies only, and no U+0000 in them or in the URL (PostgreSQL stores none): 400, not a 500.
+  app.use("/internal", internalAuth(internalToken), jsonBody(BODY_LIMIT_BYTES));
   app.use("/internal/memories", memoriesRouter({ prisma }));
   app.use(notFound);
   app.use(errorHandler(logger));

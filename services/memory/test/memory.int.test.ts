@@ -172,8 +172,20 @@ describe("memory service: validation", () => {
   });
 
   it("rejects a body that is not JSON", async () => {
-    const res = await api().post("/internal/memories").set(AUTH).set("content-type", "text/plain").send("hello").expect(400);
-    expect(res.body.error.code).toBe("invalid_request");
+    const res = await api().post("/internal/memories").set(AUTH).set("content-type", "text/plain").send("hello").expect(415);
+    expect(res.body.error.code).toBe("unsupported_media_type");
+  });
+
+  it("rejects U+0000, which PostgreSQL cannot store, with 400 naming the field", async () => {
+    const scope = newScope();
+    await invalid(api().post("/internal/memories").send({ ...scope, user_id: "u", content: "a\u0000b" }), "content");
+    await invalid(api().post("/internal/memories").send({ ...scope, user_id: "u\u0000", content: "x" }), "user_id");
+    await invalid(api().post("/internal/memories/search").send({ ...scope, user_id: "u\u0000", query: "tea" }), "user_id");
+    const inUrl = await api().get("/internal/memories").query({ ...scope, user_id: "u\u0000" }).set(AUTH).expect(400);
+    expect(inUrl.body.error).toEqual({ code: "invalid_request", message: expect.stringMatching(/NUL/) });
+    // Nothing was stored.
+    const list = await api().get("/internal/memories").query(scope).set(AUTH).expect(200);
+    expect(list.body.memories).toEqual([]);
   });
 
   it.each(["0", "101", "abc", "1.5", "-1"])("rejects limit=%s", async (limit) => {

@@ -6,7 +6,7 @@ import { followRun, readStoredEvents } from "@agentrun/events";
 import { DEV_WIDGET_TOKEN_SECRET } from "../config";
 import type { GatewayDeps } from "../deps";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
-import { jsonBody } from "../middleware/json-body.middleware";
+import { jsonBody } from "@agentrun/json-body";
 import { createRun, newRunIds } from "../runs/create-run";
 import { startRun } from "../runs/start-run";
 import { respondWithRun } from "../runs/respond-run";
