@@ -30,9 +30,11 @@ describe("parseOrigin", () => {
     ["http://localhost:5173", "http://localhost:5173"],
     ["https://a.example:443", "https://a.example"],
     ["http://127.0.0.1:8080", "http://127.0.0.1:8080"],
+    ["http://[::1]:3000", "http://[::1]:3000"],
+    ["https://bücher.example", "https://xn--bcher-kva.example"],
   ])("%s → %s", (input, origin) => expect(parseOrigin("--origins", input)).toBe(origin));
 
-  it.each(["a.example", "https://a.example/x", "https://a.example?", "https://a.example#", "ws://a.example", "https://u@a.example", "null", "*"])(
+  it.each(["a.example", "https://a.example/x", "https://a.example?", "https://a.example#", "ws://a.example", "https://u@a.example", "null", "*", "https://*.example.com", "https://a*.example", "https://a!.example"])(
     "rejects %j",
     (input) => expect(() => parseOrigin("--origins", input)).toThrow(UsageError),
   );

@@ -90,6 +90,9 @@ export function httpUrlOption(flag: string): (value: string) => string {
   };
 }
 
+/** A host as `URL` leaves it: lower-case letters, digits, dots, hyphens, underscores; or `[IPv6]`. */
+const HOSTNAME = /^(?:[a-z0-9._-]+|\[[0-9a-f:.]+\])$/;
+
 /**
  * Parses one browser origin: an http(s) scheme, a host and an optional port, nothing else (a
  * bare trailing `/` is tolerated). Returns `URL.origin`, which lower-cases the host and drops
@@ -104,6 +107,9 @@ export function parseOrigin(flag: string, value: string): string {
   const hasExtras = url.pathname !== "/" || url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "";
   // `new URL` turns "https://a.example?" into an empty search, so check the raw text too.
   if (hasExtras || /[?#]/.test(value) || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") return fail();
+  // Origins are matched exactly, and no browser sends a `*` in one.
+  if (url.hostname.includes("*")) throw new UsageError(`${flag}: wildcards are not supported; list each origin (scheme://host[:port]): ${value}`);
+  if (!HOSTNAME.test(url.hostname)) return fail();
   return url.origin;
 }
 
