@@ -1,7 +1,10 @@
 import { AppError } from "@agentrun/errors";
-import { newId, type Prisma, type PrismaClient } from "@agentrun/db";
+import { newId, sqlStateOf, type Prisma, type PrismaClient } from "@agentrun/db";
 
 type Db = PrismaClient | Prisma.TransactionClient;
+
+/** Balances are 32-bit integers. */
+const MAX_BALANCE = 2_147_483_647;
 type Reason = "grant" | "run_reservation" | "run_charge" | "run_refund";
 
 /** Adds `delta` to the balance and records it; returns the new balance, or null if no such org. */
@@ -18,7 +21,10 @@ async function applyDelta(db: Db, orgId: string, delta: number, reason: Reason, 
 /** Adds credits to an organization (admin CLI `credits add`, initial grant). */
 export async function grantCredits(prisma: PrismaClient, orgId: string, amount: number): Promise<{ balance: number }> {
   if (!Number.isInteger(amount) || amount <= 0) throw new AppError("invalid_request", { message: "amount must be a positive integer" });
-  const balance = await prisma.$transaction((tx) => applyDelta(tx, orgId, amount, "grant", null));
+  const balance = await prisma.$transaction((tx) => applyDelta(tx, orgId, amount, "grant", null)).catch((err) => {
+    if (sqlStateOf(err) === "22003") throw new AppError("invalid_request", { message: `the balance would exceed ${MAX_BALANCE} credits` });
+    throw err;
+  });
   if (balance === null) throw new AppError("not_found", { message: `no organization ${orgId}` });
   return { balance };
 }

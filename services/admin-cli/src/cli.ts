@@ -4,7 +4,7 @@
  * in-process and `index.ts` only prints the result.
  */
 import { Command, CommanderError } from "commander";
-import type { PrismaClient } from "@agentrun/db";
+import { sqlStateOf, type PrismaClient } from "@agentrun/db";
 import { AppError, isUnavailableError } from "@agentrun/errors";
 import { EXIT_FAILURE, EXIT_USAGE, NotFoundError, UsageError } from "./cli-errors";
 import type { CliOutput, CommandContext } from "./command-context";
@@ -71,6 +71,14 @@ function fromCommanderError(err: CommanderError, captured: { out: string; err: s
   return { exitCode: EXIT_USAGE, stderr: oneLine(err.message) };
 }
 
+/** Database errors that mean DATABASE_URL names the wrong database or one not migrated yet. */
+const SCHEMA_PROBLEMS: Record<string, string> = {
+  "3D000": "error: the database named in DATABASE_URL does not exist (create it, then run `npm run db:migrate:deploy`)",
+  "42P01": "error: the database is not migrated (run `npm run db:migrate:deploy`)",
+  "42703": "error: the database is not migrated to this version (run `npm run db:migrate:deploy`)",
+  "42883": "error: the database is not migrated to this version (run `npm run db:migrate:deploy`)",
+};
+
 /** Maps any thrown value to the line and exit code the operator sees. */
 export function errorResult(err: unknown): CliResult {
   if (err instanceof UsageError) return { exitCode: EXIT_USAGE, stderr: oneLine(err.message) };
@@ -84,6 +92,8 @@ export function errorResult(err: unknown): CliResult {
       stderr: "error: the database is unreachable (check DATABASE_URL; start it with `docker compose up -d postgres`)",
     };
   }
+  const schemaProblem = SCHEMA_PROBLEMS[sqlStateOf(err) ?? ""];
+  if (schemaProblem) return { exitCode: EXIT_FAILURE, stderr: schemaProblem };
   const message = err instanceof Error ? err.message : String(err);
   return { exitCode: EXIT_FAILURE, stderr: oneLine(message || "unexpected failure") };
 }

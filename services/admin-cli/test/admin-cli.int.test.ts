@@ -206,6 +206,13 @@ describe("credits add / show", () => {
     expect(await prisma.creditLedgerEntry.count({ where: { orgId } })).toBe(1);
   });
 
+  it("refuses a grant that would take the balance past 2147483647, changing nothing", async () => {
+    const orgId = await newOrg("--credits", "10");
+    expect(await fails("credits", "add", "--org", orgId, "--amount", "2147483647")).toEqual({ exitCode: 2, stderr: "error: the balance would exceed 2147483647 credits" });
+    expect(await ok("credits", "show", "--org", orgId)).toEqual({ balance: 10 });
+    expect(await prisma.creditLedgerEntry.count({ where: { orgId } })).toBe(1);
+  });
+
   it("reports an unknown org", async () => {
     expect(await fails("credits", "add", "--org", "org_missing", "--amount", "5")).toEqual({ exitCode: 1, stderr: "error: no organization org_missing" });
     expect(await fails("credits", "show", "--org", "org_missing")).toEqual({ exitCode: 1, stderr: "error: no organization org_missing" });
@@ -231,6 +238,13 @@ describe("command line errors", () => {
     expect(out.help).toContain("revoke");
   });
 });
+
+/** The test database's URL with another database name. */
+function dbUrl(name: string): string {
+  const url = new URL(testEnv().databaseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
 
 describe("as a subprocess", () => {
   function cli(...args: string[]) {
@@ -273,5 +287,25 @@ describe("as a subprocess", () => {
     expect(down.status).toBe(1);
     expect(down.stdout).toBe("");
     expect(down.stderr).toMatch(/^error: the database is unreachable[^\n]*\n$/);
+  });
+
+  it("says so when DATABASE_URL names a database that does not exist or is not migrated", () => {
+    const withDb = (name: string) =>
+      spawnSync(process.execPath, [require.resolve("tsx/cli"), "services/admin-cli/src/index.ts", "credits", "show", "--org", "o"], {
+        cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: dbUrl(name) }, encoding: "utf8", timeout: 30_000,
+      });
+    const missing = withDb(`agentrun_missing_${process.pid}`);
+    expect({ status: missing.status, stdout: missing.stdout }).toEqual({ status: 1, stdout: "" });
+    expect(missing.stderr).toMatch(/^error: the database named in DATABASE_URL does not exist[^\n]*\n$/);
+
+    const empty = `agentrun_empty_${process.pid}`;
+    const admin = (sql: string) => spawnSync("psql", [dbUrl("postgres"), "-qc", sql], { encoding: "utf8" });
+    expect(admin(`CREATE DATABASE ${empty}`).status).toBe(0);
+    try {
+      const unmigrated = withDb(empty);
+      expect(unmigrated).toMatchObject({ status: 1, stdout: "", stderr: "error: the database is not migrated (run `npm run db:migrate:deploy`)\n" });
+    } finally {
+      admin(`DROP DATABASE IF EXISTS ${empty}`);
+    }
   });
 });

@@ -1,5 +1,5 @@
 import type { PrismaClient } from "@agentrun/db";
-import { newId } from "@agentrun/db";
+import { newId, sqlStateOf } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import type { RunContext, RunEvent } from "@agentrun/contracts";
 import type { AuthContext } from "../request-context";
@@ -36,11 +36,6 @@ const REFUSALS: Record<string, () => AppError> = {
   AR402: () => new AppError("insufficient_credits"),
 };
 
-/** The SQLSTATE of a database error raised through Prisma's driver adapter, if any. */
-function sqlState(err: unknown): string | undefined {
-  return (err as { meta?: { driverAdapterError?: { cause?: { code?: string } } } })?.meta?.driverAdapterError?.cause?.code;
-}
-
 /**
  * Records a new run as `queued` in one database round trip (the `agentrun_create_run`
  * function): creates the task or claims the existing one with a conditional update (so two
@@ -61,7 +56,7 @@ export async function createRun(prisma: PrismaClient, input: CreateRunInput): Pr
       ${metadata}::jsonb, ${context}::jsonb, ${input.visitorId ?? null},
       ${auth.runReservation}::int, ${newId("led")}, ${JSON.stringify(started)}::jsonb)`;
   } catch (err) {
-    const refusal = REFUSALS[sqlState(err) ?? ""];
+    const refusal = REFUSALS[sqlStateOf(err) ?? ""];
     if (refusal) throw refusal();
     throw err;
   }
