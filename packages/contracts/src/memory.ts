@@ -3,7 +3,7 @@
  * memory service.
  */
 import { z } from "zod";
-import { MEMORY_CATEGORIES, intParam } from "./common";
+import { MEMORY_CATEGORIES, idParam, intParam } from "./common";
 
 export const MEMORY_CONTENT_MAX_CHARS = 4000;
 
@@ -19,10 +19,11 @@ export const memoryCreateSchema = z
   })
   .strict();
 
-/** Query of `GET /api/memory`. */
+/** Query of `GET /api/memory`: newest first; `before=<memory_id>` pages back from that entry. */
 export const memoryListQuerySchema = z.object({
   user_id: memoryUserIdSchema.optional(),
   limit: intParam(1, 100, 20),
+  before: idParam.optional(),
 });
 
 /** A memory entry as the API returns it. */

@@ -167,7 +167,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
       get: authed("Memory", {
         operationId: "listMemory",
         summary: "List the agent's memory entries, newest first",
-        description: "All users of the agent when user_id is absent.",
+        description: "All users of the agent when user_id is absent. `before=<memory_id>` pages back from that entry (400 when it names no entry of the listed scope).",
         requestParams: { query: memoryListQuerySchema },
         responses: { "200": json(memoryListSchema, "The entries.") },
       }),

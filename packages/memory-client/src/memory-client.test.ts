@@ -54,18 +54,20 @@ describe("memory client", () => {
       seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body });
       if (req.method === "DELETE") return void res.writeHead(204).end();
       if (req.method === "POST") return json(res, 201, { memory: entry, created: true });
-      json(res, 200, req.url?.startsWith("/internal/memories?") ? { memories: [entry] } : { memory: entry });
+      json(res, 200, req.url?.startsWith("/internal/memories?") ? { memories: [entry], has_more: false } : { memory: entry });
     });
     const client = createMemoryClient({ baseUrl: `${url}/`, token: "secret-token-0123456789" });
 
     await expect(client.create({ ...scope, user_id: "u1", content: "likes tea" })).resolves.toEqual({ memory: entry, created: true });
-    await expect(client.list({ ...scope, limit: 5 })).resolves.toEqual({ memories: [entry] });
+    await expect(client.list({ ...scope, limit: 5 })).resolves.toEqual({ memories: [entry], has_more: false });
+    await client.list({ ...scope, limit: 5, before: "mem_9" });
     await expect(client.get(scope, "mem 1/x")).resolves.toEqual({ memory: entry });
     await expect(client.remove(scope, "mem_1")).resolves.toBeUndefined();
 
     expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
       "POST /internal/memories",
       "GET /internal/memories?org_id=org_1&agent_id=agt_1&limit=5",
+      "GET /internal/memories?org_id=org_1&agent_id=agt_1&limit=5&before=mem_9",
       "GET /internal/memories/mem%201%2Fx?org_id=org_1&agent_id=agt_1",
       "DELETE /internal/memories/mem_1?org_id=org_1&agent_id=agt_1",
     ]);

@@ -20,6 +20,8 @@ export interface ListMemoriesRequest extends MemoryScope {
   user_id?: string;
   /** 1..100. @defaultValue 20 */
   limit?: number;
+  /** Only entries older than this one (a page back). */
+  before?: string;
 }
 export type SearchMemoriesRequest = z.input<typeof internalMemorySearchSchema>;
 export type MemoryContextRequest = z.input<typeof internalMemoryContextSchema>;
@@ -57,7 +59,7 @@ export interface CallOptions {
  */
 export interface MemoryClient {
   create(input: CreateMemoryRequest, opts?: CallOptions): Promise<CreateMemoryResponse>;
-  list(query: ListMemoriesRequest, opts?: CallOptions): Promise<{ memories: MemoryEntryView[] }>;
+  list(query: ListMemoriesRequest, opts?: CallOptions): Promise<{ memories: MemoryEntryView[]; has_more: boolean }>;
   get(scope: MemoryScope, id: string, opts?: CallOptions): Promise<{ memory: MemoryEntryView }>;
   remove(scope: MemoryScope, id: string, opts?: CallOptions): Promise<void>;
   search(input: SearchMemoriesRequest, opts?: CallOptions): Promise<{ memories: ScoredMemoryEntryView[] }>;
@@ -154,7 +156,7 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
   return {
     create: (input, opts) => call({ method: "POST", path: "/internal/memories", body: input }, opts),
     list: (query, opts) =>
-      call({ method: "GET", path: "/internal/memories", query: { ...scopeQuery(query), user_id: query.user_id, limit: query.limit } }, opts),
+      call({ method: "GET", path: "/internal/memories", query: { ...scopeQuery(query), user_id: query.user_id, limit: query.limit, before: query.before } }, opts),
     get: (scope, id, opts) => call({ method: "GET", path: entryPath(id), query: scopeQuery(scope) }, opts),
     remove: (scope, id, opts) => call({ method: "DELETE", path: entryPath(id), query: scopeQuery(scope) }, opts),
     search: (input, opts) => call({ method: "POST", path: "/internal/memories/search", body: input }, opts),

@@ -161,7 +161,39 @@ describe("GET /api/memory", () => {
   });
 
   it("answers an empty list for a user without memories", async () => {
-    expect(await list(`?user_id=${user()}`)).toMatchObject({ status: 200, body: { memories: [] } });
+    expect(await list(`?user_id=${user()}`)).toEqual(expect.objectContaining({ status: 200, body: { memories: [], has_more: false } }));
+  });
+
+  it("pages back with before=<memory_id> and has_more, per user or for the whole agent", async () => {
+    const t = await createTenant(prisma);
+    const [u, other] = [user(), user()];
+    const ids = await seed(u, Array.from({ length: 45 }, (_, i) => `page ${i + 1}`), t.headers);
+    const [otherId] = await seed(other, ["someone else's"], t.headers);
+    const pages: { ids: string[]; has_more: boolean }[] = [];
+    let before = "";
+    do {
+      const res = await list(`?user_id=${u}&limit=20${before}`, t.headers);
+      expect(res.status).toBe(200);
+      const pageIds = res.body.memories.map((m: { memory_id: string }) => m.memory_id);
+      pages.push({ ids: pageIds, has_more: res.body.has_more });
+      before = `&before=${pageIds.at(-1)}`;
+    } while (pages.at(-1)!.has_more && pages.length < 5);
+    expect(pages.map((p) => [p.ids.length, p.has_more])).toEqual([[20, true], [20, true], [5, false]]);
+    expect(pages.flatMap((p) => p.ids)).toEqual([...ids].reverse());
+    // Without user_id the agent's entries of every user page the same way.
+    const all = await list(`?limit=2&before=${ids[1]}`, t.headers);
+    expect(all.body).toMatchObject({ memories: [{ memory_id: ids[0] }], has_more: false });
+    expect((await list(`?before=${ids[44]}`, t.headers)).body.memories[0].memory_id).toBe(ids[43]);
+    // A cursor outside the listed scope, or no entry at all, is a bad request.
+    for (const [query, headers] of [
+      [`?user_id=${u}&before=${otherId}`, t.headers],
+      [`?user_id=${u}&before=${ids[3]}`, tenant.headers],
+      [`?before=mem_missing`, t.headers],
+      [`?before=not%20an%20id`, t.headers],
+    ] as const) {
+      const res = await list(query, headers);
+      expect({ query, status: res.status, code: res.body.error?.code }).toEqual({ query, status: 400, code: "invalid_request" });
+    }
   });
 
   it.each(["?limit=0", "?limit=101", "?limit=abc", "?limit=1.5", "?limit=-1", "?limit=", "?user_id=", "?user_id=a&user_id=b"])(

@@ -87,7 +87,7 @@ export async function memoryContext(deps: MemoryServiceDeps, input: MemoryContex
   const scope = { org_id: input.org_id, agent_id: input.agent_id, user_id: input.user_id };
   const relevant = await searchMemories(deps, { ...scope, query: input.query, limit: input.max_count });
   // Enough newest entries to fill max_count even when all the relevant ones are among them.
-  const recent = await listMemories(deps, { ...scope, limit: input.max_count + relevant.length });
+  const { memories: recent } = await listMemories(deps, { ...scope, limit: input.max_count + relevant.length });
 
   const chosen: MemoryEntryView[] = [];
   const seen = new Set<string>();

@@ -30,6 +30,8 @@ export interface ListMemoriesQuery extends MemoryScope {
   /** All users of the agent when absent. */
   user_id?: string;
   limit: number;
+  /** Only entries older than this one, which must be in the listed scope. */
+  before?: string;
 }
 
 /** Hex SHA-256 of the trimmed content: the deduplication key with (org, agent, user). */
@@ -61,14 +63,20 @@ export async function createMemory({ prisma }: MemoryServiceDeps, input: CreateM
   throw new Error("memory entry neither inserted nor found after two attempts");
 }
 
-/** The scope's memories (one user's, or every user's of the agent), newest first. */
-export async function listMemories({ prisma }: MemoryServiceDeps, query: ListMemoriesQuery): Promise<MemoryEntryView[]> {
-  const rows = await prisma.memoryEntry.findMany({
-    where: { orgId: query.org_id, agentId: query.agent_id, ...(query.user_id === undefined ? {} : { userId: query.user_id }) },
-    orderBy: [...NEWEST_FIRST],
-    take: query.limit,
-  });
-  return rows.map(toMemoryView);
+/**
+ * A page of the scope's memories (one user's, or every user's of the agent), newest first, and
+ * whether older ones follow. `before` must name an entry of the listed scope (400 otherwise).
+ */
+export async function listMemories({ prisma }: MemoryServiceDeps, query: ListMemoriesQuery): Promise<{ memories: MemoryEntryView[]; has_more: boolean }> {
+  const scope = { orgId: query.org_id, agentId: query.agent_id, ...(query.user_id === undefined ? {} : { userId: query.user_id }) };
+  let older = {};
+  if (query.before !== undefined) {
+    const cursor = await prisma.memoryEntry.findFirst({ where: { ...scope, id: query.before }, select: { id: true, createdAt: true } });
+    if (!cursor) throw new AppError("invalid_request", { message: `'before' names no memory entry of this ${query.user_id === undefined ? "agent" : "user"}.` });
+    older = { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] };
+  }
+  const rows = await prisma.memoryEntry.findMany({ where: { ...scope, ...older }, orderBy: [...NEWEST_FIRST], take: query.limit + 1 });
+  return { memories: rows.slice(0, query.limit).map(toMemoryView), has_more: rows.length > query.limit };
 }
 
 /**

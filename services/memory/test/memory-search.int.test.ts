@@ -143,7 +143,7 @@ describe("memory client against the service", () => {
     expect((await client.create({ ...scope, user_id: "u1", content: "Likes green tea" })).created).toBe(false);
     const id = created.memory.memory_id;
     expect(await client.get(scope, id)).toEqual({ memory: created.memory });
-    expect(await client.list({ ...scope, user_id: "u1" })).toEqual({ memories: [created.memory] });
+    expect(await client.list({ ...scope, user_id: "u1" })).toEqual({ memories: [created.memory], has_more: false });
     expect((await client.search({ ...scope, user_id: "u1", query: "tea" })).memories.map((m) => m.memory_id)).toEqual([id]);
     expect(await client.context({ ...scope, user_id: "u1", query: "hello" })).toEqual({ memories: [created.memory] });
 

@@ -142,7 +142,11 @@ describe("memory service: list", () => {
     const two = await api().get("/internal/memories").set(AUTH).query({ ...scope, limit: "2" }).expect(200);
     expect(two.body.memories).toHaveLength(2);
     const none = await api().get("/internal/memories").set(AUTH).query({ ...scope, user_id: "nobody" }).expect(200);
-    expect(none.body).toEqual({ memories: [] });
+    expect(none.body).toEqual({ memories: [], has_more: false });
+    expect(two.body.has_more).toBe(true);
+    const rest = await api().get("/internal/memories").set(AUTH).query({ ...scope, limit: "2", before: two.body.memories[1].memory_id }).expect(200);
+    expect(rest.body.memories.map((m: { memory_id: string }) => m.memory_id)).toEqual([a[1], a[0]]);
+    expect(rest.body.has_more).toBe(false);
   });
 
   it("defaults the limit to 20", async () => {

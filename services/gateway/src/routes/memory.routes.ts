@@ -20,12 +20,15 @@ function scopeOf(req: Request): MemoryScope {
 export function memoryRoutes(deps: GatewayDeps): Router {
   const router = Router();
 
-  /** `GET /memory?user_id=&limit=`: newest first; every user of the agent when user_id is absent. */
+  /**
+   * `GET /memory?user_id=&limit=&before=`: newest first, every user of the agent when user_id is
+   * absent; `has_more` when older entries follow (`before` = the last entry's id pages back).
+   */
   router.get("/memory", async (req, res) => {
     const scope = scopeOf(req);
     const query = memoryListQuerySchema.parse(req.query);
-    const { memories } = await deps.memory.list({ ...scope, user_id: query.user_id, limit: query.limit });
-    res.json({ memories: memories.map(toMemoryEntryView) });
+    const { memories, has_more } = await deps.memory.list({ ...scope, user_id: query.user_id, limit: query.limit, before: query.before });
+    res.json({ memories: memories.map(toMemoryEntryView), has_more });
   });
 
   /**

@@ -32,7 +32,7 @@ export function memoriesRouter(deps: MemoryServiceDeps): Router {
 
   router.get("/", async (req, res) => {
     const query = internalMemoryListQuerySchema.parse(req.query);
-    res.json({ memories: await listMemories(deps, query) });
+    res.json(await listMemories(deps, query));
   });
 
   router.post("/search", async (req, res) => {
