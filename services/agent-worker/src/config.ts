@@ -1,6 +1,13 @@
 import { z } from "zod";
 import { databaseUrl, dbPreparedStatements, envBoolean, internalToken, logLevel, redisPrefix, redisUrl } from "@agentrun/config";
 
+const modelApiKeysSchema = z.record(z.string().url(), z.string().min(1));
+
+/** A base URL as keys are looked up by: without trailing slashes. */
+export function baseUrlKey(url: string): string {
+  return url.replace(/\/+$/, "");
+}
+
 /** The agent worker's environment. */
 export const workerConfigSchema = z.object({
   DATABASE_URL: databaseUrl,
@@ -16,6 +23,26 @@ export const workerConfigSchema = z.object({
   OPENAI_API_KEY: z.string().optional(),
   /** Base URL of the hosted model when OPENAI_API_KEY is set (default: OpenAI's). */
   OPENAI_BASE_URL: z.string().url().optional(),
+  /**
+   * Keys for agents' own base URLs, as a JSON object `{"<base url>": "<key>"}`. OPENAI_API_KEY
+   * goes only to OPENAI_BASE_URL; an agent whose base URL is not listed here is sent no key.
+   */
+  MODEL_API_KEYS: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (raw === undefined || raw.trim() === "") return {};
+      const parsed = modelApiKeysSchema.safeParse((() => {
+        try {
+          return JSON.parse(raw);
+        } catch {
+          return undefined;
+        }
+      })());
+      if (parsed.success) return Object.fromEntries(Object.entries(parsed.data).map(([url, key]) => [baseUrlKey(url), key]));
+      ctx.addIssue({ code: "custom", message: 'must be a JSON object of base URLs to keys, e.g. {"https://api.example.com/v1":"sk-..."}' });
+      return z.NEVER;
+    }),
   /** The scripted model, used by agents with model "scripted" and whenever no key is set. */
   SCRIPTED_MODEL_URL: z.string().url().default("http://127.0.0.1:4010/v1"),
   /** Longest a whole model call may take. */

@@ -75,6 +75,6 @@ export function registerAgentCommands(program: Command, ctx: CommandContext): vo
     .option("--max-steps <n>", `model steps per run, 1 to ${MAX_MAX_STEPS} (default: ${DEFAULT_MAX_STEPS})`, intOption("--max-steps", 1, MAX_MAX_STEPS))
     .option("--temperature <t>", "sampling temperature, 0 to 2 (default: the model's)", numberOption("--temperature", 0, 2))
     .option("--http-allow <hosts>", "comma-separated hosts the http tool may fetch (*.example.com for subdomains)", hostListOption("--http-allow"))
-    .option("--base-url <url>", "OpenAI-compatible base URL (default: the service's)", httpUrlOption("--base-url"))
+    .option("--base-url <url>", "OpenAI-compatible base URL (default: the service's); its key comes from the worker's MODEL_API_KEYS", httpUrlOption("--base-url"))
     .action(async (o: AgentCreateOptions) => ctx.emit(await createAgent(ctx, o)));
 }

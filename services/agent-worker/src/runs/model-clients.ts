@@ -1,5 +1,9 @@
 import OpenAI from "openai";
-import type { WorkerConfig } from "../config";
+import { baseUrlKey, type WorkerConfig } from "../config";
+
+const OPENAI_URL = "https://api.openai.com/v1";
+/** What is sent as the key to a model that was given none (the SDK needs a value). */
+const NO_KEY = "none";
 import { createModelFetch } from "./model-fetch";
 
 export interface ModelTarget {
@@ -10,7 +14,9 @@ export interface ModelTarget {
 /**
  * OpenAI SDK clients by base URL. An agent with its own base URL uses it; otherwise a hosted
  * model when OPENAI_API_KEY is set, and the scripted model when it is not (or when the agent's
- * model is "scripted").
+ * model is "scripted"). OPENAI_API_KEY is sent only to the hosted model's base URL: an agent's
+ * own base URL gets its key from MODEL_API_KEYS, or none, so that an agent pointed at another
+ * server never receives the deployment's key.
  */
 export class ModelClients {
   private readonly clients = new Map<string, OpenAI>();
@@ -20,12 +26,12 @@ export class ModelClients {
 
   forAgent(agent: { model: string; baseUrl: string | null }): ModelTarget {
     const scripted = agent.model === "scripted" || !this.config.OPENAI_API_KEY;
-    const baseURL = agent.baseUrl ?? (scripted ? this.config.SCRIPTED_MODEL_URL : (this.config.OPENAI_BASE_URL ?? "https://api.openai.com/v1"));
+    const baseURL = agent.baseUrl ?? (scripted ? this.config.SCRIPTED_MODEL_URL : (this.config.OPENAI_BASE_URL ?? OPENAI_URL));
     let client = this.clients.get(baseURL);
     if (!client) {
       client = new OpenAI({
         baseURL,
-        apiKey: this.config.OPENAI_API_KEY ?? "scripted",
+        apiKey: this.keyFor(baseURL),
         maxRetries: this.config.MODEL_MAX_RETRIES,
         timeout: this.config.MODEL_TIMEOUT_MS,
         fetch: this.fetch,
@@ -33,5 +39,13 @@ export class ModelClients {
       this.clients.set(baseURL, client);
     }
     return { client, model: agent.model };
+  }
+
+  private keyFor(baseURL: string): string {
+    const url = baseUrlKey(baseURL);
+    const own = this.config.MODEL_API_KEYS[url];
+    if (own) return own;
+    const hosted = baseUrlKey(this.config.OPENAI_BASE_URL ?? OPENAI_URL);
+    return url === hosted && this.config.OPENAI_API_KEY ? this.config.OPENAI_API_KEY : NO_KEY;
   }
 }
