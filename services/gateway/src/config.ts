@@ -36,7 +36,10 @@ export const gatewayConfigSchema = z.object({
   REQUIRE_HTTPS: envBoolean.default(false),
   /** Express `trust proxy` setting: false, true, a hop count, or a comma-separated list of addresses. */
   TRUST_PROXY: z.string().default("false"),
-  /** On SIGTERM, how long open streams may stay before they are cut. */
+  /**
+   * On SIGTERM, after open streams are ended and waiting JSON answers are given their 202, how
+   * long the remaining connections (requests still being handled) may stay before they are cut.
+   */
   SHUTDOWN_STREAM_GRACE_MS: z.coerce.number().int().min(0).default(2000),
   DB_POOL_SIZE: z.coerce.number().int().positive().default(10),
   DB_PREPARED_STATEMENTS: dbPreparedStatements,

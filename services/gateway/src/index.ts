@@ -7,6 +7,7 @@ import { gatewayConfigSchema } from "./config";
 import { createGatewayDeps } from "./create-deps";
 import { createApp } from "./app";
 import { endAllStreams } from "./runs/sse";
+import { endAllWaits } from "./runs/respond-run";
 
 runMain(async () => {
   const config = loadConfig(gatewayConfigSchema);
@@ -29,9 +30,11 @@ runMain(async () => {
     const closed = new Promise((resolve) => server.close(resolve));
     server.closeIdleConnections();
     // Open SSE streams never end by themselves: end them (clients re-attach with Last-Event-ID
-    // through another instance), and cut whatever is still open after a short grace.
+    // through another instance); JSON answers waiting for their run answer 202 with its status;
+    // whatever is still open after a short grace is cut.
     const ended = endAllStreams();
-    logger.info({ streams: ended }, "ended open streams");
+    const answered = endAllWaits();
+    logger.info({ streams: ended, waits: answered }, "ended open streams and waits");
     const cut = setTimeout(() => server.closeAllConnections(), config.SHUTDOWN_STREAM_GRACE_MS);
     await closed;
     clearTimeout(cut);

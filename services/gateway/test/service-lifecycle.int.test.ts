@@ -70,11 +70,20 @@ describe("gateway lifecycle", () => {
     const tenant = await createTenant(prisma);
     // No worker listens on this prefix: the run stays queued and its stream stays open.
     const stream = readSse(`http://127.0.0.1:${port}/api/run`, { body: { query: "waiting" }, headers: tenant.headers, timeoutMs: 20_000 });
+    // A single-response request waiting for its run gets the run's current status (202).
+    const waiting = fetch(`http://127.0.0.1:${port}/api/run`, {
+      method: "POST",
+      headers: { ...tenant.headers, "content-type": "application/json" },
+      body: JSON.stringify({ query: "waiting too", stream: false }),
+    });
     await new Promise((r) => setTimeout(r, 1000));
     const t0 = Date.now();
     await gw.stop();
     const res = await stream;
     expect(res.events[0]!.data.type).toBe("run_started");
+    const answer = await waiting;
+    expect(answer.status).toBe(202);
+    expect(await answer.json()).toEqual({ run_id: expect.any(String), task_id: expect.any(String), status: "queued" });
     expect(gw.child.exitCode).toBe(0);
     expect(Date.now() - t0).toBeLessThan(5000);
     await prisma.$disconnect();

@@ -5,6 +5,19 @@ import type { GatewayDeps } from "../deps";
 import { openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
 
+/** JSON answers waiting for their run in this process, so that shutdown can answer them at once. */
+const openWaits = new Set<AbortController>();
+
+/**
+ * Stops every JSON answer's wait: each answers 202 with its run's current status, as past the
+ * wait limit (the run goes on; the caller polls it or follows its events elsewhere).
+ */
+export function endAllWaits(): number {
+  const n = openWaits.size;
+  for (const w of openWaits) w.abort();
+  return n;
+}
+
 export interface RespondRunInput {
   runId: string;
   taskId: string;
@@ -24,7 +37,7 @@ export interface RespondRunInput {
 /**
  * Answers for a run that exists: SSE from the first event not yet sent to its terminal event,
  * or (JSON) the Run with its tool calls once it ends — 202 with its current status past the
- * wait limit. Used for new runs, idempotent replays and the widget gateway.
+ * wait limit or when this gateway shuts down. Used for new runs, idempotent replays and the widget gateway.
  */
 export async function respondWithRun(deps: GatewayDeps, req: Request, res: Response, input: RespondRunInput): Promise<void> {
   const { runId, taskId } = input;
@@ -49,6 +62,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   const wait = new AbortController();
   const timer = setTimeout(() => wait.abort(), deps.config.RUN_WAIT_TIMEOUT_MS);
   res.on("close", () => wait.abort());
+  openWaits.add(wait);
   try {
     const terminal = await followRun({ ...store, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent: () => {}, signal: wait.signal });
     if (res.writableEnded || res.destroyed) return;
@@ -61,5 +75,6 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     res.status(200).json({ ...(await loadRunResult(deps.prisma, runId)), ...input.extra });
   } finally {
     clearTimeout(timer);
+    openWaits.delete(wait);
   }
 }
