@@ -80,7 +80,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
               headers: okHeaders,
               content: { "text/event-stream": eventStream, "application/json": { schema: runResultSchema } },
             },
-            "202": json(runAcceptedSchema, "`stream: false` and the run outlasted the wait limit (default 120 s): it goes on; follow it with the events endpoint."),
+            "202": json(runAcceptedSchema, "`stream: false` and the run outlasted the wait limit (default 120 s), or the gateway instance shut down: it goes on; follow it with the events endpoint."),
           },
         },
         { "402": ref("responses", "PaymentRequired"), "409": ref("responses", "Conflict"), ...BODY_ERRORS },
@@ -115,10 +115,10 @@ export function openApiPaths(): ZodOpenApiPathsObject {
       delete: authed("Tasks", {
         operationId: "deleteTask",
         summary: "Delete a task with its runs, messages and events",
-        description: "Cancels a run in progress first. Afterwards every read of the task is 404.",
+        description: "Cancels a run in progress first (and runs started while it is deleted). Afterwards every read of the task is 404. 409 `run_in_progress` when runs kept starting on the task through three rounds of cancelling.",
         requestParams: { path: taskPathSchema },
         responses: { "204": noContent("Deleted.") },
-      }),
+      }, { "409": ref("responses", "Conflict") }),
     },
     "/api/tasks/{task_id}/runs": {
       get: authed("Tasks", {

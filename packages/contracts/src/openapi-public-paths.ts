@@ -12,6 +12,37 @@ import { errorBodySchema, runAcceptedSchema, runPathSchema, runResultSchema } fr
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 const requestId = { "X-Request-Id": ref("headers", "X-Request-Id") };
 const visitorToken = { "X-Visitor-Token": ref("headers", "X-Visitor-Token") };
+const intHeader = (description: string) => ({ description, schema: { type: "integer" as const, minimum: 0 } });
+/** The widget limits' headers: they report whichever of the two limits is closer to refusing. */
+const widgetRateLimit = {
+  "X-RateLimit-Limit": intHeader("Requests per minute of the widget limit closer to refusing: the client address's or the widget key's."),
+  "X-RateLimit-Remaining": intHeader("Requests still allowed by that limit in the current sliding window."),
+  "X-RateLimit-Reset": intHeader("Whole seconds until a request is allowed again; 0 when one is allowed now."),
+};
+const widgetHeaders = { ...requestId, ...visitorToken, ...widgetRateLimit };
+
+/** A CORS preflight of a widget route. */
+const preflight = (operationId: string) => ({
+  operationId,
+  tags: ["Widget"],
+  summary: "CORS preflight",
+  description: "Answered for an Origin that at least one active widget key allows; any other Origin gets 403 without CORS headers (and counts as a failed authentication of the address).",
+  requestParams: { header: z.object({ Origin: z.string().meta({ description: "The page's origin." }), "Access-Control-Request-Method": z.string().optional() }) },
+  responses: {
+    "204": {
+      description: "The origin may call this route.",
+      headers: {
+        "Access-Control-Allow-Origin": { description: "The request's Origin.", schema: { type: "string" as const } },
+        "Access-Control-Allow-Methods": { description: "GET, POST, OPTIONS.", schema: { type: "string" as const } },
+        "Access-Control-Allow-Headers": { description: "Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID.", schema: { type: "string" as const } },
+        "Access-Control-Max-Age": intHeader("Seconds the browser may cache this answer (600)."),
+      },
+    },
+    "403": ref("responses", "WidgetForbidden"),
+    "429": ref("responses", "WidgetTooManyRequests"),
+    "503": ref("responses", "Unavailable"),
+  },
+});
 
 const visitorTokenField = z.string().meta({ description: "The visitor's session token, to send with the next requests (also in the X-Visitor-Token header)." });
 export const widgetRunResultSchema = runResultSchema.extend({ visitor_token: visitorTokenField });
@@ -45,17 +76,21 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         tags: ["Widget"],
         summary: "Run the agent for a web page visitor",
         description:
-          "For chat widgets embedded in web pages (also served as `/api/widget/run`). Authenticates with a publishable widget key (`X-Widget-Key`) whose allowed origins include the request's `Origin`; CORS preflights are answered for allowed origins only. Without `X-Visitor-Token` a new visitor is created; the answer always carries the visitor's (renewed) token. The run's `context.user_id` is the visitor, so memories are the visitor's own, and a visitor can continue or read only its own tasks. Limited per widget key and per client address, besides the organization's plan limit.",
+          "For chat widgets embedded in web pages (also served as `/api/widget/run`). Authenticates with a publishable widget key (`X-Widget-Key`) whose allowed origins include the request's `Origin`; CORS preflights are answered for allowed origins only. Without `X-Visitor-Token` a new visitor is created; the answer always carries the visitor's (renewed) token. The run's `context.user_id` is the visitor, so memories are the visitor's own, and a visitor can continue or read only its own tasks. Limited per widget key and per client address; widget requests do not count against the organization's plan limit.",
         security: [{ widgetKey: [] }],
         requestParams: { header: z.object({ "X-Visitor-Token": z.string().optional().meta({ description: "The token from an earlier answer." }) }) },
         requestBody: { required: true, content: { "application/json": { schema: widgetRunRequestSchema } } },
         responses: {
           "200": {
             description: `\`stream: true\` (default): ${STREAM} \`stream: false\`: the finished run with its tool calls and the visitor token.`,
-            headers: { ...requestId, ...visitorToken },
+            headers: widgetHeaders,
             content: { "text/event-stream": { schema: runEventSchema }, "application/json": { schema: widgetRunResultSchema } },
           },
-          "202": { description: "`stream: false` and the run outlasted the wait limit.", headers: { ...requestId, ...visitorToken }, content: { "application/json": { schema: widgetRunAcceptedSchema } } },
+          "202": {
+            description: "`stream: false` and the run outlasted the wait limit (or the gateway instance shut down).",
+            headers: widgetHeaders,
+            content: { "application/json": { schema: widgetRunAcceptedSchema } },
+          },
           ...WIDGET_ERRORS,
           "402": ref("responses", "PaymentRequired"),
           "409": ref("responses", "Conflict"),
@@ -63,6 +98,7 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
           "415": ref("responses", "UnsupportedMediaType"),
         },
       },
+      options: preflight("widgetRunPreflight"),
     },
     "/api/v1/widget/tasks/{task_id}/runs/{run_id}/events": {
       get: {
@@ -80,10 +116,11 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
           }),
         },
         responses: {
-          "200": { description: STREAM, headers: { ...requestId, ...visitorToken }, content: { "text/event-stream": { schema: runEventSchema } } },
+          "200": { description: STREAM, headers: widgetHeaders, content: { "text/event-stream": { schema: runEventSchema } } },
           ...WIDGET_ERRORS,
         },
       },
+      options: preflight("widgetRunEventsPreflight"),
     },
     "/widget.js": {
       get: {

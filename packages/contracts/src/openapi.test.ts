@@ -84,4 +84,21 @@ describe("OpenAPI document", () => {
   it("declares the widget key scheme", () => {
     expect(doc.components?.securitySchemes?.widgetKey).toMatchObject({ type: "apiKey", in: "header", name: "X-Widget-Key" });
   });
+
+  it("documents the widget's preflights and rate-limit headers, and the 409 of deleting a task", () => {
+    for (const path of ["/api/v1/widget/run", "/api/v1/widget/tasks/{task_id}/runs/{run_id}/events"]) {
+      expect(Object.keys(op(path, "options")?.responses ?? {})).toEqual(["204", "403", "429", "503"]);
+    }
+    const ok = op("/api/v1/widget/run", "post")?.responses?.["200"] as OpenAPIV3_1.ResponseObject;
+    expect(Object.keys(ok.headers ?? {})).toEqual(expect.arrayContaining(["X-Visitor-Token", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]));
+    expect(op("/api/tasks/{task_id}", "delete")?.responses?.["409"]).toEqual({ $ref: "#/components/responses/Conflict" });
+  });
+
+  it("lists has_more and the before cursor of GET /api/memory", () => {
+    const params = (op("/api/memory", "get")?.parameters ?? []) as OpenAPIV3_1.ParameterObject[];
+    expect(params.map((p) => p.name)).toEqual(expect.arrayContaining(["user_id", "limit", "before"]));
+    const ok = op("/api/memory", "get")?.responses?.["200"] as OpenAPIV3_1.ResponseObject;
+    const body = ok.content?.["application/json"]?.schema as OpenAPIV3_1.SchemaObject;
+    expect(body.required).toEqual(expect.arrayContaining(["memories", "has_more"]));
+  });
 });

@@ -72,7 +72,7 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
       responses: {
         BadRequest: errorResponse("invalid_request: malformed JSON, an invalid field or parameter (listed in `details`), or a missing X-Agent-Id."),
         Unauthorized: errorResponse("unauthorized: missing, malformed, unknown or revoked API key. After too many failures from one address, 429 instead."),
-        PaymentRequired: errorResponse("insufficient_credits: the organization's balance is not positive."),
+        PaymentRequired: errorResponse("insufficient_credits: the organization's balance does not cover the agent's base price (1 credit unless its pricing says otherwise), or is not positive."),
         Forbidden: errorResponse("forbidden: the agent or resource belongs to another organization or agent; https_required: the request did not arrive over TLS."),
         NotFound: errorResponse("agent_not_found, task_not_found, run_not_found, memory_not_found, or not_found for an unknown route or method."),
         Conflict: errorResponse("run_in_progress: the task already has a queued or running run; idempotency_conflict: Idempotency-Key reused with another body."),
@@ -86,7 +86,7 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         Unavailable: errorResponse("unavailable: the database or Redis is down; retry later."),
         WidgetUnauthorized: errorResponse("unauthorized: missing, unknown or revoked widget key, or an invalid, expired or missing (where required) visitor token."),
         WidgetForbidden: errorResponse("forbidden: the Origin is not among the widget key's allowed origins, or the task belongs to another visitor; https_required: the request did not arrive over TLS."),
-        WidgetTooManyRequests: errorResponse("rate_limited: over the widget key's or the client address's requests per minute, or the organization's plan limit.", {
+        WidgetTooManyRequests: errorResponse("rate_limited: over the widget key's or the client address's requests per minute (`WIDGET_RPM_PER_KEY`, `WIDGET_RPM_PER_IP`), or too many refused widget requests from the address (`AUTH_FAILURE_LIMIT`). Widget requests do not count against the organization's plan limit.", {
           "Retry-After": { $ref: "#/components/headers/Retry-After" },
         }),
       },
