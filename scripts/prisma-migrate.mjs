@@ -12,10 +12,8 @@ const src = path.join(root, "prisma/schema.prisma");
 const dir = path.join(root, "prisma/migrations");
 const cli = path.join(path.dirname(createRequire(import.meta.url).resolve("prisma6/package.json")), "build/index.js");
 
-if (!process.env.DATABASE_URL) {
-  console.error("DATABASE_URL is not set (e.g. postgresql://postgres@127.0.0.1:5432/agentrun)");
-  process.exit(1);
-}
+// The services' default (DEFAULT_DATABASE_URL in packages/config).
+process.env.DATABASE_URL ||= "postgresql://postgres@127.0.0.1:5432/agentrun";
 
 // Prisma 6 requires `url` in the datasource block, which Prisma 7 rejects: derive a copy with
 // the url and without generators (so Prisma 6 never writes a client).
