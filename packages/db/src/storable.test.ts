@@ -6,6 +6,12 @@ describe("storableText / storableJson", () => {
     expect(storableText("\\u0000 is text")).toBe("\\u0000 is text");
   });
 
+  it("replaces lone surrogates, which jsonb refuses, and keeps pairs", () => {
+    expect(storableText("a\ud800b\udc00")).toBe("a\uFFFDb\uFFFD");
+    expect(storableText("emoji \ud83d\ude00")).toBe("emoji \ud83d\ude00");
+    expect(storableJson({ "k\udfff": ["\ud800"] })).toEqual({ "k\uFFFD": ["\uFFFD"] });
+  });
+
   it("cleans every string and key of a JSON value, and returns the same value when there is nothing to clean", () => {
     const dirty = { "k\0": ["x\0", 1, null, { deep: "y\0" }], ok: true };
     expect(storableJson(dirty)).toEqual({ "k\uFFFD": ["x\uFFFD", 1, null, { deep: "y\uFFFD" }], ok: true });

@@ -1,13 +1,22 @@
-/** What PostgreSQL stores in place of U+0000, which text and jsonb columns cannot hold. */
+/**
+ * What PostgreSQL stores in place of U+0000 and of a lone UTF-16 surrogate (`"\ud800"` from a
+ * JSON escape), which text and jsonb columns cannot hold.
+ */
 export const NUL_REPLACEMENT = "\uFFFD";
 
-/** `s` with every U+0000 replaced by U+FFFD, so that PostgreSQL can store it. */
+/** `s` with every U+0000 and lone surrogate replaced by U+FFFD, so that PostgreSQL can store it. */
 export function storableText(s: string): string {
-  return s.includes("\0") ? s.replaceAll("\0", NUL_REPLACEMENT) : s;
+  const text = s.includes("\0") ? s.replaceAll("\0", NUL_REPLACEMENT) : s;
+  return text.isWellFormed() ? text : text.toWellFormed();
+}
+
+/** Whether PostgreSQL can store `s` as it is: no U+0000 and no lone surrogate. */
+export function isStorableText(s: string): boolean {
+  return !s.includes("\0") && s.isWellFormed();
 }
 
 /**
- * A JSON value with U+0000 replaced by U+FFFD in every string and key, for values that come from
+ * A JSON value with U+0000 and lone surrogates replaced by U+FFFD in every string and key, for values that come from
  * outside (a model's output, a fetched page) and end up in text or jsonb columns. Returns `value`
  * itself when it holds none.
  */

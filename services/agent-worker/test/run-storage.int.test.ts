@@ -68,13 +68,17 @@ describe("a run whose end PostgreSQL refuses", () => {
   });
 });
 
-describe("a run whose tool fetched U+0000", () => {
+describe("a run whose tool fetched U+0000 or a lone surrogate", () => {
   let server: Server;
   let url: string;
 
   beforeAll(async () => {
-    // Binary content: PostgreSQL stores no U+0000 in text or jsonb.
-    server = createServer((_req, res) => res.writeHead(200, { "content-type": "application/octet-stream" }).end(Buffer.from([0x61, 0x00, 0x62, 0x00])));
+    // Binary content: PostgreSQL stores no U+0000 in text or jsonb. JSON with a lone surrogate's
+    // escape: jsonb refuses it.
+    server = createServer((req, res) => {
+      if (req.url === "/json") return void res.writeHead(200, { "content-type": "application/json" }).end('{"x":"\\ud800","y":["\\udfff"]}');
+      res.writeHead(200, { "content-type": "application/octet-stream" }).end(Buffer.from([0x61, 0x00, 0x62, 0x00]));
+    });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/bin`;
   });
@@ -92,6 +96,21 @@ describe("a run whose tool fetched U+0000", () => {
     expect(await readDbEvents({ prisma }, runId)).toEqual(events);
     const tool = await prisma.message.findFirstOrThrow({ where: { runId, role: "tool" } });
     expect(tool.result).toMatchObject({ body: "a\uFFFDb\uFFFD" });
+  });
+
+  it("completes with U+FFFD for lone surrogates in a fetched JSON body and in the model's tool arguments", async () => {
+    const fetcher = await createTenant(prisma, { tools: ["http", "calc"], httpAllowlist: ["127.0.0.1"] });
+    const query = `[call:http_get {"url":"${url.replace("/bin", "/json")}"}] [call:calc_evaluate {"expression":"\\ud800"}]`;
+    const res = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query }, headers: fetcher.headers, timeoutMs: 15_000 });
+    const events = res.events.map((e) => e.data);
+    expect(events.at(-1)!.type).toBe("run_completed");
+    const results = events.filter((e) => e.type === "tool_result");
+    expect(results[0]!.result).toMatchObject({ status: 200, body: { x: "\uFFFD", y: ["\uFFFD"] } });
+    expect(events.find((e) => e.type === "tool_call" && e.tool === "calc")!.params).toEqual({ expression: "\uFFFD" });
+
+    const runId = events[0]!.run_id as string;
+    expect(await readDbEvents({ prisma }, runId)).toEqual(events);
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "completed" });
   });
 });
 

@@ -89,6 +89,23 @@ describe("400 invalid_request: U+0000, which PostgreSQL cannot store", () => {
     await expectError(await call("/api/tasks/task_x%00"), 400, "invalid_request");
   });
 
+  it.each([
+    ["a run's query", "/api/run", { query: "a\ud800b", stream: false }, "query"],
+    ["a run's metadata", "/api/run", { query: "a", stream: false, context: { metadata: { k: "\udfff" } } }, "context.metadata.k"],
+    ["a memory's content", "/api/memory", { content: "c\udc00", user_id: "u" }, "content"],
+  ])("a lone surrogate, which jsonb refuses, in %s", async (_what, path, body, where) => {
+    const before = await prisma.run.count({ where: { orgId: tenant.orgId } });
+    const err = await expectError(await postJson(path, body), 400, "invalid_request");
+    expect(err.error.details).toEqual([{ path: where, message: expect.stringContaining("surrogate") }]);
+    expect(await prisma.run.count({ where: { orgId: tenant.orgId } })).toBe(before);
+  });
+
+  it("a surrogate pair is text like any other", async () => {
+    const res = await postJson("/api/run", { query: "smile \ud83d\ude00", stream: false });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as any).output).toBe("Echo: smile \u{1F600}");
+  });
+
   it("a backslash followed by u0000 is text like any other", async () => {
     const res = await postJson("/api/tasks", { title: "\\u0000 literally" });
     expect(res.status).toBe(201);

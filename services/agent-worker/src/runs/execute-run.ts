@@ -1,6 +1,7 @@
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { runContextSchema, type RunContext } from "@agentrun/contracts";
 import { RunEventWriter, runCancelKey, runHeartbeatKey } from "@agentrun/events";
+import { storableText } from "@agentrun/db";
 import { isUnavailableError } from "@agentrun/errors";
 import { finishRun, type MessageRecord } from "@agentrun/run-state";
 import { claimRun, type ClaimedRun } from "./claim-run";
@@ -168,7 +169,8 @@ function endOf(err: unknown, signal: AbortSignal, log: RunDeps["logger"]): RunEn
   }
   const failure = err instanceof RunFailure ? err : new RunFailure("internal_error", "The run failed unexpectedly.", { cause: err });
   log[failure.code === "internal_error" ? "error" : "info"]({ err, code: failure.code }, "run failed");
-  return { status: "failed", error: { code: failure.code, message: failure.message } };
+  // A provider's error text is stored with the run: no U+0000 or lone surrogate in it.
+  return { status: "failed", error: { code: failure.code, message: storableText(failure.message) } };
 }
 
 /** The user's memories for the prompt; when the memory service is down the run goes on without them. */

@@ -58,6 +58,15 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const calls = new Map<number, ModelToolCall>();
   let usage: ModelUsage | undefined;
   let answering = false;
+  // A high surrogate ending a delta, held back until the next delta brings its pair.
+  let pendingHigh = "";
+  const forward = (raw: string) => {
+    // The text is stored as it streams: PostgreSQL takes no U+0000 and jsonb no lone surrogate.
+    const text = storableText(raw);
+    if (!text) return;
+    turn.text += text;
+    opts.onText(text);
+  };
   try {
     const stream = await opts.client.chat.completions.create(
       {
@@ -77,10 +86,10 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       const delta = chunk.choices?.[0]?.delta;
       if (!delta) continue;
       if (delta.content) {
-        // The text is stored as it streams: PostgreSQL takes no U+0000.
-        const text = storableText(delta.content);
-        turn.text += text;
-        opts.onText(text);
+        const content = pendingHigh + delta.content;
+        const last = content.charCodeAt(content.length - 1);
+        pendingHigh = last >= 0xd800 && last <= 0xdbff ? content.slice(-1) : "";
+        forward(pendingHigh ? content.slice(0, -1) : content);
       }
       for (const tc of delta.tool_calls ?? []) {
         const call = calls.get(tc.index) ?? { id: "", name: "", arguments: "" };
@@ -92,6 +101,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     }
     // The SDK ends a stream quietly when its signal aborts, so check the signal explicitly.
     if (signal.aborted) throw signal.reason ?? new Error("aborted");
+    forward(pendingHigh);
   } catch (err) {
     const reason = stopReasonOf(opts.signal);
     if (reason) {
