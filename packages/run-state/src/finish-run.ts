@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { newId, type PrismaClient, type MessageRole } from "@agentrun/db";
+import { newId, storableJson, type PrismaClient, type MessageRole } from "@agentrun/db";
 import { runCost } from "@agentrun/credits";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
 import { isUnavailableError } from "@agentrun/errors";
@@ -89,13 +89,15 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
     result: m.result,
   }));
   // One round trip (see the agentrun_finish_run migration): the run's row lock is held only
-  // for the statement, so concurrent ends never queue on pool connections.
+  // for the statement, so concurrent ends never queue on pool connections. Events and messages
+  // go through storableJson as a last line of defence: text PostgreSQL refuses (U+0000, a lone
+  // surrogate) must never leave a run that cannot end.
   const store = () => prisma.$queryRaw<{ terminal: RunEvent | null }[]>`
     SELECT agentrun_finish_run(
       ${input.runId}, ${input.status}::"RunStatus", ${input.output ?? ""}, ${cost}::integer,
       ${usage.promptTokens}::integer, ${usage.completionTokens}::integer, ${usage.toolCalls}::integer,
       ${input.error?.code ?? null}, ${input.error?.message ?? null},
-      ${JSON.stringify(terminal)}::jsonb, ${JSON.stringify(pending)}::jsonb, ${JSON.stringify(messages)}::jsonb, ${newId("led")},
+      ${JSON.stringify(terminal)}::jsonb, ${JSON.stringify(storableJson(pending))}::jsonb, ${JSON.stringify(storableJson(messages))}::jsonb, ${newId("led")},
       ${input.onlyIfQueued ?? false}
     ) AS terminal`;
   let rows: { terminal: RunEvent | null }[];

@@ -61,6 +61,22 @@ describe("run events in PostgreSQL", () => {
     expect((await readDbEvents({ prisma }, runId, 6)).map((e) => e.seq)).toEqual(seqs(7, 10));
   });
 
+  it("stores events and messages holding text PostgreSQL refuses (U+0000, lone surrogates) with U+FFFD, so the run still ends", async () => {
+    const runId = await createTestRun(prisma);
+    const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, flushIntervalMs: 600_000 });
+    writer.emit({ type: "text_chunk", content: "a\ud800" });
+    await writer.flush();
+    writer.emit({ type: "tool_result", tool: "t", action: "a", result: { "k\udfff": "x\u0000" }, call_id: "c1" });
+    const terminal = await finishRun(deps(), { runId, status: "completed", output: "ok", messages: [{ role: "user", content: "q\udc00" }], writer });
+    expect(terminal).toMatchObject({ type: "run_completed", seq: 4 });
+    const events = await readDbEvents({ prisma }, runId);
+    expect(events.slice(1, 3)).toEqual([
+      { seq: 2, type: "text_chunk", content: "a\uFFFD" },
+      { seq: 3, type: "tool_result", tool: "t", action: "a", result: { "k\uFFFD": "x\uFFFD" }, call_id: "c1" },
+    ]);
+    expect((await prisma.message.findFirstOrThrow({ where: { runId } })).content).toBe("q\uFFFD");
+  });
+
   it("writes a batch again with the events after it when its write reported an error after committing: each event once", async () => {
     const runId = await createTestRun(prisma);
     const writer = new RunEventWriter({ ...deps(), prisma: faultyPrisma(["committed"]), runId, lastSeq: 1, flushIntervalMs: 600_000, onError: () => {} });
