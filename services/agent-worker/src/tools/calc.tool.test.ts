@@ -104,7 +104,53 @@ describe("calc_evaluate", () => {
 
 describe("calc_evaluate without a finite value", () => {
   it.each(["1/0", "-1/0", "0/0"])("refuses %s instead of returning null", async (expression) => {
-    const { calcEvaluate } = await import("./calc.tool");
-    await expect(calcEvaluate.run({ expression }, {} as never)).rejects.toMatchObject({ code: "invalid_expression" });
+    await expect(evaluate(expression)).rejects.toMatchObject({ code: "invalid_expression" });
+  });
+});
+
+describe("calc_evaluate limits", () => {
+  it("refuses config(), which would change how every later expression of every run evaluates", async () => {
+    expect((await failure("config({number: 'BigNumber', relTol: 0.5})")).message).toContain("function disabled");
+    await expect(evaluate("1 == 1.5")).resolves.toEqual({ expression: "1 == 1.5", result: false });
+    await expect(evaluate("0.1 + 0.2")).resolves.toEqual({ expression: "0.1 + 0.2", result: 0.30000000000000004 });
+  });
+
+  it("stops an expression that computes too long, on its own thread, and goes on with the next", async () => {
+    const t0 = Date.now();
+    // The worker's event loop stays free meanwhile: this timer fires on time.
+    let late = 0;
+    const tick = Date.now();
+    const timer = new Promise<void>((resolve) => setTimeout(() => ((late = Date.now() - tick - 100), resolve()), 100));
+    const err = await failure("f(x) = x < 2 ? x : f(x - 1) + f(x - 2); f(40)");
+    await timer;
+    expect(err.code).toBe("too_expensive");
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(late).toBeLessThan(500);
+    await expect(evaluate("2 + 2")).resolves.toEqual({ expression: "2 + 2", result: 4 });
+  });
+
+  it("stops an expression that needs too much memory without harming the worker", async () => {
+    const err = await failure("size(zeros(100000, 100000))");
+    expect(err.code).toBe("too_expensive");
+    await expect(evaluate("3 * 3")).resolves.toEqual({ expression: "3 * 3", result: 9 });
+  });
+
+  it("refuses an answer too long to hand to the model", async () => {
+    expect((await failure("ones(300, 300)")).code).toBe("too_expensive");
+  });
+
+  it("stops at once when the run is cancelled, with the run's stop reason", async () => {
+    const controller = new AbortController();
+    const pending = calcEvaluate.run({ expression: "f(x) = x < 2 ? x : f(x - 1) + f(x - 2); f(40)" }, { ...ctx, signal: controller.signal });
+    setTimeout(() => controller.abort("cancel"), 50);
+    const t0 = Date.now();
+    await expect(pending).rejects.toBe("cancel");
+    expect(Date.now() - t0).toBeLessThan(500);
+    await expect(evaluate("1 + 1")).resolves.toEqual({ expression: "1 + 1", result: 2 });
+  });
+
+  it("evaluates calls of many runs at once, each with its own answer", async () => {
+    const outs = await Promise.all(Array.from({ length: 20 }, (_, i) => evaluate(`${i} * 2`)));
+    expect(outs.map((o) => (o as { result: number }).result)).toEqual(Array.from({ length: 20 }, (_, i) => i * 2));
   });
 });

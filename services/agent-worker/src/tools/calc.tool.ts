@@ -1,37 +1,34 @@
-import { create, all } from "mathjs";
 import { z } from "zod";
+import { CalcFailure, CalcSandbox } from "./calc-sandbox";
 import { defineAction, ToolError } from "./tool";
 
-// A mathjs instance with every function that could reach outside plain arithmetic disabled
-// (import, createUnit, evaluate/parse recursion, symbolic algebra), as its security guide advises.
-const math = create(all!);
-const evaluate = math.evaluate.bind(math);
-const disabled = () => {
-  throw new Error("function disabled");
-};
-math.import(
-  { import: disabled, createUnit: disabled, evaluate: disabled, parse: disabled, simplify: disabled, derivative: disabled, compile: disabled, resolve: disabled, reviver: disabled },
-  { override: true },
-);
+/** Longest a calculation may compute, heap it may use, and longest answer it may give. */
+export const CALC_TIMEOUT_MS = 1000;
+export const CALC_MAX_HEAP_MB = 64;
+export const CALC_MAX_RESULT_CHARS = 10_000;
+
+// One calc thread per worker process, started with the first calculation.
+const sandbox = new CalcSandbox({ timeoutMs: CALC_TIMEOUT_MS, maxHeapMb: CALC_MAX_HEAP_MB });
 
 export const calcEvaluate = defineAction({
   tool: "calc",
   action: "evaluate",
   description: "Evaluates an arithmetic expression, e.g. '(2 + 3) * 4 / 5' or 'sqrt(16) + 2^3'.",
   params: z.object({ expression: z.string().min(1).max(1000).describe("The expression to evaluate") }),
-  async run({ expression }) {
-    let value: unknown;
+  async run({ expression }, ctx) {
+    let result: number | boolean | string;
     try {
-      value = evaluate(expression, {});
+      result = await sandbox.evaluate(expression, ctx.signal);
     } catch (err) {
-      throw new ToolError("invalid_expression", `Cannot evaluate '${expression}': ${(err as Error).message}`);
+      if (!(err instanceof CalcFailure)) throw err;
+      // A stopped run: the registry reports the stop, not a tool error.
+      if (err.reason === "aborted") throw ctx.signal.reason ?? err;
+      const code = err.reason === "invalid" ? "invalid_expression" : "too_expensive";
+      throw new ToolError(code, `Cannot evaluate '${expression}': ${err.message}.`);
     }
-    // JSON has no Infinity or NaN: the model would see null.
-    if (typeof value === "number" && !Number.isFinite(value)) throw new ToolError("invalid_expression", `'${expression}' has no finite value (${value}).`);
-    if (typeof value === "number" || typeof value === "boolean") return { expression, result: value };
-    if (value && typeof (value as { toString?: unknown }).toString === "function" && typeof value !== "function") {
-      return { expression, result: math.format(value as never, { precision: 14 }) };
+    if (typeof result === "string" && result.length > CALC_MAX_RESULT_CHARS) {
+      throw new ToolError("too_expensive", `'${expression}' gives an answer of ${result.length} characters; at most ${CALC_MAX_RESULT_CHARS} are returned.`);
     }
-    throw new ToolError("invalid_expression", `'${expression}' does not evaluate to a value.`);
+    return { expression, result };
   },
 });

@@ -1,0 +1,62 @@
+/**
+ * The calc tool's thread (see calc-sandbox.ts): evaluates one expression per message with a
+ * hardened mathjs instance and answers `{id, result}` or `{id, error}`. It runs apart from the
+ * worker's event loop and heap, so an expression that computes for long or allocates a lot
+ * costs this thread (stopped by its parent) and never the runs.
+ */
+import { parentPort } from "node:worker_threads";
+import { create, all } from "mathjs";
+
+// Every function that could reach outside plain arithmetic, or change how later expressions
+// evaluate, is disabled (import, createUnit, config, evaluate/parse recursion, symbolic
+// algebra), as mathjs's security guide advises.
+const math = create(all!);
+const evaluate = math.evaluate.bind(math);
+const disabled = () => {
+  throw new Error("function disabled");
+};
+math.import(
+  {
+    import: disabled,
+    createUnit: disabled,
+    config: disabled,
+    evaluate: disabled,
+    parse: disabled,
+    simplify: disabled,
+    derivative: disabled,
+    compile: disabled,
+    resolve: disabled,
+    reviver: disabled,
+  },
+  { override: true },
+);
+
+export interface CalcRequest {
+  id: number;
+  expression: string;
+}
+export type CalcReply = { id: number; result: number | boolean | string } | { id: number; error: string } | { ready: true };
+
+/** The value of `expression` as JSON can carry it, or why there is none. */
+function calculate(expression: string): number | boolean | string | { error: string } {
+  let value: unknown;
+  try {
+    value = evaluate(expression, {});
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+  // JSON has no Infinity or NaN: the model would see null.
+  if (typeof value === "number") return Number.isFinite(value) ? value : { error: `no finite value (${value})` };
+  if (typeof value === "boolean") return value;
+  if (value && typeof value !== "function" && typeof (value as { toString?: unknown }).toString === "function") {
+    return math.format(value as never, { precision: 14 });
+  }
+  return { error: "does not evaluate to a value" };
+}
+
+parentPort?.on("message", ({ id, expression }: CalcRequest) => {
+  const out = calculate(expression);
+  parentPort!.postMessage(typeof out === "object" ? { id, error: out.error } : { id, result: out });
+});
+// Loaded: calculations are timed from here on, not while mathjs loads.
+parentPort?.postMessage({ ready: true } satisfies CalcReply);
