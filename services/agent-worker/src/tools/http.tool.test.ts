@@ -57,6 +57,9 @@ describe("addressAllowed", () => {
     "fe80::1",
     "64:ff9b::7f00:1",
     "2002:7f00:1::1",
+    "::7f00:1",
+    "::a9fe:a9fe",
+    "::10.0.0.1",
   ])("rejects the non-public address %s", (address) => {
     expect(addressAllowed(address, false)).toBe(false);
   });

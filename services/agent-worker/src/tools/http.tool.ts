@@ -34,13 +34,29 @@ export function hostAllowed(host: string, allowlist: string[]): boolean {
 export function addressAllowed(address: string, allowPrivate: boolean): boolean {
   if (allowPrivate) return true;
   let ip = ipaddr.parse(address);
-  if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  if (ip.kind() === "ipv6") {
+    const v6 = ip as ipaddr.IPv6;
+    // IPv4-mapped (::ffff:a.b.c.d) and the deprecated IPv4-compatible form (::a.b.c.d) carry an
+    // IPv4 address, judged as one.
+    if (v6.isIPv4MappedAddress() || (v6.parts.slice(0, 6).every((p) => p === 0) && v6.parts[6] !== 0)) {
+      ip = ipaddr.fromByteArray(v6.toByteArray().slice(12));
+    }
+  }
   return ip.range() === "unicast";
 }
 
-async function resolvePublic(hostname: string, allowPrivate: boolean): Promise<{ address: string; family: number }> {
+/** Rejects with the signal's reason once it aborts. */
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
+async function resolvePublic(hostname: string, allowPrivate: boolean, signal: AbortSignal): Promise<{ address: string; family: number }> {
   const literal = hostname.replace(/^\[|\]$/g, "");
-  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await lookup(hostname, { all: true });
+  // The lookup counts against the timeout and stops with the run, like the request after it.
+  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await Promise.race([lookup(hostname, { all: true }), whenAborted(signal)]);
   const bad = addrs.find((a) => !addressAllowed(a.address, allowPrivate));
   if (bad || addrs.length === 0) throw new ToolError("address_not_allowed", `${hostname} resolves to a private or reserved address.`);
   return addrs[0]!;
@@ -56,14 +72,19 @@ export function httpGetAction(limits: HttpToolLimits) {
       const target = new URL(url);
       if (target.protocol !== "http:" && target.protocol !== "https:") throw new ToolError("invalid_url", "Only http and https URLs can be fetched.");
       if (!hostAllowed(target.hostname, ctx.httpAllowlist)) throw new ToolError("host_not_allowed", `The agent may not fetch from ${target.hostname}.`);
-      const resolved = await resolvePublic(target.hostname, limits.allowPrivate);
-      // Connect to the address that was checked, so DNS cannot change between check and use.
-      const dispatcher = new Agent({
-        connect: { lookup: (_h, _o, cb) => cb(null, [{ address: resolved.address, family: resolved.family }] as never) },
-        maxResponseSize: -1,
-      });
-      const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(limits.timeoutMs)]);
+      // A timer of our own rather than AbortSignal.timeout, which can be collected (and never
+      // fire) while only the combined signal refers to it.
+      const timeout = new AbortController();
+      const timer = setTimeout(() => timeout.abort(new DOMException(`No answer within ${limits.timeoutMs} ms`, "TimeoutError")), limits.timeoutMs);
+      const signal = AbortSignal.any([ctx.signal, timeout.signal]);
+      let dispatcher: Agent | undefined;
       try {
+        const resolved = await resolvePublic(target.hostname, limits.allowPrivate, signal);
+        // Connect to the address that was checked, so DNS cannot change between check and use.
+        dispatcher = new Agent({
+          connect: { lookup: (_h, _o, cb) => cb(null, [{ address: resolved.address, family: resolved.family }] as never) },
+          maxResponseSize: -1,
+        });
         const res = await request(target, { method: "GET", dispatcher, signal, headers: { "user-agent": "agentrun-http-tool/1", accept: "*/*" } });
         const chunks: Buffer[] = [];
         let size = 0;
@@ -96,7 +117,8 @@ export function httpGetAction(limits: HttpToolLimits) {
         const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
         throw new ToolError(timedOut ? "timeout" : "fetch_failed", timedOut ? `No answer from ${target.hostname} within ${limits.timeoutMs} ms.` : `Fetching ${url} failed: ${(err as Error).message}`);
       } finally {
-        void dispatcher.close();
+        clearTimeout(timer);
+        void dispatcher?.close();
       }
     },
   });
