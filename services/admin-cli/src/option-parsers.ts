@@ -121,3 +121,25 @@ export function originListOption(flag: string): (value: string) => string[] {
     return [...new Set(origins)];
   };
 }
+
+/** The parts of an agent's pricing (see @agentrun/credits), each a credit count. */
+const PRICING_PARTS = ["base", "per_tool_call", "per_1k_tokens"] as const;
+
+/**
+ * Parses `base=N,per_tool_call=N,per_1k_tokens=N` (any of the three, each a non-negative
+ * integer); the parts left out keep the default of 1.
+ */
+export function pricingOption(flag: string): (value: string) => Record<string, number> {
+  return (value) => {
+    const pricing: Record<string, number> = {};
+    for (const part of splitList(value)) {
+      const [key, n, ...rest] = part.split("=").map((s) => s.trim());
+      if (!key || n === undefined || rest.length || !(PRICING_PARTS as readonly string[]).includes(key) || key in pricing) {
+        throw new UsageError(`${flag} takes ${PRICING_PARTS.map((p) => `${p}=N`).join(",")} (each at most once)`);
+      }
+      pricing[key] = intOption(`${flag} ${key}`, 0)(n);
+    }
+    if (Object.keys(pricing).length === 0) throw new UsageError(`${flag} must name at least one of ${PRICING_PARTS.join(", ")}`);
+    return pricing;
+  };
+}

@@ -135,10 +135,11 @@ describe("agent create", () => {
   it("takes every option", async () => {
     const orgId = await newOrg();
     const agentId = await newAgent(orgId, "--model", "gpt-4o-mini", "--instructions", "Be brief.", "--tools", "calc, clock",
-      "--max-steps", "50", "--temperature", "0.3", "--http-allow", "API.example.com,*.foo.io", "--base-url", "http://127.0.0.1:4010/v1");
+      "--max-steps", "50", "--temperature", "0.3", "--http-allow", "API.example.com,*.foo.io", "--base-url", "http://127.0.0.1:4010/v1",
+      "--pricing", "base=2, per_1k_tokens=0");
     expect(await prisma.agent.findUniqueOrThrow({ where: { id: agentId } })).toMatchObject({
       model: "gpt-4o-mini", instructions: "Be brief.", tools: ["calc", "clock"], maxSteps: 50, temperature: 0.3,
-      httpAllowlist: ["api.example.com", "*.foo.io"], baseUrl: "http://127.0.0.1:4010/v1",
+      httpAllowlist: ["api.example.com", "*.foo.io"], baseUrl: "http://127.0.0.1:4010/v1", pricing: { base: 2, per_1k_tokens: 0 },
     });
   });
 
@@ -149,6 +150,9 @@ describe("agent create", () => {
     [["--temperature", "3"], "error: --temperature must be a number from 0 to 2"],
     [["--base-url", "ftp://x"], "error: --base-url must be an http(s) URL"],
     [["--http-allow", "https://a.example"], "error: --http-allow: not a host name: https://a.example"],
+    [["--pricing", "base=-1"], "error: --pricing base must be an integer ≥ 0"],
+    [["--pricing", "base=1,base=2"], "error: --pricing takes base=N,per_tool_call=N,per_1k_tokens=N (each at most once)"],
+    [["--pricing", "cheap=1"], "error: --pricing takes base=N,per_tool_call=N,per_1k_tokens=N (each at most once)"],
   ])("rejects %j with exit 2", async (extra, message) => {
     const orgId = await newOrg();
     expect(await fails("agent", "create", "--org", orgId, "--name", "A", ...extra)).toEqual({ exitCode: 2, stderr: message });

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { newId } from "@agentrun/db";
 import { NotFoundError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
-import { hostListOption, httpUrlOption, intOption, numberOption, subsetOption, textOption } from "../option-parsers";
+import { hostListOption, httpUrlOption, intOption, numberOption, pricingOption, subsetOption, textOption } from "../option-parsers";
 
 /** The built-in tools an agent can enable; `--tools` defaults to all of them. */
 export const BUILT_IN_TOOLS = ["memory", "calc", "clock", "http"] as const;
@@ -37,6 +37,8 @@ export interface AgentCreateOptions {
   httpAllow?: string[];
   /** @defaultValue null (the service default endpoint for the model) */
   baseUrl?: string;
+  /** @defaultValue null: 1 credit per run, per tool call and per 1,000 tokens */
+  pricing?: Record<string, number>;
 }
 
 /** `agent create`: a new agent of an existing organization. */
@@ -56,6 +58,7 @@ export async function createAgent({ prisma }: Pick<CommandContext, "prisma">, o:
       maxSteps: o.maxSteps ?? DEFAULT_MAX_STEPS,
       temperature: o.temperature ?? null,
       httpAllowlist: o.httpAllow ?? [],
+      ...(o.pricing ? { pricing: o.pricing } : {}),
     },
   });
   return { agent_id: id };
@@ -76,5 +79,6 @@ export function registerAgentCommands(program: Command, ctx: CommandContext): vo
     .option("--temperature <t>", "sampling temperature, 0 to 2 (default: the model's)", numberOption("--temperature", 0, 2))
     .option("--http-allow <hosts>", "comma-separated hosts the http tool may fetch (*.example.com for subdomains)", hostListOption("--http-allow"))
     .option("--base-url <url>", "OpenAI-compatible base URL (default: the service's); its key comes from the worker's MODEL_API_KEYS", httpUrlOption("--base-url"))
+    .option("--pricing <parts>", "credits per run, tool call and 1,000 tokens, e.g. base=2,per_tool_call=1,per_1k_tokens=3 (default: 1 each)", pricingOption("--pricing"))
     .action(async (o: AgentCreateOptions) => ctx.emit(await createAgent(ctx, o)));
 }
