@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { REPO_ROOT } from "@agentrun/db";
-import { createTenant, freePort, readSse, startService, testEnv, testPrisma, waitForOk } from "@agentrun/testing";
+import { createTenant, eventually, freePort, startService, testEnv, testPrisma, waitForOk, watchSse } from "@agentrun/testing";
 
 /** Runs a service's entry point with `env` and returns how it exited. */
 function boot(service: string, env: Record<string, string>) {
@@ -69,17 +69,20 @@ describe("gateway lifecycle", () => {
     const prisma = testPrisma(databaseUrl);
     const tenant = await createTenant(prisma);
     // No worker listens on this prefix: the run stays queued and its stream stays open.
-    const stream = readSse(`http://127.0.0.1:${port}/api/run`, { body: { query: "waiting" }, headers: tenant.headers, timeoutMs: 20_000 });
+    const stream = watchSse(`http://127.0.0.1:${port}/api/run`, { body: { query: "waiting" }, headers: tenant.headers, timeoutMs: 20_000 });
     // A single-response request waiting for its run gets the run's current status (202).
     const waiting = fetch(`http://127.0.0.1:${port}/api/run`, {
       method: "POST",
       headers: { ...tenant.headers, "content-type": "application/json" },
       body: JSON.stringify({ query: "waiting too", stream: false }),
     });
-    await new Promise((r) => setTimeout(r, 1000));
+    // Both are waiting for their runs (requests still being accepted would be cut by the grace).
+    await stream.waitFor((e) => e.type === "run_started");
+    await eventually(async () => (await prisma.run.count({ where: { orgId: tenant.orgId, query: "waiting too" } })) === 1);
+    await new Promise((r) => setTimeout(r, 200));
     const t0 = Date.now();
     await gw.stop();
-    const res = await stream;
+    const res = await stream.result;
     expect(res.events[0]!.data.type).toBe("run_started");
     const answer = await waiting;
     expect(answer.status).toBe(202);
