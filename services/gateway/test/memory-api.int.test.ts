@@ -12,7 +12,8 @@ let sameOrgOtherAgent: Record<string, string>;
 let otherOrg: Tenant;
 
 beforeAll(async () => {
-  stack = await startStack({ workers: 0 });
+  // Outages are memory-outage's subject: here a slow machine's first calls must not time out.
+  stack = await startStack({ workers: 0, gatewayEnv: { MEMORY_TIMEOUT_MS: "10000" } });
   prisma = testPrisma(testEnv().databaseUrl);
   [tenant, otherOrg] = await Promise.all([createTenant(prisma), createTenant(prisma)]);
   const agentId = newId("agt");
