@@ -1,0 +1,22 @@
+import { isUnavailableError } from "./index";
+
+/** An error as Prisma's pg adapter raises it for a refused statement, with PostgreSQL's SQLSTATE in `meta`. */
+const prismaError = (sqlState: string, message: string) =>
+  Object.assign(new Error(`Invalid \`prisma.$queryRaw()\` invocation: Raw query failed. Code: \`${sqlState}\`. Message: \`${message}\``), {
+    code: "P2010",
+    meta: { driverAdapterError: { name: "DriverAdapterError", cause: { originalCode: sqlState, originalMessage: message, kind: "postgres", code: sqlState, message } } },
+  });
+
+describe("isUnavailableError", () => {
+  it("knows a database that is restarting or shutting down by its SQLSTATE", () => {
+    expect(isUnavailableError(prismaError("57P03", "the database system is not yet accepting connections"))).toBe(true);
+    expect(isUnavailableError(prismaError("57P01", "terminating connection due to administrator command"))).toBe(true);
+    expect(isUnavailableError(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }))).toBe(true);
+  });
+
+  it("does not take a refused value or a bug for an outage", () => {
+    expect(isUnavailableError(prismaError("22P02", "invalid input syntax for type json"))).toBe(false);
+    expect(isUnavailableError(prismaError("23505", "duplicate key value violates unique constraint"))).toBe(false);
+    expect(isUnavailableError(new TypeError("x is undefined"))).toBe(false);
+  });
+});
