@@ -1,5 +1,5 @@
-import { AppError } from "@agentrun/errors";
-import { newId, sqlStateOf, type Prisma, type PrismaClient } from "@agentrun/db";
+import { AppError, sqlStateOf } from "@agentrun/errors";
+import { newId, type Prisma, type PrismaClient } from "@agentrun/db";
 
 type Db = PrismaClient | Prisma.TransactionClient;
 

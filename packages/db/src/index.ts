@@ -8,5 +8,4 @@ export type { Organization, ApiKey, Agent, WidgetKey, Task, Run, RunEventBatch, 
 export * from "./generated/prisma/enums";
 export { newId, type IdPrefix } from "./ids";
 export { isStorableText, storableJson, storableText } from "./storable";
-export { sqlStateOf } from "./sql-state";
 export { ensureDatabase, dropDatabase, migrateDeploy, REPO_ROOT } from "./database";

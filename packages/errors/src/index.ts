@@ -1,3 +1,7 @@
+import { sqlStateOf } from "./sql-state";
+
+export { sqlStateOf };
+
 /**
  * Error codes of the public API and their HTTP status. Every failure that reaches a client is an
  * {@link AppError}; anything else is reported as a generic `internal_error`.
@@ -96,8 +100,7 @@ export function isUnavailableError(err: unknown): boolean {
     const code = String(e.code ?? "");
     const msg = String(e.message ?? "");
     // Prisma's driver adapter keeps PostgreSQL's SQLSTATE in `meta` (e.g. P2010 → 57P03).
-    const adapterCause = e.meta?.driverAdapterError?.cause;
-    const sqlState = String(adapterCause?.code ?? adapterCause?.originalCode ?? "");
+    const sqlState = sqlStateOf(e) ?? "";
     const down = ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "EPIPE", "57P01", "57P02", "57P03", "08006", "08001", "08003"];
     if (down.includes(code) || down.includes(sqlState)) return true;
     if (/P1001|P1002|P1017|P2024/.test(code)) return true;

@@ -4,8 +4,8 @@
  * in-process and `index.ts` only prints the result.
  */
 import { Command, CommanderError } from "commander";
-import { sqlStateOf, type PrismaClient } from "@agentrun/db";
-import { AppError, isUnavailableError } from "@agentrun/errors";
+import type { PrismaClient } from "@agentrun/db";
+import { AppError, isUnavailableError, sqlStateOf } from "@agentrun/errors";
 import { EXIT_FAILURE, EXIT_USAGE, NotFoundError, UsageError } from "./cli-errors";
 import type { CliOutput, CommandContext } from "./command-context";
 import { registerAgentCommands } from "./commands/agent.command";

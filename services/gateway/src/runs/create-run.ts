@@ -1,6 +1,6 @@
 import type { PrismaClient } from "@agentrun/db";
-import { newId, sqlStateOf } from "@agentrun/db";
-import { AppError } from "@agentrun/errors";
+import { newId } from "@agentrun/db";
+import { AppError, sqlStateOf } from "@agentrun/errors";
 import type { RunContext, RunEvent } from "@agentrun/contracts";
 import type { AuthContext } from "../request-context";
 
