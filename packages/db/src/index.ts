@@ -7,5 +7,5 @@ export { Prisma } from "./generated/prisma/client";
 export type { Organization, ApiKey, Agent, WidgetKey, Task, Run, RunEventBatch, Message, MemoryEntry, CreditLedgerEntry, IdempotencyKey } from "./generated/prisma/client";
 export * from "./generated/prisma/enums";
 export { newId, type IdPrefix } from "./ids";
-export { isStorableText, storableJson, storableText } from "./storable";
+export { isStorableText, storableJson, storableJsonText, storableText } from "./storable";
 export { ensureDatabase, dropDatabase, migrateDeploy, REPO_ROOT } from "./database";

@@ -1,9 +1,14 @@
-import { storableJson, storableText } from "./storable";
+import { storableJson, storableJsonText, storableText } from "./storable";
 
 describe("storableText / storableJson", () => {
   it("replaces U+0000 with U+FFFD and leaves other text alone", () => {
     expect(storableText("a\0b\0")).toBe("a\uFFFDb\uFFFD");
     expect(storableText("\\u0000 is text")).toBe("\\u0000 is text");
+  });
+
+  it("serializes as jsonb can store, cleaning only values whose JSON holds a suspect escape", () => {
+    expect(storableJsonText({ a: "x\ud800", b: ["\u0000"] })).toBe('{"a":"x\uFFFD","b":["\uFFFD"]}');
+    expect(storableJsonText({ text: "pair \ud83d\ude00", literal: "\\u0000 and \\ud800" })).toBe(JSON.stringify({ text: "pair \ud83d\ude00", literal: "\\u0000 and \\ud800" }));
   });
 
   it("replaces lone surrogates, which jsonb refuses, and keeps pairs", () => {

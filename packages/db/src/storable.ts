@@ -38,3 +38,16 @@ export function storableJson<T>(value: T): T {
   }
   return value;
 }
+
+/** Escapes in JSON text that may stand for U+0000 or a lone surrogate (JSON.stringify escapes both). */
+const MAY_BE_UNSTORABLE = /\\u0000|\\ud[89a-f]/i;
+
+/**
+ * `JSON.stringify(value)` as PostgreSQL can store it in jsonb. The text is only scanned: the
+ * value is cleaned with {@link storableJson} and serialized again when an escape in it may stand
+ * for U+0000 or a lone surrogate, which is rare, so values on the hot path are not walked.
+ */
+export function storableJsonText(value: unknown): string {
+  const text = JSON.stringify(value);
+  return MAY_BE_UNSTORABLE.test(text) ? JSON.stringify(storableJson(value)) : text;
+}

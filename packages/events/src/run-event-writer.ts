@@ -1,5 +1,5 @@
 import type { ChainableCommander, Redis } from "ioredis";
-import { storableJson, type PrismaClient } from "@agentrun/db";
+import { storableJsonText, type PrismaClient } from "@agentrun/db";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
 import { RUN_LOG_TTL_AFTER_END_S, RUN_LOG_TTL_LIVE_S, runChannel, runLogKey } from "./keys";
 import { batcherFor, type BatchedWrite, type RedisWriteBatcher } from "./redis-write-batcher";
@@ -97,7 +97,7 @@ export class RunEventWriter implements BatchedWrite {
       // these events reported an error but committed; this one holds all of its events and more.
       await this.opts.prisma.$executeRaw`
         INSERT INTO run_event_batches AS b (run_id, first_seq, last_seq, events, created_at)
-        VALUES (${this.opts.runId}, ${events[0]!.seq}::integer, ${events.at(-1)!.seq}::integer, ${JSON.stringify(storableJson(events))}::jsonb, now())
+        VALUES (${this.opts.runId}, ${events[0]!.seq}::integer, ${events.at(-1)!.seq}::integer, ${storableJsonText(events)}::jsonb, now())
         ON CONFLICT (run_id, first_seq) DO UPDATE SET last_seq = EXCLUDED.last_seq, events = EXCLUDED.events
         WHERE b.last_seq < EXCLUDED.last_seq`;
     };

@@ -1,4 +1,5 @@
 import express, { type Request, type RequestHandler } from "express";
+import { isStorableText } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 
 /**
@@ -24,7 +25,7 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     },
   });
   const checkType: RequestHandler = (req, _res, next) => {
-    if (/%00/i.test(req.originalUrl)) throw nulRefused("The URL");
+    if (/%00/i.test(req.originalUrl)) throw unstorableRefused("The URL", "\0");
     const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
     if (!hasBody) return next();
     if (!req.is("application/json")) throw new AppError("unsupported_media_type");
@@ -40,10 +41,6 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
   return [checkType, parse, checkNul];
 }
 
-function nulRefused(where: string, path?: string): AppError {
-  return unstorableRefused(where, "\0", path);
-}
-
 /** 400 for `text` (a string or key at `where`) holding U+0000 or a lone surrogate. */
 function unstorableRefused(where: string, text: string, path?: string): AppError {
   const what = text.includes("\0") ? "the NUL character (U+0000)" : "a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)";
@@ -51,11 +48,9 @@ function unstorableRefused(where: string, text: string, path?: string): AppError
   return new AppError("invalid_request", { message, details: path === undefined ? undefined : [{ path, message }] });
 }
 
-const storable = (s: string) => !s.includes("\0") && s.isWellFormed();
-
 /** The first string or key holding U+0000 or a lone surrogate, with its path; or null. */
 function unstorablePath(value: unknown, at: (string | number)[]): { path: (string | number)[]; text: string } | null {
-  if (typeof value === "string") return storable(value) ? null : { path: at, text: value };
+  if (typeof value === "string") return isStorableText(value) ? null : { path: at, text: value };
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const p = unstorablePath(value[i], [...at, i]);
@@ -65,7 +60,7 @@ function unstorablePath(value: unknown, at: (string | number)[]): { path: (strin
   }
   if (value && typeof value === "object") {
     for (const [k, v] of Object.entries(value)) {
-      if (!storable(k)) return { path: [...at, k], text: k };
+      if (!isStorableText(k)) return { path: [...at, k], text: k };
       const p = unstorablePath(v, [...at, k]);
       if (p) return p;
     }

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { newId, storableJson, type PrismaClient, type MessageRole } from "@agentrun/db";
+import { newId, storableJsonText, type PrismaClient, type MessageRole } from "@agentrun/db";
 import { runCost } from "@agentrun/credits";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
 import { isUnavailableError } from "@agentrun/errors";
@@ -90,14 +90,14 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   }));
   // One round trip (see the agentrun_finish_run migration): the run's row lock is held only
   // for the statement, so concurrent ends never queue on pool connections. Events and messages
-  // go through storableJson as a last line of defence: text PostgreSQL refuses (U+0000, a lone
+  // go through storableJsonText as a last line of defence: text PostgreSQL refuses (U+0000, a lone
   // surrogate) must never leave a run that cannot end.
   const store = () => prisma.$queryRaw<{ terminal: RunEvent | null }[]>`
     SELECT agentrun_finish_run(
       ${input.runId}, ${input.status}::"RunStatus", ${input.output ?? ""}, ${cost}::integer,
       ${usage.promptTokens}::integer, ${usage.completionTokens}::integer, ${usage.toolCalls}::integer,
       ${input.error?.code ?? null}, ${input.error?.message ?? null},
-      ${JSON.stringify(terminal)}::jsonb, ${JSON.stringify(storableJson(pending))}::jsonb, ${JSON.stringify(storableJson(messages))}::jsonb, ${newId("led")},
+      ${JSON.stringify(terminal)}::jsonb, ${storableJsonText(pending)}::jsonb, ${storableJsonText(messages)}::jsonb, ${newId("led")},
       ${input.onlyIfQueued ?? false}
     ) AS terminal`;
   let rows: { terminal: RunEvent | null }[];
