@@ -36,9 +36,8 @@ interface Pending {
  * runs never wait for it. A run that is cancelled stops its expression the same way.
  */
 export class CalcSandbox {
-  private thread: Worker | null = null;
-  /** Whether `thread` has loaded and takes calculations. */
-  private ready = false;
+  /** The thread, and whether it has loaded and takes calculations. */
+  private thread: { worker: Worker; ready: boolean } | null = null;
   private readonly queue: Pending[] = [];
   private current: { job: Pending; timer: NodeJS.Timeout } | null = null;
   private nextId = 1;
@@ -48,74 +47,82 @@ export class CalcSandbox {
   evaluate(expression: string, signal: AbortSignal): Promise<number | boolean | string> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(new CalcFailure("aborted", "stopped"));
-      const job: Pending = { id: this.nextId++, expression, resolve, reject, signal, onAbort: () => this.abort(job) };
+      const job: Pending = { id: this.nextId++, expression, resolve, reject, signal, onAbort: () => this.fail(job, new CalcFailure("aborted", "stopped")) };
       signal.addEventListener("abort", job.onAbort, { once: true });
       this.queue.push(job);
       this.pump();
     });
   }
 
+  /** Hands the next waiting calculation to the thread, once it is free and loaded. */
   private pump(): void {
     if (this.current || this.queue.length === 0) return;
-    const thread = this.ensureThread();
-    if (!this.ready) return;
+    const thread = this.thread ?? this.start();
+    if (!thread.ready) return;
     const job = this.queue.shift()!;
     const timer = setTimeout(() => this.fail(job, new CalcFailure("timeout", `took longer than ${this.limits.timeoutMs} ms`)), this.limits.timeoutMs);
     this.current = { job, timer };
-    thread.postMessage({ id: job.id, expression: job.expression });
+    thread.worker.postMessage({ id: job.id, expression: job.expression });
   }
 
-  private ensureThread(): Worker {
-    if (this.thread) return this.thread;
+  private start(): { worker: Worker; ready: boolean } {
     // The thread runs TypeScript through tsx's require hook, like the services themselves.
     const entry = path.join(__dirname, "calc-thread.ts");
-    const thread = new Worker(`require("tsx/cjs"); require(${JSON.stringify(entry)});`, {
+    const worker = new Worker(`require("tsx/cjs"); require(${JSON.stringify(entry)});`, {
       eval: true,
       resourceLimits: { maxOldGenerationSizeMb: this.limits.maxHeapMb, maxYoungGenerationSizeMb: Math.min(32, this.limits.maxHeapMb) },
     });
-    this.ready = false;
-    thread.on("message", (reply: CalcReply) => {
+    const thread = { worker, ready: false };
+    worker.on("message", (reply: CalcReply) => {
       if ("ready" in reply) {
-        if (this.thread !== thread) return;
-        this.ready = true;
+        thread.ready = true;
         return this.pump();
       }
       if (this.current?.job.id !== reply.id) return;
       const { job } = this.current;
-      this.settle();
+      this.finish(job);
       if ("error" in reply) job.reject(new CalcFailure("invalid", reply.error));
       else job.resolve(reply.result);
+      this.pump();
     });
-    thread.on("error", (err: Error & { code?: string }) => {
-      if (this.thread !== thread) return;
-      this.thread = null;
-      const job = this.current?.job;
+    worker.on("error", (err: Error & { code?: string }) => {
       const memory = err.code === "ERR_WORKER_OUT_OF_MEMORY";
-      if (job) this.fail(job, new CalcFailure(memory ? "memory" : "invalid", memory ? "needs more memory than a calculation may use" : err.message), false);
-      // A thread that cannot even load fails what waits for it rather than leaving it waiting.
-      else for (const waiting of [...this.queue]) this.fail(waiting, new CalcFailure("invalid", `the calculator is unavailable: ${err.message}`));
+      this.lost(thread, new CalcFailure(memory ? "memory" : "invalid", memory ? "needs more memory than a calculation may use" : err.message));
     });
-    thread.on("exit", () => {
-      if (this.thread !== thread) return;
-      this.thread = null;
-      const job = this.current?.job;
-      if (job) this.fail(job, new CalcFailure("invalid", "the calculation stopped"), false);
-    });
+    worker.on("exit", () => this.lost(thread, new CalcFailure("invalid", "the calculation stopped")));
     // Unref'd after its listeners (attaching one refs it again): it never keeps the worker alive.
-    thread.unref();
+    worker.unref();
     this.thread = thread;
     return thread;
   }
 
-  /** Ends `job` with `err`; when it is the one computing, its thread is stopped. */
-  private fail(job: Pending, err: CalcFailure, stopThread = true): void {
+  /**
+   * The thread ended by itself (out of memory, crashed): the calculation on it fails with
+   * `failure`. One that could not even load fails every waiting calculation instead of being
+   * started again for each.
+   */
+  private lost(thread: { worker: Worker; ready: boolean }, failure: CalcFailure): void {
+    if (this.thread !== thread) return;
+    this.thread = null;
+    const job = this.current?.job;
+    if (job) {
+      this.finish(job);
+      job.reject(failure);
+      return this.pump();
+    }
+    for (const waiting of this.queue.splice(0)) {
+      waiting.signal.removeEventListener("abort", waiting.onAbort);
+      waiting.reject(new CalcFailure("invalid", `the calculator is unavailable: ${failure.message}`));
+    }
+  }
+
+  /** Ends `job` with `err` (a limit it hit, or its run stopped); the thread computing it is stopped. */
+  private fail(job: Pending, err: CalcFailure): void {
     if (this.current?.job === job) {
-      this.settle();
-      if (stopThread && this.thread) {
-        const thread = this.thread;
-        this.thread = null;
-        void thread.terminate();
-      }
+      this.finish(job);
+      const thread = this.thread;
+      this.thread = null;
+      void thread?.worker.terminate();
     } else {
       const i = this.queue.indexOf(job);
       if (i < 0) return;
@@ -126,15 +133,10 @@ export class CalcSandbox {
     this.pump();
   }
 
-  private abort(job: Pending): void {
-    this.fail(job, new CalcFailure("aborted", "stopped"));
-  }
-
-  private settle(): void {
-    if (!this.current) return;
-    clearTimeout(this.current.timer);
-    this.current.job.signal.removeEventListener("abort", this.current.job.onAbort);
+  /** `job`, the current calculation, has its answer or its failure: the thread is free. */
+  private finish(job: Pending): void {
+    clearTimeout(this.current!.timer);
+    job.signal.removeEventListener("abort", job.onAbort);
     this.current = null;
-    queueMicrotask(() => this.pump());
   }
 }
