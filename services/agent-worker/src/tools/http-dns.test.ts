@@ -1,13 +1,30 @@
+import { Resolver } from "node:dns/promises";
+import { createSocket as udpSocket } from "node:dgram";
+import type { AddressInfo } from "node:net";
 import { ToolError, type ToolContext } from "./tool";
-
-// A name server that never answers: the lookup must count against the tool's timeout and stop
-// with the run.
-jest.mock("node:dns/promises", () => ({ lookup: () => new Promise(() => {}) }));
-
 import { httpGetAction } from "./http.tool";
 
+// A name server that receives queries and never answers: the lookup must count against the
+// tool's timeout and stop with the run.
+let server: ReturnType<typeof udpSocket>;
+let action: ReturnType<typeof httpGetAction>;
+const resolver = new Resolver({ timeout: 10_000, tries: 1 });
+
+beforeAll(async () => {
+  server = udpSocket("udp4");
+  server.on("message", () => {});
+  await new Promise<void>((resolve) => server.bind(0, "127.0.0.1", resolve));
+  resolver.setServers([`127.0.0.1:${(server.address() as AddressInfo).port}`]);
+  const lookup = async (hostname: string) => (await resolver.resolve4(hostname)).map((address) => ({ address, family: 4 }));
+  action = httpGetAction({ timeoutMs: 300, maxBytes: 1000, allowPrivate: false, lookup });
+});
+afterAll(async () => {
+  // The queries the tool gave up on are still waiting for an answer.
+  resolver.cancel();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
 const ctxWith = (signal: AbortSignal) => ({ orgId: "o", agentId: "a", httpAllowlist: ["slow.example"], signal }) as unknown as ToolContext;
-const action = httpGetAction({ timeoutMs: 300, maxBytes: 1000, allowPrivate: false });
 
 describe("http_get with a name server that does not answer", () => {
   it("gives up at the tool's timeout", async () => {

@@ -9,7 +9,11 @@ export interface HttpToolLimits {
   maxBytes: number;
   /** Allow private, loopback and link-local addresses (development only). */
   allowPrivate: boolean;
+  /** How host names are resolved. @defaultValue the system resolver (`dns.lookup`) */
+  lookup?: (hostname: string) => Promise<{ address: string; family: number }[]>;
 }
+
+const systemLookup = (hostname: string) => lookup(hostname, { all: true });
 
 /** A host name as compared with the allow-list: lower case, no trailing dot; IPv6 literals without brackets, in one spelling. */
 function normalizeHost(host: string): string {
@@ -53,11 +57,11 @@ function whenAborted(signal: AbortSignal): Promise<never> {
   });
 }
 
-async function resolvePublic(hostname: string, allowPrivate: boolean, signal: AbortSignal): Promise<{ address: string; family: number }> {
+async function resolvePublic(hostname: string, limits: HttpToolLimits, signal: AbortSignal): Promise<{ address: string; family: number }> {
   const literal = hostname.replace(/^\[|\]$/g, "");
   // The lookup counts against the timeout and stops with the run, like the request after it.
-  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await Promise.race([lookup(hostname, { all: true }), whenAborted(signal)]);
-  const bad = addrs.find((a) => !addressAllowed(a.address, allowPrivate));
+  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await Promise.race([(limits.lookup ?? systemLookup)(hostname), whenAborted(signal)]);
+  const bad = addrs.find((a) => !addressAllowed(a.address, limits.allowPrivate));
   if (bad || addrs.length === 0) throw new ToolError("address_not_allowed", `${hostname} resolves to a private or reserved address.`);
   return addrs[0]!;
 }
@@ -79,7 +83,7 @@ export function httpGetAction(limits: HttpToolLimits) {
       const signal = AbortSignal.any([ctx.signal, timeout.signal]);
       let dispatcher: Agent | undefined;
       try {
-        const resolved = await resolvePublic(target.hostname, limits.allowPrivate, signal);
+        const resolved = await resolvePublic(target.hostname, limits, signal);
         // Connect to the address that was checked, so DNS cannot change between check and use.
         dispatcher = new Agent({
           connect: { lookup: (_h, _o, cb) => cb(null, [{ address: resolved.address, family: resolved.family }] as never) },
