@@ -32,13 +32,13 @@ export const workerConfigSchema = z.object({
     .optional()
     .transform((raw, ctx) => {
       if (raw === undefined || raw.trim() === "") return {};
-      const parsed = modelApiKeysSchema.safeParse((() => {
-        try {
-          return JSON.parse(raw);
-        } catch {
-          return undefined;
-        }
-      })());
+      let json: unknown;
+      try {
+        json = JSON.parse(raw);
+      } catch {
+        // Reported below, like any other shape that is not an object of URLs to keys.
+      }
+      const parsed = modelApiKeysSchema.safeParse(json);
       if (parsed.success) return Object.fromEntries(Object.entries(parsed.data).map(([url, key]) => [baseUrlKey(url), key]));
       ctx.addIssue({ code: "custom", message: 'must be a JSON object of base URLs to keys, e.g. {"https://api.example.com/v1":"sk-..."}' });
       return z.NEVER;

@@ -60,6 +60,8 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   let answering = false;
   // A high surrogate ending a delta, held back until the next delta brings its pair.
   let pendingHigh = "";
+  // Once per call: the model's usage, or the estimate when it sent none.
+  const reportUsage = () => opts.onUsage(usage ?? estimateUsage(opts.messages, turn.text, calls.values()));
   const forward = (raw: string) => {
     // The text is stored as it streams: PostgreSQL takes no U+0000 and jsonb no lone surrogate.
     const text = storableText(raw);
@@ -105,7 +107,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   } catch (err) {
     const reason = stopReasonOf(opts.signal);
     if (reason) {
-      if (answering) opts.onUsage(usage ?? estimateUsage(opts.messages, turn.text, calls.values()));
+      if (answering) reportUsage();
       throw new RunFailure(reason, `stopped: ${reason}`, { cause: err });
     }
     if (idle.signal.aborted) throw new RunFailure("model_timeout", `The model sent nothing for ${opts.idleTimeoutMs} ms.`, { cause: err });
@@ -113,8 +115,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   } finally {
     clearTimeout(idleTimer);
   }
-  // A provider that ignores `include_usage` still bills: estimate what the call consumed.
-  opts.onUsage(usage ?? estimateUsage(opts.messages, turn.text, calls.values()));
+  reportUsage();
   turn.toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }));
   if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
   return turn;
@@ -123,7 +124,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
 /** The usual estimate of a text's tokens: one per four characters. */
 const tokensOf = (chars: number) => Math.ceil(chars / 4);
 
-/** What a stopped call consumed, estimated: the request's messages and the answer so far. */
+/** What a call consumed, estimated when the model did not say: the request's messages and the answer so far. */
 function estimateUsage(messages: ChatCompletionMessageParam[], text: string, calls: Iterable<ModelToolCall>): ModelUsage {
   let promptChars = 0;
   for (const m of messages) {

@@ -1,10 +1,10 @@
 import OpenAI from "openai";
 import { baseUrlKey, type WorkerConfig } from "../config";
+import { createModelFetch } from "./model-fetch";
 
 const OPENAI_URL = "https://api.openai.com/v1";
 /** What is sent as the key to a model that was given none (the SDK needs a value). */
 const NO_KEY = "none";
-import { createModelFetch } from "./model-fetch";
 
 export interface ModelTarget {
   client: OpenAI;
