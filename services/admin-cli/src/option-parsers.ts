@@ -3,6 +3,7 @@
  * flag, e.g. `--credits must be an integer ≥ 0`; they throw {@link UsageError}, which commander
  * passes through unchanged.
  */
+import { DEFAULT_PRICING } from "@agentrun/credits";
 import { UsageError } from "./cli-errors";
 
 /** Largest value of a PostgreSQL `integer` column (credit balances, rpm). */
@@ -122,8 +123,8 @@ export function originListOption(flag: string): (value: string) => string[] {
   };
 }
 
-/** The parts of an agent's pricing (see @agentrun/credits), each a credit count. */
-const PRICING_PARTS = ["base", "per_tool_call", "per_1k_tokens"] as const;
+/** The parts of an agent's pricing, each a credit count. */
+const PRICING_PARTS = Object.keys(DEFAULT_PRICING);
 
 /**
  * Parses `base=N,per_tool_call=N,per_1k_tokens=N` (any of the three, each a non-negative
@@ -134,7 +135,7 @@ export function pricingOption(flag: string): (value: string) => Record<string, n
     const pricing: Record<string, number> = {};
     for (const part of splitList(value)) {
       const [key, n, ...rest] = part.split("=").map((s) => s.trim());
-      if (!key || n === undefined || rest.length || !(PRICING_PARTS as readonly string[]).includes(key) || key in pricing) {
+      if (!key || n === undefined || rest.length || !PRICING_PARTS.includes(key) || key in pricing) {
         throw new UsageError(`${flag} takes ${PRICING_PARTS.map((p) => `${p}=N`).join(",")} (each at most once)`);
       }
       pricing[key] = intOption(`${flag} ${key}`, 0)(n);

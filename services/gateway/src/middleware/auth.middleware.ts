@@ -16,7 +16,7 @@ const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 export function authenticate(cache: AuthCache, failures: AuthFailureGuard): RequestHandler {
   return async (req, _res, next) => {
     const match = BEARER.exec(req.get("authorization") ?? "");
-    const refuse = (message: string) => failures.reject(req.ip ?? "unknown", new AppError("unauthorized", { message }));
+    const refuse = (message: string) => failures.reject(req, new AppError("unauthorized", { message }));
     if (!match?.[1]) throw await refuse("Missing or malformed Authorization header; expected 'Bearer <API key>'.");
     const key = await cache.apiKey(createHash("sha256").update(match[1]).digest("hex"));
     if (!key || key.revoked) throw await refuse("The API key is invalid or revoked.");

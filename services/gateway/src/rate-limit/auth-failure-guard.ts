@@ -5,11 +5,12 @@ import { rateLimitedError } from "./rate-limit-response";
 /** Decides how the auth middleware answers a failed authentication. */
 export interface AuthFailureGuard {
   /**
-   * Records a failed authentication from `ip` and returns the error to answer: `error` (401
+   * Records a failed authentication from the request's client address (`req.ip`, which honours
+   * TRUST_PROXY) and returns the error to answer: `error` (401
    * `unauthorized`, or 403 for a widget's disallowed origin) while the address is within its
    * limit, 429 `rate_limited` beyond it.
    */
-  reject(ip: string, error: AppError): Promise<AppError>;
+  reject(req: { ip?: string }, error: AppError): Promise<AppError>;
 }
 
 export interface AuthFailureGuardOptions {
@@ -28,8 +29,8 @@ export interface AuthFailureGuardOptions {
  */
 export function authFailureGuard({ limiter, redisPrefix, limit }: AuthFailureGuardOptions): AuthFailureGuard {
   return {
-    async reject(ip, error) {
-      const r = await limiter.hit(`${redisPrefix}:rl:authfail:${ip}`, limit);
+    async reject(req, error) {
+      const r = await limiter.hit(`${redisPrefix}:rl:authfail:${req.ip ?? "unknown"}`, limit);
       if (r.admitted) return error;
       return rateLimitedError(r, "Too many failed authentication attempts from this address; retry later.");
     },

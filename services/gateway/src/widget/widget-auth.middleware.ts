@@ -18,7 +18,7 @@ import { requestOrigin, setCorsHeaders } from "./widget-cors";
 export function widgetAuth(keys: WidgetKeyCache, tokens: VisitorTokens, failures: AuthFailureGuard): RequestHandler {
   return async (req, res, next) => {
     res.vary("Origin");
-    const refuse = (error: AppError) => failures.reject(req.ip ?? "unknown", error);
+    const refuse = (error: AppError) => failures.reject(req, error);
     const value = req.get("x-widget-key");
     const key = looksLikeWidgetKey(value) ? await keys.byKey(value) : null;
     if (!key || key.revoked) throw await refuse(new AppError("unauthorized", { message: "Missing, unknown or revoked widget key (X-Widget-Key)." }));

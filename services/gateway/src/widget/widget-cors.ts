@@ -45,7 +45,7 @@ export function widgetPreflight(keys: WidgetKeyCache, failures: AuthFailureGuard
     res.vary("Origin");
     const origin = requestOrigin(req);
     if (!origin || !(await keys.anyKeyAllows(origin))) {
-      throw await failures.reject(req.ip ?? "unknown", new AppError("forbidden", { message: "This origin may not use the widget API." }));
+      throw await failures.reject(req, new AppError("forbidden", { message: "This origin may not use the widget API." }));
     }
     res.setHeader("Access-Control-Allow-Origin", origin);
     res.setHeader("Access-Control-Allow-Methods", WIDGET_ALLOWED_METHODS);
