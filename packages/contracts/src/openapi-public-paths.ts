@@ -7,17 +7,16 @@ import type { ZodOpenApiPathsObject, ZodOpenApiResponsesObject } from "zod-opena
 import { runEventSchema } from "./events";
 import { eventsQuerySchema, lastEventIdSchema } from "./tasks";
 import { widgetRunRequestSchema } from "./widget";
-import { errorBodySchema, runAcceptedSchema, runPathSchema, runResultSchema } from "./openapi-schemas";
+import { errorBodySchema, intHeader, runAcceptedSchema, runPathSchema, runResultSchema } from "./openapi-schemas";
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 const requestId = { "X-Request-Id": ref("headers", "X-Request-Id") };
 const visitorToken = { "X-Visitor-Token": ref("headers", "X-Visitor-Token") };
-const intHeader = (description: string) => ({ description, schema: { type: "integer" as const, minimum: 0 } });
 /** The widget limits' headers: they report whichever of the two limits is closer to refusing. */
 const widgetRateLimit = {
   "X-RateLimit-Limit": intHeader("Requests per minute of the widget limit closer to refusing: the client address's or the widget key's."),
   "X-RateLimit-Remaining": intHeader("Requests still allowed by that limit in the current sliding window."),
-  "X-RateLimit-Reset": intHeader("Whole seconds until a request is allowed again; 0 when one is allowed now."),
+  "X-RateLimit-Reset": ref("headers", "X-RateLimit-Reset"),
 };
 const widgetHeaders = { ...requestId, ...visitorToken, ...widgetRateLimit };
 

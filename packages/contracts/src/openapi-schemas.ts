@@ -8,6 +8,9 @@ import { RUN_STATUSES, TASK_STATUSES, idParam } from "./common";
 import { runErrorSchema } from "./events";
 import { memoryEntrySchema } from "./memory";
 
+/** An OpenAPI header object for a non-negative integer header. */
+export const intHeader = (description: string) => ({ description, schema: { type: "integer" as const, minimum: 0 } });
+
 const timestamp = z.string().meta({ format: "date-time", description: "ISO 8601 UTC timestamp.", examples: ["2025-01-31T12:00:00.000Z"] });
 const nullableTimestamp = timestamp.nullable();
 

@@ -12,6 +12,7 @@ import { openApiPaths, rateLimitHeaders } from "./openapi-paths";
 import { publicOpenApiPaths } from "./openapi-public-paths";
 import {
   errorBodySchema,
+  intHeader,
   messageViewSchema,
   runResultSchema,
   runViewSchema,
@@ -34,7 +35,6 @@ Every response carries X-Request-Id. Every error is \`{"error":{"code","message"
 Chat widgets embedded in web pages use the widget gateway (\`/api/v1/widget/...\`) instead: a publishable widget key limited to its allowed origins, and a signed token per visitor. The health probes \`/healthz\` and \`/readyz\` need no key.`;
 
 const errorContent = { "application/json": { schema: errorBodySchema } };
-const intHeader = (description: string) => ({ description, schema: { type: "integer" as const, minimum: 0 } });
 
 const errorResponse = (description: string, headers?: Record<string, { $ref: string }>) => ({ description, content: errorContent, ...(headers ? { headers } : {}) });
 
