@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import type { RunEvent } from "@agentrun/contracts";
+import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 
 /** Streams open in this process, so that shutdown can end them cleanly. */
 const openStreams = new Set<SseStream>();
@@ -63,6 +63,8 @@ export function openSse(req: Request, res: Response, heartbeatMs: number): SseSt
         process.nextTick(uncork);
       }
       res.write(`id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`);
+      // The response ends with its terminal event, in the same write.
+      if (isTerminalEvent(event)) stream.end();
     },
     end() {
       clearInterval(ping);
