@@ -6,6 +6,7 @@ import { memoryCreateSchema, memoryEntrySchema, memoryListQuerySchema } from "./
 import { runRequestSchema } from "./runs";
 import { eventsQuerySchema, idempotencyKeySchema, lastEventIdSchema, messageListQuerySchema, taskCreateSchema, taskListQuerySchema } from "./tasks";
 import {
+  AFTER_THE_END,
   memoryListSchema,
   memoryPathSchema,
   messageListSchema,
@@ -144,6 +145,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
             headers: okHeaders,
             content: { "text/event-stream": eventStream, "application/json": { schema: z.object({ events: z.array(runEventSchema) }) } },
           },
+          "204": noContent(AFTER_THE_END),
         },
       }),
     },

@@ -7,7 +7,7 @@ import type { ZodOpenApiPathsObject, ZodOpenApiResponsesObject } from "zod-opena
 import { runEventSchema } from "./events";
 import { eventsQuerySchema, lastEventIdSchema } from "./tasks";
 import { widgetRunRequestSchema } from "./widget";
-import { errorBodySchema, intHeader, runAcceptedSchema, runPathSchema, runResultSchema } from "./openapi-schemas";
+import { AFTER_THE_END, errorBodySchema, intHeader, runAcceptedSchema, runPathSchema, runResultSchema } from "./openapi-schemas";
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 const requestId = { "X-Request-Id": ref("headers", "X-Request-Id") };
@@ -116,6 +116,7 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         },
         responses: {
           "200": { description: STREAM, headers: widgetHeaders, content: { "text/event-stream": { schema: runEventSchema } } },
+          "204": { description: AFTER_THE_END, headers: widgetHeaders },
           ...WIDGET_ERRORS,
         },
       },

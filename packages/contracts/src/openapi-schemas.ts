@@ -92,3 +92,6 @@ export const memoryListSchema = z.object({
 export const taskPathSchema = z.object({ task_id: idParam });
 export const runPathSchema = z.object({ task_id: idParam, run_id: idParam });
 export const memoryPathSchema = z.object({ memory_id: idParam });
+
+/** The answer to a stream resumed after its run's terminal event. */
+export const AFTER_THE_END = "The run has ended and nothing follows the given seq (a stream resumed after its terminal event): no body. EventSource stops reconnecting on a 204.";

@@ -204,6 +204,8 @@
     for (var attempt = 0; ; attempt++) {
       if (!res) res = await reattachRequest();
       if (res && !res.ok) return fail(view, res.status === 429 ? TEXT.limited : TEXT.failed);
+      // 204: the run has ended and nothing followed the last event this page holds.
+      if (res && res.status === 204) return settle(view);
       var done = false;
       try {
         if (res) done = await readEvents(res, function (ev) { return onEvent(ev, view); });
@@ -213,6 +215,16 @@
       await new Promise(function (r) { setTimeout(r, 500 * Math.pow(2, attempt)); });
       res = null;
     }
+  }
+
+  /** Ends the pending run with the text it has (its terminal event was read before a reload). */
+  function settle(view) {
+    var p = state.pending;
+    if (!p || !p.text) return fail(view, TEXT.failed);
+    view.setStatus(null);
+    view.setText(p.text);
+    state.pending = null;
+    remember("assistant", p.text);
   }
 
   function reattachRequest() {

@@ -213,6 +213,30 @@ describe("run events", () => {
     }
   });
 
+  it("answers 204 to a re-attach after a finished run's terminal event, so that EventSource stops reconnecting", async () => {
+    const live = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[chunks:3] done" }, headers: tenant.headers });
+    const { run_id, task_id } = live.events[0]!.data;
+    const url = `${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`;
+    for (const headers of [{ "last-event-id": live.events.at(-1)!.id! }, { "last-event-id": "500" }]) {
+      const res = await fetch(url, { headers: { ...tenant.headers, accept: "text/event-stream", ...headers } });
+      expect(res.status).toBe(204);
+      expect(await res.text()).toBe("");
+    }
+    const before = await readSse(`${url}?after=${Number(live.events.at(-1)!.id) - 1}`, { headers: tenant.headers });
+    expect(before.events.map((e) => e.data.type)).toEqual(["run_completed"]);
+  });
+
+  it("checks the resume cursor before the task and run: a malformed one is 400 whatever the ids", async () => {
+    const other = await createTenant(prisma);
+    const live = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "mine" }, headers: other.headers });
+    const { run_id, task_id } = live.events[0]!.data;
+    for (const path of ["/tasks/task_nope/runs/run_nope/events", `/tasks/${task_id}/runs/run_nope/events`, `/tasks/${task_id}/runs/${run_id}/events`]) {
+      expect(await api("GET", `${path}?after=abc`)).toMatchObject({ status: 400, body: { error: { code: "invalid_request" } } });
+      const res = await api("GET", path, undefined, tenant, { "last-event-id": "x" });
+      expect(res).toMatchObject({ status: 400, body: { error: { code: "invalid_request" } } });
+    }
+  });
+
   it("ends a stream whose Last-Event-ID is past a running run's last event when the run ends", async () => {
     const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:8] ahead" }, headers: tenant.headers });
     await live.waitFor((e) => e.type === "run_started");

@@ -207,6 +207,16 @@ describe("visitor sessions", () => {
     expect(asA.events[0]!.data.seq).toBe(2);
     expect(asA.events.at(-1)!.data.type).toBe("run_completed");
     expect(asA.events.filter((e) => e.data.type === "text_chunk").map((e) => e.data.content).join("")).toBe("Echo: secret of A");
+
+    // After the terminal event: 204, so that EventSource stops reconnecting.
+    const ended = await fetch(widgetUrl(eventsPath), { headers: headersFor(key, a.token, { "last-event-id": String(asA.events.at(-1)!.data.seq) }) });
+    expect(ended.status).toBe(204);
+    expect(ended.headers.get("access-control-allow-origin")).toBe(ORIGIN);
+    // A malformed cursor is 400 before the task is looked up, even on another visitor's task.
+    for (const [query, cursor] of [["", { "last-event-id": "x" }], ["?after=abc", {}]] as const) {
+      const res = await fetch(widgetUrl(`${eventsPath}${query}`), { headers: headersFor(key, b.token, cursor) });
+      expect(res.status).toBe(400);
+    }
   });
 
   it("re-attaches to a run in progress with Last-Event-ID, missing and repeating nothing", async () => {

@@ -1,8 +1,7 @@
 import { Router } from "express";
-import { isTerminalEvent, lastEventIdSchema, eventsQuerySchema, VISITOR_TOKEN_HEADER, visitorUserId, widgetRunRequestSchema } from "@agentrun/contracts";
+import { VISITOR_TOKEN_HEADER, visitorUserId, widgetRunRequestSchema } from "@agentrun/contracts";
 import { newId } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
-import { followRun, readStoredEvents } from "@agentrun/events";
 import { DEV_WIDGET_TOKEN_SECRET } from "../config";
 import type { GatewayDeps } from "../deps";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
@@ -10,7 +9,7 @@ import { jsonBody } from "@agentrun/json-body";
 import { createRun, newRunIds } from "../runs/create-run";
 import { startRun } from "../runs/start-run";
 import { respondWithRun } from "../runs/respond-run";
-import { openSse } from "../runs/sse";
+import { resumeAfter, streamRunEvents } from "../runs/run-events-stream";
 import { ownedTask } from "../tasks/task-access";
 import { VisitorTokens } from "./visitor-token";
 import { widgetAuth } from "./widget-auth.middleware";
@@ -70,27 +69,14 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
   router.get(EVENTS_PATH, async (req, res) => {
     const w = widgetOf(req);
     if (!w.visitorId) throw new AppError("unauthorized", { message: "A visitor token (X-Visitor-Token) is required." });
+    const afterSeq = resumeAfter(req);
     const task = await ownedTask(deps.prisma, widgetAuthContext(w), req.params.task_id);
     if (task.visitorId !== w.visitorId) throw new AppError("forbidden", { message: "This task belongs to another visitor." });
     const runId = req.params.run_id;
     const run = ID.test(runId) ? await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, taskId: true, status: true } }) : null;
     if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${runId.slice(0, 100)}'.` });
-    const header = req.get("last-event-id");
-    const parsed = header === undefined ? undefined : lastEventIdSchema.safeParse(header.trim());
-    if (parsed && !parsed.success) throw new AppError("invalid_request", { message: "Last-Event-ID must be a non-negative integer (an event's seq)." });
-    const afterSeq = parsed?.data ?? eventsQuerySchema.parse(req.query).after;
     res.setHeader(VISITOR_TOKEN_HEADER, tokens.sign(w.visitorId, w.key.id));
-
-    const sse = openSse(req, res, config.SSE_HEARTBEAT_MS);
-    try {
-      // A finished run is replayed from the store; a run in progress is followed to its end.
-      const stored = run.status === "queued" || run.status === "running" ? null : await readStoredEvents(store, run.id, afterSeq);
-      if (stored && (stored.length === 0 || isTerminalEvent(stored.at(-1)!))) for (const e of stored) sse.send(e);
-      else await followRun({ ...store, runId: run.id, afterSeq, onEvent: sse.send, signal: sse.signal });
-    } catch (err) {
-      req.log.error({ err, runId: run.id }, "lost the run's event stream");
-    }
-    sse.end();
+    await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: config.SSE_HEARTBEAT_MS });
   });
 
   router.use((req, _res, next) => next(new AppError("not_found", { message: `No route for ${req.method} ${req.originalUrl.split("?")[0]}.` })));

@@ -1,0 +1,49 @@
+import type { Request, Response } from "express";
+import { eventsQuerySchema, isTerminalEvent, lastEventIdSchema } from "@agentrun/contracts";
+import { AppError } from "@agentrun/errors";
+import { followRun, readStoredEvents, type SubscriberHub } from "@agentrun/events";
+import type { PrismaClient } from "@agentrun/db";
+import type { Redis } from "@agentrun/redis";
+import { openSse } from "./sse";
+
+/**
+ * Where a replay resumes: after the seq in `Last-Event-ID`, else after `?after`, else from the
+ * start. Parameters are checked before the task and run are looked up (the contract's order:
+ * parameters, then resources), so a malformed cursor is 400 whatever the ids are.
+ */
+export function resumeAfter(req: Request): number {
+  const header = req.get("last-event-id");
+  const parsed = header === undefined ? undefined : lastEventIdSchema.safeParse(header.trim());
+  if (parsed && !parsed.success) throw new AppError("invalid_request", { message: "Last-Event-ID must be a non-negative integer (an event's seq)." });
+  return parsed?.data ?? eventsQuerySchema.parse(req.query).after;
+}
+
+export interface RunEventsStreamInput {
+  store: { prisma: PrismaClient; redis: Redis; redisPrefix: string; hub: SubscriberHub };
+  run: { id: string; status: string };
+  afterSeq: number;
+  heartbeatMs: number;
+}
+
+/**
+ * Streams a run's events after `afterSeq` (SSE): a finished run is replayed from the store, a run
+ * in progress is followed to its terminal event. A finished run with nothing after `afterSeq` (a
+ * client re-attaching after the terminal event, as EventSource does whenever a stream ends)
+ * answers 204, which tells EventSource to stop reconnecting.
+ */
+export async function streamRunEvents(req: Request, res: Response, input: RunEventsStreamInput): Promise<void> {
+  const { store, run, afterSeq } = input;
+  const stored = run.status === "queued" || run.status === "running" ? null : await readStoredEvents(store, run.id, afterSeq);
+  if (stored?.length === 0) {
+    res.status(204).end();
+    return;
+  }
+  const sse = openSse(req, res, input.heartbeatMs);
+  try {
+    if (stored && isTerminalEvent(stored.at(-1)!)) for (const e of stored) sse.send(e);
+    else await followRun({ ...store, runId: run.id, afterSeq, onEvent: sse.send, signal: sse.signal });
+  } catch (err) {
+    req.log.error({ err, runId: run.id }, "lost the run's event stream");
+  }
+  sse.end();
+}
