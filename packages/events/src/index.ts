@@ -6,4 +6,5 @@ export * from "./keys";
 export { SubscriberHub, type MessageHandler } from "./subscriber-hub";
 export { EarlyRunSubscription } from "./early-subscription";
 export { RunEventWriter, type RunEventWriterOptions } from "./run-event-writer";
+export { takeOverRunWriter } from "./run-log-append";
 export { followRun, readDbEvents, readStoredEvents, readUnstoredEvents, type EventStore, type FollowRunOptions } from "./run-event-reader";

@@ -2,6 +2,8 @@
 export const runChannel = (prefix: string, runId: string) => `${prefix}:run:${runId}:events`;
 /** Redis list holding every event a worker emitted for the run, until PostgreSQL has them all. */
 export const runLogKey = (prefix: string, runId: string) => `${prefix}:run:${runId}:log`;
+/** Token of the one writer whose events the run's log takes, once someone other than its worker ends the run (see run-log-append). */
+export const runWriterKey = (prefix: string, runId: string) => `${prefix}:run:${runId}:writer`;
 /** Set when a run must stop; its worker reads it when it claims the run, with each heartbeat and after its subscriber reconnects. */
 export const runCancelKey = (prefix: string, runId: string) => `${prefix}:run:${runId}:cancel`;
 /** Refreshed by the worker executing the run; its absence means the worker is gone. */

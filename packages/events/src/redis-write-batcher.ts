@@ -4,8 +4,11 @@ import type { ChainableCommander, Redis } from "ioredis";
 export interface BatchedWrite {
   /** Adds the pending commands to `pipeline`; returns how many it added. */
   appendTo(pipeline: ChainableCommander): number;
-  /** Called once the batch holding those commands is answered (with the first error among them, if any). */
-  written(err: Error | null): void;
+  /**
+   * Called once the batch holding those commands is answered, with the first error among them (if
+   * any) and their replies.
+   */
+  written(err: Error | null, replies: unknown[]): void;
 }
 
 /**
@@ -51,12 +54,12 @@ export class RedisWriteBatcher {
         sources.forEach((source, k) => {
           const mine = results?.slice(i, i + counts[k]!) ?? [];
           i += counts[k]!;
-          source.written(mine.find(([err]) => err)?.[0] ?? null);
+          source.written(mine.find(([err]) => err)?.[0] ?? null, mine.map(([, reply]) => reply));
         });
       },
       (err: Error) => {
         this.inFlight--;
-        for (const source of sources) source.written(err);
+        for (const source of sources) source.written(err, []);
       },
     );
   }

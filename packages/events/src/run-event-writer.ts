@@ -1,8 +1,9 @@
 import type { ChainableCommander, Redis } from "ioredis";
 import { storableJsonText, type PrismaClient } from "@agentrun/db";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
-import { RUN_LOG_TTL_AFTER_END_S, RUN_LOG_TTL_LIVE_S, runChannel, runLogKey } from "./keys";
+import { RUN_LOG_TTL_AFTER_END_S, RUN_LOG_TTL_LIVE_S, runChannel, runLogKey, runWriterKey } from "./keys";
 import { batcherFor, type BatchedWrite, type RedisWriteBatcher } from "./redis-write-batcher";
+import { appendRunEvents, defineRunLogAppend } from "./run-log-append";
 
 export interface RunEventWriterOptions {
   redis: Redis;
@@ -22,6 +23,16 @@ export interface RunEventWriterOptions {
   onError?: (err: unknown) => void;
   /** Keys deleted together with the terminal event's write (e.g. the run's heartbeat). */
   deleteAtEnd?: string[];
+  /**
+   * Who writes: the id of the worker that claimed the run (its `worker_id`), or the token of
+   * whoever took the run over to end it. Once the run is ended or taken over by someone else,
+   * this writer's events are refused: by the run's log in Redis, and by PostgreSQL, where a batch
+   * is stored only while the run is `running` under this id. Without it, batches are stored
+   * whatever the run's state (tests of the store alone).
+   */
+  writerId?: string;
+  /** Called once, when the run's log refuses this writer's events (the run was taken over or ended elsewhere). */
+  onSuperseded?: () => void;
 }
 
 /** How long the live log's TTL may go without a refresh (it is set far longer). */
@@ -56,12 +67,26 @@ export class RunEventWriter implements BatchedWrite {
   private readonly batcher: RedisWriteBatcher;
   private expireSetAt = 0;
   private endSent = false;
+  private readonly writerKey: string;
+  private refused = false;
 
   constructor(private readonly opts: RunEventWriterOptions) {
     this.seq = opts.lastSeq;
     this.channel = runChannel(opts.redisPrefix, opts.runId);
     this.logKey = runLogKey(opts.redisPrefix, opts.runId);
+    this.writerKey = runWriterKey(opts.redisPrefix, opts.runId);
+    defineRunLogAppend(opts.redis);
     this.batcher = batcherFor(opts.redis);
+  }
+
+  /** See {@link RunEventWriterOptions.writerId}. */
+  get writerId(): string | undefined {
+    return this.opts.writerId;
+  }
+
+  /** Whether the run's log has refused this writer: someone else ended the run or took it over. */
+  get superseded(): boolean {
+    return this.refused;
   }
 
   get lastSeq(): number {
@@ -71,6 +96,7 @@ export class RunEventWriter implements BatchedWrite {
   /** Emits a non-terminal event. */
   emit(input: RunEventInput): RunEvent {
     const event = { seq: ++this.seq, ...input } as RunEvent;
+    if (this.refused) return event;
     this.outbox.push(JSON.stringify(event));
     this.enqueue();
     this.batch.push(event);
@@ -91,13 +117,18 @@ export class RunEventWriter implements BatchedWrite {
     }
     const events = this.batch;
     this.batch = [];
+    const writerId = this.opts.writerId ?? null;
     const run = async () => {
-      if (events.length === 0) return;
+      if (events.length === 0 || this.refused) return;
       // One row per batch. A batch with the same first seq is there when an earlier write of
       // these events reported an error but committed; this one holds all of its events and more.
+      // With a writer id, only while the run is running under it: the share lock makes whoever
+      // takes the run over (it updates worker_id) wait for this batch, then read it.
       await this.opts.prisma.$executeRaw`
         INSERT INTO run_event_batches AS b (run_id, first_seq, last_seq, events, created_at)
-        VALUES (${this.opts.runId}, ${events[0]!.seq}::integer, ${events.at(-1)!.seq}::integer, ${storableJsonText(events)}::jsonb, now())
+        SELECT ${this.opts.runId}, ${events[0]!.seq}::integer, ${events.at(-1)!.seq}::integer, ${storableJsonText(events)}::jsonb, now()
+        WHERE ${writerId}::text IS NULL
+          OR EXISTS (SELECT 1 FROM runs WHERE id = ${this.opts.runId} AND status = 'running' AND worker_id = ${writerId}::text FOR SHARE)
         ON CONFLICT (run_id, first_seq) DO UPDATE SET last_seq = EXCLUDED.last_seq, events = EXCLUDED.events
         WHERE b.last_seq < EXCLUDED.last_seq`;
     };
@@ -178,28 +209,36 @@ export class RunEventWriter implements BatchedWrite {
     const events = this.outbox;
     if (events.length === 0) return 0;
     this.outbox = [];
-    let n = 2;
-    pipeline.rpush(this.logKey, ...events);
-    const deleteKeys = this.endSent ? (this.opts.deleteAtEnd ?? []) : [];
-    if (deleteKeys.length) {
-      pipeline.del(...deleteKeys);
-      n++;
-    }
     const now = Date.now();
+    let ttlS = 0;
     if (this.endSent || now - this.expireSetAt > EXPIRE_REFRESH_MS) {
-      pipeline.expire(this.logKey, this.endSent ? RUN_LOG_TTL_AFTER_END_S : RUN_LOG_TTL_LIVE_S);
+      ttlS = this.endSent ? RUN_LOG_TTL_AFTER_END_S : RUN_LOG_TTL_LIVE_S;
       this.expireSetAt = now;
-      n++;
     }
-    pipeline.publish(this.channel, events.length === 1 ? events[0]! : `[${events.join(",")}]`);
-    return n;
+    appendRunEvents(pipeline, {
+      logKey: this.logKey,
+      writerKey: this.writerKey,
+      deleteKeys: this.endSent ? (this.opts.deleteAtEnd ?? []) : [],
+      token: this.opts.writerId ?? "",
+      channel: this.channel,
+      message: events.length === 1 ? events[0]! : `[${events.join(",")}]`,
+      ttlS,
+      events,
+    });
+    return 1;
   }
 
   /** Part of {@link BatchedWrite}: the batch holding this writer's last appended commands was answered. */
-  written(err: Error | null): void {
+  written(err: Error | null, replies: unknown[]): void {
     if (err) {
       this.expireSetAt = 0; // the log may have been created without its TTL: set it next time
       this.opts.onError?.(err);
+    } else if (replies[0] === 0 && !this.refused) {
+      // Someone else ended the run or took it over: nothing more from this writer anywhere.
+      this.refused = true;
+      this.batch = [];
+      this.outbox = [];
+      this.opts.onSuperseded?.();
     }
     for (const resolve of this.sent.shift() ?? []) resolve();
   }

@@ -1,9 +1,10 @@
+import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { newId, storableJsonText, type PrismaClient, type MessageRole } from "@agentrun/db";
 import { runCost } from "@agentrun/credits";
-import type { RunEvent, RunEventInput } from "@agentrun/contracts";
+import { isTerminalEvent, type RunEvent, type RunEventInput } from "@agentrun/contracts";
 import { isUnavailableError } from "@agentrun/errors";
-import { readUnstoredEvents, RunEventWriter } from "@agentrun/events";
+import { readDbEvents, readUnstoredEvents, RUN_LOG_TTL_AFTER_END_S, runWriterKey, RunEventWriter, takeOverRunWriter } from "@agentrun/events";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
 
@@ -54,23 +55,63 @@ export interface FinishRunDeps {
  * queued or running run to its final status, stores its messages, pending events and terminal
  * event, frees and updates the task, and settles credits (failed runs are refunded). Only then is the terminal event published,
  * so a reader that sees it also sees the final state. Returns the terminal event, or null if
- * the run had already ended (someone else finished it).
+ * the run had already ended (someone else finished it) or was taken over from this writer.
+ *
+ * A caller that is not the run's worker (cancel, sweepers, a worker taking over a dead one's
+ * run) first takes the run over: the run's log refuses the worker's events from then on, and
+ * PostgreSQL its batches (worker_id). So a worker that is in fact still alive cannot add events
+ * after the terminal event, and the events read here are all there will be.
  */
 export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Promise<RunEvent | null> {
-  const { prisma } = deps;
-  // A caller that is not the run's worker (cancel, sweepers, a worker taking over a dead one's
-  // run) gets a writer positioned after the last event stored anywhere, and stores the events
-  // that only the run's Redis log holds (a worker that died, or gave up while PostgreSQL was
-  // down, emitted them without storing them).
-  let pending: RunEvent[];
-  let writer = input.writer;
-  if (writer) {
-    pending = await writer.drain();
-  } else {
-    const unstored = await readUnstoredEvents(deps, input.runId);
-    pending = unstored.events;
-    writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: unstored.lastSeq, onError: () => {} });
+  if (input.writer) {
+    if (input.writer.superseded) return null;
+    return storeEnd(deps, input, input.writer, await input.writer.drain(), input.writer.writerId);
   }
+  if (input.onlyIfQueued) {
+    // A queued run has no worker yet, and the end applies only if none claims it first.
+    const unstored = await readUnstoredEvents(deps, input.runId);
+    const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: unstored.lastSeq, onError: () => {} });
+    return storeEnd(deps, input, writer, unstored.events, undefined);
+  }
+  return finishInStead(deps, input);
+}
+
+/** How often a take-over is tried again when a worker claimed the run meanwhile. */
+const TAKE_OVER_ATTEMPTS = 3;
+
+/** {@link finishRun} for a caller that is not the run's worker: takes the run over, then ends it. */
+async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promise<RunEvent | null> {
+  const token = `end_${randomUUID().replaceAll("-", "")}`;
+  for (let attempt = 1; ; attempt++) {
+    // PostgreSQL first: a flush of the worker in progress holds a share lock on the run, so this
+    // waits for it, and later flushes find the run under another id. Then the run's log.
+    const [taken] = await deps.prisma.$queryRaw<{ status: string }[]>`
+      UPDATE runs SET worker_id = ${token} WHERE id = ${input.runId} AND status IN ('queued', 'running') RETURNING status::text`;
+    if (!taken) return null;
+    await takeOverRunWriter(deps.redis, runWriterKey(deps.redisPrefix, input.runId), token, RUN_LOG_TTL_AFTER_END_S);
+    const unstored = await readUnstoredEvents(deps, input.runId);
+    const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: unstored.lastSeq, writerId: token, onError: () => {} });
+    const terminal = await storeEnd(deps, input, writer, unstored.events, token);
+    if (terminal) return terminal;
+    const run = await deps.prisma.run.findUnique({ where: { id: input.runId }, select: { status: true, lastSeq: true } });
+    if (!run || run.status !== "queued" && run.status !== "running") {
+      // Ended by its worker meanwhile: its own publish may have met this take-over, so the
+      // stored terminal event is published here (readers drop a repeated seq).
+      const [last] = run ? await readDbEvents(deps, input.runId, run.lastSeq - 1) : [];
+      if (last && isTerminalEvent(last)) await writer.publishStored(last);
+      return null;
+    }
+    // A worker claimed the queued run after it was taken over: take it over again.
+    if (attempt >= TAKE_OVER_ATTEMPTS) throw new Error(`run ${input.runId} kept being claimed while it was being ended`);
+  }
+}
+
+/**
+ * Stores the end of a run with `pending` (the events not yet in PostgreSQL), through `writer`,
+ * and publishes the terminal event. With `writerId`, only while the run is held under that id.
+ */
+async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunEventWriter, pending: RunEvent[], writerId: string | undefined): Promise<RunEvent | null> {
+  const { prisma } = deps;
   const terminal = writer.takeTerminal(terminalFor(input));
 
   const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0, modelCalls: 0 };
@@ -91,7 +132,8 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   // One round trip (see the agentrun_finish_run migration): the run's row lock is held only
   // for the statement, so concurrent ends never queue on pool connections. Events and messages
   // go through storableJsonText as a last line of defence: text PostgreSQL refuses (U+0000, a lone
-  // surrogate) must never leave a run that cannot end.
+  // surrogate) must never leave a run that cannot end. With a writer id the function is called
+  // only if the run is still held under it (a run taken over meanwhile is the taker's to end).
   const store = () => prisma.$queryRaw<{ terminal: RunEvent | null }[]>`
     SELECT agentrun_finish_run(
       ${input.runId}, ${input.status}::"RunStatus", ${input.output ?? ""}, ${cost}::integer,
@@ -99,7 +141,8 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
       ${input.error?.code ?? null}, ${input.error?.message ?? null},
       ${JSON.stringify(terminal)}::jsonb, ${storableJsonText(pending)}::jsonb, ${storableJsonText(messages)}::jsonb, ${newId("led")},
       ${input.onlyIfQueued ?? false}
-    ) AS terminal`;
+    ) AS terminal
+    FROM runs WHERE id = ${input.runId} AND (${writerId ?? null}::text IS NULL OR worker_id = ${writerId ?? null}::text)`;
   let rows: { terminal: RunEvent | null }[];
   try {
     rows = await withRetry(input.retryForMs ?? 0, store);

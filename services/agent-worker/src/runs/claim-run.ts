@@ -1,4 +1,4 @@
-import { readStoredEvents, runHeartbeatKey } from "@agentrun/events";
+import { readStoredEvents, RUN_LOG_TTL_LIVE_S, runHeartbeatKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
 import { failRun } from "@agentrun/run-state";
 import type { HistoryMessage } from "./prompt";
 import type { RunDeps } from "./run-deps";
@@ -60,15 +60,20 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
     owned = await redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs, "NX");
   }
   if (owned !== "OK") return null;
+  // Take the run over before reading what it emitted, so that the previous worker, should it
+  // still be alive (a long pause), can add nothing more: its batches need the run under its id
+  // (waiting for one in progress), its log appends the run's writer key (see finishRun).
+  const [row] = await prisma.$queryRaw<ClaimRow[]>`
+    UPDATE runs SET worker_id = ${deps.workerId} FROM tasks WHERE runs.id = ${runId} AND runs.status = 'running' AND tasks.id = runs.task_id
+    RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id,
+      agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer) AS history`;
+  if (!row) return null;
+  await takeOverRunWriter(redis, runWriterKey(redisPrefix, runId), deps.workerId, RUN_LOG_TTL_LIVE_S);
   const stored = await readStoredEvents({ prisma, redis, redisPrefix }, runId);
   const lastSeq = stored.at(-1)?.seq ?? 1;
   if (lastSeq <= 1) {
     deps.logger.warn({ runId }, "restarting a run whose worker stopped before it emitted anything");
-    const [row] = await prisma.$queryRaw<ClaimRow[]>`
-      UPDATE runs SET worker_id = ${deps.workerId} FROM tasks WHERE runs.id = ${runId} AND tasks.id = runs.task_id
-      RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id,
-        agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer) AS history`;
-    return row ? toClaimed(row, lastSeq) : null;
+    return toClaimed(row, lastSeq);
   }
   await failRun(deps, { id: runId, query: run.query }, WORKER_LOST);
   await redis.del(hbKey);

@@ -17,6 +17,8 @@ const FINISH_RETRY_MS = 120_000;
 const STOP_CODES: Record<string, { status: "cancelled" | "failed"; code?: string; message?: string }> = {
   cancel: { status: "cancelled" },
   shutdown: { status: "failed", code: "worker_shutdown", message: "The worker shut down before the run finished." },
+  // Never stored: the run is someone else's to end (finishRun returns null for a superseded writer).
+  superseded: { status: "failed", code: "worker_lost", message: "The run was taken over." },
 };
 
 /**
@@ -50,7 +52,12 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     lastSeq: claim.lastSeq,
     // The heartbeat goes with the terminal event's write: one round trip less per run.
     deleteAtEnd: [hbKey],
+    writerId: deps.workerId,
     onError: (err) => log.warn({ err }, "event store write failed"),
+    onSuperseded: () => {
+      log.warn("the run was ended or taken over elsewhere; stopping it here");
+      control.stop("superseded");
+    },
   });
   const progress: RunProgress = { records: [], usage: { promptTokens: 0, completionTokens: 0, toolCalls: 0, modelCalls: 0 }, output: "", pricing: undefined };
   const { records } = progress;
@@ -75,7 +82,8 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     }
   } finally {
     clearInterval(heartbeat);
-    if (!writer.ended) await redis.del(hbKey).catch(() => {});
+    // A superseded run's heartbeat may be its new owner's now.
+    if (!writer.ended && !writer.superseded) await redis.del(hbKey).catch(() => {});
   }
 }
 

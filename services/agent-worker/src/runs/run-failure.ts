@@ -3,8 +3,11 @@ import OpenAI from "openai";
 /** The error of a run whose worker stopped while executing it. */
 export const WORKER_LOST = { code: "worker_lost", message: "The worker executing the run stopped." } as const;
 
-/** Why a run's work was stopped from outside the model call. */
-export type StopReason = "cancel" | "shutdown" | "idle_timeout";
+/**
+ * Why a run's work was stopped from outside the model call. `superseded`: someone else ended the
+ * run or took it over (its log refused this worker's events); this worker must leave it alone.
+ */
+export type StopReason = "cancel" | "shutdown" | "idle_timeout" | "superseded";
 
 /** A failure that ends a run with a code the caller sees in `run_failed`. */
 export class RunFailure extends Error {
@@ -21,7 +24,7 @@ export class RunFailure extends Error {
 /** The reason a signal was aborted with, if it is one of ours. */
 export function stopReasonOf(signal: AbortSignal | undefined): StopReason | null {
   const r = signal?.reason;
-  return r === "cancel" || r === "shutdown" || r === "idle_timeout" ? r : null;
+  return r === "cancel" || r === "shutdown" || r === "idle_timeout" || r === "superseded" ? r : null;
 }
 
 /** Maps a model call error to the run's error code and a message fit for the caller. */

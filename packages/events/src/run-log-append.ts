@@ -1,0 +1,64 @@
+import type { ChainableCommander, Redis } from "ioredis";
+
+/**
+ * Appends a run's events to its Redis log and publishes them, unless another writer has taken
+ * the run over. A run has one writer at a time: the worker executing it, or whoever ends it in
+ * its stead (a sweeper, a forced cancel, a worker taking over a stalled job). That one first sets
+ * the run's writer key to its own token (see {@link takeOverRunWriter}); from then on the
+ * previous writer's appends are refused here, atomically with the append, so a worker that is
+ * still alive after its run was ended elsewhere (a long pause, a Redis restart that lost its
+ * heartbeat) can never add events after the run's terminal event.
+ *
+ * KEYS[1] the log, KEYS[2] the writer key, KEYS[3..] keys deleted with this append (the terminal
+ * event's). ARGV[1] the writer's token, ARGV[2] the channel, ARGV[3] the message to publish,
+ * ARGV[4] the log's TTL in seconds ("0": leave it), ARGV[5..] the events.
+ * Returns 1, or 0 when refused.
+ */
+const APPEND_LUA = `
+local writer = redis.call('GET', KEYS[2])
+if writer and writer ~= ARGV[1] then return 0 end
+for i = 5, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
+if ARGV[4] ~= '0' then redis.call('EXPIRE', KEYS[1], ARGV[4]) end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1
+`;
+
+const COMMAND = "agentrunAppendRunEvents";
+
+export interface RunLogAppend {
+  logKey: string;
+  writerKey: string;
+  deleteKeys: string[];
+  token: string;
+  channel: string;
+  message: string;
+  ttlS: number;
+  events: string[];
+}
+
+type WithAppend = { [COMMAND](numKeys: number, ...args: (string | number)[]): unknown };
+
+/** Makes the append command known to `redis` and to the pipelines it creates from now on. */
+export function defineRunLogAppend(redis: Redis): void {
+  if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { lua: APPEND_LUA });
+}
+
+/**
+ * Adds the append of `a` to `pipeline` (of a connection {@link defineRunLogAppend} was called
+ * on before the pipeline was created). Its reply is 1, or 0 if refused.
+ */
+export function appendRunEvents(pipeline: ChainableCommander, a: RunLogAppend): void {
+  const keys = [a.logKey, a.writerKey, ...a.deleteKeys];
+  (pipeline as unknown as WithAppend)[COMMAND](keys.length, ...keys, a.token, a.channel, a.message, a.ttlS, ...a.events);
+}
+
+/**
+ * Makes `token` the run's only writer: appends of any other writer are refused from now on. Done
+ * by whoever ends a run it does not execute, before it reads what the run's worker emitted.
+ */
+export async function takeOverRunWriter(redis: Redis, writerKey: string, token: string, ttlS: number): Promise<void> {
+  await redis.set(writerKey, token, "EX", ttlS);
+}

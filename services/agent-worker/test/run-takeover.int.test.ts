@@ -1,0 +1,100 @@
+import Redis from "ioredis";
+import { createTenant, eventually, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
+import type { PrismaClient } from "@agentrun/db";
+import { readDbEvents, runLogKey } from "@agentrun/events";
+import { failRun } from "@agentrun/run-state";
+
+// Short stall timings: a paused worker's job is handed to the other worker within seconds.
+const workerEnv = { LOCK_DURATION_MS: "2000", STALLED_INTERVAL_MS: "1000", RUN_STALE_AFTER_MS: "60000", MODEL_IDLE_TIMEOUT_MS: "20000" };
+
+let stack: Stack;
+let prisma: PrismaClient;
+let redis: Redis;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: 2, memory: false, workerEnv });
+  prisma = testPrisma(testEnv().databaseUrl);
+  redis = new Redis(stack.env.REDIS_URL!);
+  tenant = await createTenant(prisma);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  redis?.disconnect();
+  await prisma?.$disconnect();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Every event of a run's Redis log, in the order appended. */
+async function logEvents(runId: string): Promise<RunEvent[]> {
+  const entries = await redis.lrange(runLogKey(stack.env.REDIS_PREFIX!, runId), 0, -1);
+  return entries.flatMap((json) => [JSON.parse(json)].flat() as RunEvent[]);
+}
+
+/** A run's stores end with its one terminal event: nothing after it, in PostgreSQL or in its log, and seqs without gaps. */
+async function expectEndedOnce(runId: string, terminal: RunEvent) {
+  const db = await readDbEvents({ prisma }, runId);
+  expect(db.map((e) => e.seq)).toEqual(db.map((_, i) => i + 1));
+  expect(db.filter(isTerminalEvent)).toEqual([terminal]);
+  expect(db.at(-1)).toEqual(terminal);
+  const log = await logEvents(runId);
+  expect(log.filter((e) => e.seq >= terminal.seq && !isTerminalEvent(e))).toEqual([]);
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+  expect(run.lastSeq).toBe(terminal.seq);
+}
+
+describe("a run ended elsewhere while its worker is still executing it", () => {
+  it("keeps exactly one terminal event, last, everywhere, and the worker stops", async () => {
+    const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:40] ended by a sweeper" }, headers: tenant.headers });
+    await live.waitFor((e, all) => e.type === "text_chunk" && all.length >= 4);
+    const runId: string = live.events[0].run_id;
+    const taskId: string = live.events[0].task_id;
+
+    // What a sweeper does when it wrongly takes a live worker's run for an orphan.
+    const store = { prisma, redis, redisPrefix: stack.env.REDIS_PREFIX! };
+    expect(await failRun(store, { id: runId, query: "q" }, { code: "worker_lost", message: "swept" })).toBe(true);
+
+    const streamed = (await live.result).events;
+    const terminal = streamed.at(-1)!.data as RunEvent;
+    expect(terminal).toMatchObject({ type: "run_failed", error: { code: "worker_lost" } });
+    expect(streamed.filter((e) => isTerminalEvent(e.data))).toHaveLength(1);
+    expect(streamed.map((e) => Number(e.id))).toEqual(streamed.map((_, i) => i + 1));
+
+    // The worker would have streamed 40 chunks 100 ms apart and flushed every second.
+    await sleep(2500);
+    await expectEndedOnce(runId, terminal);
+    const logLength = (await logEvents(runId)).length;
+    await sleep(500);
+    expect((await logEvents(runId)).length).toBe(logLength);
+
+    const url = `${stack.gatewayUrl}/api/tasks/${taskId}/runs/${runId}/events`;
+    const replay = await readSse(url, { headers: { ...tenant.headers, "last-event-id": String(terminal.seq - 1) } });
+    expect(replay.events.map((e) => e.data)).toEqual([terminal]);
+    const after = await fetch(url, { headers: { ...tenant.headers, "last-event-id": String(terminal.seq) } });
+    expect(after.status).toBe(204);
+  });
+
+  it("a worker paused past its job lock resumes to find its run taken over, and adds nothing", async () => {
+    const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:150][chunks:40] paused worker" }, headers: tenant.headers, timeoutMs: 30_000 });
+    await live.waitFor((e, all) => e.type === "text_chunk" && all.length >= 3);
+    const runId: string = live.events[0].run_id;
+    const { workerId } = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    const paused = stack.workerById(workerId!);
+    paused.child.kill("SIGSTOP");
+    try {
+      // The other worker gets the stalled job once the lock lapses and ends the run (it had emitted events).
+      await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status === "failed", { timeoutMs: 20_000 });
+    } finally {
+      paused.child.kill("SIGCONT");
+    }
+    const streamed = (await live.result).events;
+    const terminal = streamed.at(-1)!.data as RunEvent;
+    expect(terminal).toMatchObject({ type: "run_failed", error: { code: "worker_lost" } });
+    // The resumed worker's model stream goes on for a while: nothing of it may land.
+    await sleep(3000);
+    await expectEndedOnce(runId, terminal);
+  });
+});
