@@ -7,12 +7,19 @@ import { WORKER_LOST } from "./run-failure";
 /** Job states in which BullMQ still owns the job and will deliver it (again) to a worker. */
 const LIVE_JOB_STATES = new Set(["active", "waiting", "delayed", "prioritized", "waiting-children"]);
 
+/** Runs seen without heartbeat and job, with when they were first seen so (per worker process). */
+const suspects = new Map<string, number>();
+
 /**
  * Ends runs left `running` by a worker that died when no other worker can take over their job
  * (BullMQ failed it or lost it): a running run without heartbeat, older than
  * RUN_STALE_AFTER_MS, whose job is not live is failed with `worker_lost`, so no run stays
  * running forever and every stream gets its end. While the job is live, BullMQ's stall
  * detection hands it to another worker, which restarts or ends the run itself.
+ *
+ * A run is ended only once it has gone without heartbeat for a whole heartbeat TTL: a Redis
+ * restart that lost its data also loses the heartbeats and jobs of runs whose workers are alive,
+ * and those workers set their heartbeat again within a third of that time.
  */
 export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>): Promise<number> {
   const { prisma, redis, redisPrefix } = deps;
@@ -24,12 +31,21 @@ export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>
     orderBy: { startedAt: "asc" },
   });
   let ended = 0;
+  const now = Date.now();
+  const seen = new Set(candidates.map((r) => r.id));
+  for (const id of suspects.keys()) if (!seen.has(id)) suspects.delete(id);
   for (const run of candidates) {
-    if (await redis.exists(runHeartbeatKey(redisPrefix, run.id))) continue;
-    if (await jobIsLive(queue, run.id)) continue;
+    if ((await redis.exists(runHeartbeatKey(redisPrefix, run.id))) || (await jobIsLive(queue, run.id))) {
+      suspects.delete(run.id);
+      continue;
+    }
+    const since = suspects.get(run.id) ?? now;
+    suspects.set(run.id, since);
+    if (now - since < deps.heartbeatTtlMs) continue;
     // One sweeper per orphan, whichever worker gets there first.
     const lock = await redis.set(`${redisPrefix}:sweep:${run.id}`, deps.workerId, "EX", 60, "NX");
     if (lock !== "OK") continue;
+    suspects.delete(run.id);
     if (await failRun(deps, run, WORKER_LOST)) {
       ended++;
       deps.logger.warn({ runId: run.id }, "ended a run whose worker stopped");

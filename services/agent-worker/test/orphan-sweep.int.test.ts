@@ -1,0 +1,69 @@
+import Redis from "ioredis";
+import { createTestRun, testEnv, testPrisma } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+import { createLogger } from "@agentrun/logger";
+import { runHeartbeatKey } from "@agentrun/events";
+import { createRunQueue, type AgentRunJob, type Queue } from "@agentrun/queue";
+import { sweepOrphanedRuns } from "../src/runs/sweeper";
+import type { RunDeps } from "../src/runs/run-deps";
+
+// The orphan sweeper against the real database and Redis, called directly so that its timing is
+// the test's: a running run without heartbeat or job is ended only after a whole heartbeat TTL.
+const HEARTBEAT_TTL_MS = 1500;
+
+let prisma: PrismaClient;
+let redis: Redis;
+let queue: Queue<AgentRunJob>;
+let deps: RunDeps;
+let redisPrefix: string;
+
+beforeAll(() => {
+  redisPrefix = `${testEnv().redisPrefix}:orphan-sweep`;
+  prisma = testPrisma(testEnv().databaseUrl);
+  redis = new Redis(testEnv().redisUrl);
+  queue = createRunQueue({ connection: redis, redisPrefix });
+  const config = { RUN_STALE_AFTER_MS: 1000 } as RunDeps["config"];
+  deps = { config, prisma, redis, redisPrefix, heartbeatTtlMs: HEARTBEAT_TTL_MS, workerId: "sweeper-test", logger: createLogger({ service: "orphan-sweep-test", level: "silent" }) } as RunDeps;
+});
+
+afterAll(async () => {
+  await queue?.close();
+  redis?.disconnect();
+  await prisma?.$disconnect();
+});
+
+/** A running run started long enough ago to be a sweep candidate. */
+async function staleRunningRun(): Promise<string> {
+  const runId = await createTestRun(prisma, "running");
+  await prisma.run.update({ where: { id: runId }, data: { startedAt: new Date(Date.now() - 60_000), workerId: "worker-gone" } });
+  return runId;
+}
+
+const status = async (runId: string) => (await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status;
+
+it("ends a run that stays without heartbeat and job for a heartbeat TTL, not at first sight", async () => {
+  const runId = await staleRunningRun();
+  await sweepOrphanedRuns(deps, queue);
+  expect(await status(runId)).toBe("running");
+  await new Promise((r) => setTimeout(r, HEARTBEAT_TTL_MS + 100));
+  await sweepOrphanedRuns(deps, queue);
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+  expect(run).toMatchObject({ status: "failed", errorCode: "worker_lost" });
+});
+
+it("spares a run whose heartbeat comes back (a live worker after Redis lost its keys)", async () => {
+  const runId = await staleRunningRun();
+  await sweepOrphanedRuns(deps, queue);
+  // The worker's next heartbeat, a third of the TTL later.
+  await redis.set(runHeartbeatKey(redisPrefix, runId), "worker-alive", "PX", HEARTBEAT_TTL_MS);
+  await new Promise((r) => setTimeout(r, HEARTBEAT_TTL_MS / 2));
+  await sweepOrphanedRuns(deps, queue);
+  expect(await status(runId)).toBe("running");
+  // Its heartbeat lapses: the clock starts again from the next sweep that finds it missing.
+  await new Promise((r) => setTimeout(r, HEARTBEAT_TTL_MS));
+  await sweepOrphanedRuns(deps, queue);
+  expect(await status(runId)).toBe("running");
+  await new Promise((r) => setTimeout(r, HEARTBEAT_TTL_MS + 100));
+  await sweepOrphanedRuns(deps, queue);
+  expect(await status(runId)).toBe("failed");
+});
