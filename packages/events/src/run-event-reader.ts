@@ -147,12 +147,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
     };
     const onAbort = () => finish(null);
 
-    const add = (e: RunEvent) => {
-      if (finished) return;
-      // The run ended at or before what the caller has already: nothing more will come.
-      if (e.seq < next && isTerminalEvent(e)) return finish(e);
-      if (e.seq < next) return;
-      pending.set(e.seq, e);
+    /** Delivers the pending events that follow what was delivered, in order. */
+    const deliver = () => {
       for (let ev = pending.get(next); ev; ev = pending.get(next)) {
         pending.delete(next);
         next++;
@@ -161,8 +157,16 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         onEvent(ev);
         if (isTerminalEvent(ev)) return finish(ev);
       }
+    };
+    const add = (e: RunEvent) => {
+      if (finished) return;
+      // The run ended at or before what the caller has already: nothing more will come.
+      if (e.seq < next && isTerminalEvent(e)) return finish(e);
+      if (e.seq < next) return;
+      pending.set(e.seq, e);
+      deliver();
       // A gap means a message was lost between the log and the channel: read the store.
-      if (pending.size > 0) void fill();
+      if (!finished && pending.size > 0) void fill();
     };
 
     // The events of the log's last entry: the reads below skip what was delivered, so a terminal
@@ -200,6 +204,13 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         const covered = fromLog.length > 0 && fromLog[0]!.seq === next;
         const rows = covered ? [] : await readDbEvents(opts, runId, next - 1);
         for (const e of mergeEvents(rows, log ?? [], next - 1)) add(e);
+        // The run has ended (its terminal event is here, so PostgreSQL holds all it will ever
+        // hold) and neither store has the next seq: it was lost for good (an append that failed,
+        // and its worker gone before storing it). Go on past the gap rather than wait for ever.
+        if (!finished && !covered && [...pending.values()].some(isTerminalEvent)) {
+          next = Math.min(...pending.keys());
+          deliver();
+        }
       } catch {
         // The next check tries again; a lasting outage is reported by the caller's checks.
       } finally {

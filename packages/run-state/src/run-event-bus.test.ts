@@ -52,6 +52,21 @@ describe("run event bus", () => {
     expect(hub.channelCount).toBe(0);
   });
 
+  it("goes past seqs lost for good once the run has ended, instead of waiting for them", async () => {
+    const runId = await createTestRun(prisma);
+    // Seq 3 never reached either store: its append failed and its worker died before a flush.
+    const log = runLogKey(redisPrefix, runId);
+    await redis.rpush(log, JSON.stringify({ seq: 2, type: "text_chunk", content: "a" }), JSON.stringify({ seq: 4, type: "text_chunk", content: "c" }));
+    const terminal = await finishRun(deps(), { runId, status: "failed", error: { code: "worker_lost", message: "gone" }, messages: [] });
+    expect(terminal).toMatchObject({ seq: 5, type: "run_failed" });
+    const seen: RunEvent[] = [];
+    const stop = new AbortController();
+    const end = await within(followRun({ ...deps(), hub, runId, afterSeq: 1, onEvent: (e) => seen.push(e), signal: stop.signal }), 5000);
+    stop.abort();
+    expect(end).toMatchObject({ seq: 5, type: "run_failed" });
+    expect(seen.map((e) => e.seq)).toEqual([2, 4, 5]);
+  });
+
   it("replays from PostgreSQL alone once the Redis log is gone", async () => {
     const runId = await createTestRun(prisma);
     const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1 });
