@@ -129,12 +129,23 @@ describe("widget keys and origins", () => {
       const res = await runJson({ query: "hi" }, headers);
       expect(res.status).toBe(401);
       expect(res.body.error.code).toBe("unauthorized");
+      // No key allows any origin: nothing for the page to read.
+      expect(res.headers.get("access-control-allow-origin")).toBeNull();
     }
     const revoked = await createWidgetKey(tenant.agentId, [ORIGIN]);
     expect((await runJson({ query: "hi" }, headersFor(revoked))).status).toBe(200);
     await prisma.widgetKey.update({ where: { key: revoked }, data: { revokedAt: new Date() } });
     // Within the auth cache's TTL (under a second), on every instance.
     await eventually(async () => (await runJson({ query: "hi" }, headersFor(revoked))).status === 401, { timeoutMs: 1500, intervalMs: 100 });
+    // The revoked key's own origins can read the refusal; other origins cannot.
+    const fromAllowed = await runJson({ query: "hi" }, headersFor(revoked));
+    expect(fromAllowed.status).toBe(401);
+    expect(fromAllowed.headers.get("access-control-allow-origin")).toBe(ORIGIN);
+    expect(fromAllowed.headers.get("access-control-expose-headers")).toMatch(/X-Request-Id/);
+    expect(fromAllowed.headers.get("vary")).toMatch(/Origin/);
+    const fromOther = await runJson({ query: "hi" }, { "x-widget-key": revoked, origin: "https://evil.example" });
+    expect(fromOther.status).toBe(401);
+    expect(fromOther.headers.get("access-control-allow-origin")).toBeNull();
   });
 
   it("is not an API key: the API routes still want a Bearer key", async () => {

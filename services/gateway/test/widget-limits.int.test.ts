@@ -89,6 +89,27 @@ describe("widget limits", () => {
     expect(allowed.status).toBe(204);
   });
 
+  it("lets an allowed origin read the refusals of its revoked key, 429 included; not those of an unknown key", async () => {
+    const key = await createWidgetKey();
+    await prisma.widgetKey.update({ where: { key }, data: { revokedAt: new Date() } });
+    const post = (ip: string, widgetKey: string) =>
+      fetch(`${stack.gatewayUrl}/api/v1/widget/run`, { method: "POST", headers: { "x-widget-key": widgetKey, origin: ORIGIN, "x-forwarded-for": ip, "content-type": "application/json" }, body: "{}" });
+    for (const [ip, widgetKey, cors] of [
+      ["198.51.100.5", key, ORIGIN],
+      ["198.51.100.6", generateWidgetKey(), null],
+    ] as const) {
+      for (let i = 0; i < AUTH_FAILURES; i++) {
+        const res = await post(ip, widgetKey);
+        expect({ ip, status: res.status, cors: res.headers.get("access-control-allow-origin") }).toEqual({ ip, status: 401, cors });
+      }
+      // Still counted as failed authentications: beyond the limit, 429.
+      const limited = await post(ip, widgetKey);
+      expect({ ip, status: limited.status, cors: limited.headers.get("access-control-allow-origin") }).toEqual({ ip, status: 429, cors });
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      if (cors) expect(limited.headers.get("access-control-expose-headers")).toMatch(/Retry-After/);
+    }
+  });
+
   it("does not count widget requests against the organization's API limit", async () => {
     const res = await fetch(`${stack.gatewayUrl}/api/tasks`, { headers: tenant.headers });
     expect(res.status).toBe(200);

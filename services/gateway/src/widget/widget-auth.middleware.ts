@@ -10,8 +10,10 @@ import { requestOrigin, setCorsHeaders } from "./widget-cors";
  * Authenticates a widget request: the publishable key in X-Widget-Key (401 when unknown or
  * revoked), then the request's origin against the key's allowed origins (403 otherwise, also
  * when there is no Origin), then the visitor token when one is sent (401 when forged, expired
- * or minted for another widget key). CORS headers are added only once the origin is known to be
- * allowed, so that every later answer (429, 402, 403 of a task…) is readable by the page.
+ * or minted for another widget key). CORS headers are added as soon as a known key, revoked
+ * included, allows the request's origin, so that the page can read every answer from then on:
+ * the 401 of a revoked key, the 429 of too many failed authentications, and later a 402 or a 403
+ * of a task. An unknown key allows no origin, so its refusal carries no CORS headers.
  * Each refusal counts as a failed authentication of the client's address (`failures`): beyond
  * the limit the answer is 429, as on the API routes.
  */
@@ -21,11 +23,11 @@ export function widgetAuth(keys: WidgetKeyCache, tokens: VisitorTokens, failures
     const refuse = (error: AppError) => failures.reject(req, error);
     const value = req.get("x-widget-key");
     const key = looksLikeWidgetKey(value) ? await keys.byKey(value) : null;
-    if (!key || key.revoked) throw await refuse(new AppError("unauthorized", { message: "Missing, unknown or revoked widget key (X-Widget-Key)." }));
-
     const origin = requestOrigin(req);
-    if (!origin || !key.allowedOrigins.has(origin)) throw await refuse(new AppError("forbidden", { message: "This widget key may not be used from this origin." }));
-    setCorsHeaders(res, origin);
+    const allowed = key !== null && origin !== null && key.allowedOrigins.has(origin);
+    if (allowed) setCorsHeaders(res, origin);
+    if (!key || key.revoked) throw await refuse(new AppError("unauthorized", { message: "Missing, unknown or revoked widget key (X-Widget-Key)." }));
+    if (!allowed) throw await refuse(new AppError("forbidden", { message: "This widget key may not be used from this origin." }));
 
     const token = req.get("x-visitor-token");
     let visitorId: string | null = null;
