@@ -4,7 +4,7 @@ import { requestId } from "./middleware/request-id.middleware";
 import { authenticate } from "./middleware/auth.middleware";
 import { jsonBody } from "@agentrun/json-body";
 import { errorHandler, notFound } from "./middleware/error.middleware";
-import { orgRateLimit } from "./middleware/rate-limit.middleware";
+import { orgRateLimit, orgRateLimitOnAgentRefusal } from "./middleware/rate-limit.middleware";
 import { requireHttps } from "./middleware/require-https.middleware";
 import { refuseOptions } from "./middleware/refuse-options.middleware";
 import { securityHeaders } from "./middleware/security-headers.middleware";
@@ -39,6 +39,7 @@ export function createApp(deps: GatewayDeps): Express {
 
   const api = Router();
   api.use(authenticate(deps.auth, failures));
+  api.use(orgRateLimitOnAgentRefusal(deps.limiter, deps.config.REDIS_PREFIX));
   api.use(orgRateLimit(deps.limiter, deps.config.REDIS_PREFIX));
   api.use(refuseOptions());
   api.use(jsonBody(deps.config.BODY_LIMIT_BYTES));

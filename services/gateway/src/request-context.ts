@@ -1,12 +1,16 @@
 import type { Logger } from "@agentrun/logger";
 import type { Plan } from "@agentrun/db";
 
-/** Who is calling: set by the auth middleware. */
-export interface AuthContext {
+/** The accepted API key: set by the auth middleware before it checks the agent. */
+export interface ApiKeyContext {
   orgId: string;
   keyId: string;
   plan: Plan;
   rpmLimit: number | null;
+}
+
+/** Who is calling: set by the auth middleware once the key and the agent are accepted. */
+export interface AuthContext extends ApiKeyContext {
   agentId: string;
   /** Credits a run of this agent reserves when it is accepted: the agent's base price. */
   runReservation: number;
@@ -17,6 +21,8 @@ declare module "express-serve-static-core" {
     /** From X-Request-Id, or generated. */
     id: string;
     log: Logger;
+    /** Set even when the agent check then refuses the request. */
+    apiKey?: ApiKeyContext;
     auth?: AuthContext;
   }
 }

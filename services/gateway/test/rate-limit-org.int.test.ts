@@ -101,6 +101,38 @@ describe("per-organization rate limit", () => {
     expect(header(anonymous, "x-ratelimit-limit")).toBeNull();
   });
 
+  it("reports the window on the agent check's refusals (400, 404, 403) without counting them", async () => {
+    const t = await createTenant(prisma, { plan: "free" });
+    const other = await createTenant(prisma, { plan: "free" });
+    const refusals: [number, Record<string, string>][] = [
+      [400, { authorization: t.headers.authorization! }],
+      [404, { ...t.headers, "x-agent-id": "agt_missing" }],
+      [403, { ...t.headers, "x-agent-id": other.agentId }],
+    ];
+    const expectRefusals = async (remaining: string, minReset: number) => {
+      for (const [status, headers] of refusals) {
+        const res = await fetch(`${secondUrl}/api/tasks?limit=1`, { headers });
+        expect({ status: res.status, limit: header(res, "x-ratelimit-limit"), remaining: header(res, "x-ratelimit-remaining") }).toEqual({ status, limit: "10", remaining });
+        expect(num(res, "x-ratelimit-reset")).toBeGreaterThanOrEqual(minReset);
+        expect(header(res, "retry-after")).toBeNull();
+      }
+    };
+    await expectRefusals("10", 0);
+    expect(header(await get(stack.gatewayUrl, t), "x-ratelimit-remaining")).toBe("9");
+    await expectRefusals("9", 0);
+
+    // A full window: the agent check still comes first, and its refusal tells how long to wait.
+    for (let i = 0; i < 9; i++) expect((await get(stack.gatewayUrl, t)).status).toBe(200);
+    await expectRefusals("0", 59);
+    expect((await get(stack.gatewayUrl, t)).status).toBe(429);
+    const log = new Redis(stack.env.REDIS_URL!);
+    try {
+      expect(await log.zcard(`${stack.env.REDIS_PREFIX}:rl:org:${t.orgId}`)).toBe(10);
+    } finally {
+      log.disconnect();
+    }
+  });
+
   it("does not count refused requests, and each /api/v1 request once", async () => {
     const t = await createTenant(prisma, { plan: "free" });
     for (let i = 0; i < 10; i++) await get(stack.gatewayUrl, t, "/api/v1/memory?user_id=u1").then((r) => r.body?.cancel());

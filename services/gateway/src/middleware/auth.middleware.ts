@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { RequestHandler } from "express";
 import { AppError } from "@agentrun/errors";
 import type { AuthCache } from "../auth/auth-cache";
-import type { AuthContext } from "../request-context";
+import type { ApiKeyContext, AuthContext } from "../request-context";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
@@ -11,7 +11,9 @@ const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 /**
  * Authenticates the API key (401) and resolves the agent named by X-Agent-Id (400 missing,
  * 404 unknown, 403 another organization's), in the contract's order. Failed authentications are
- * counted per client address by `failures`, which turns them into 429 beyond its limit.
+ * counted per client address by `failures`, which turns them into 429 beyond its limit. The
+ * accepted key is on `req.apiKey` before the agent check, so that a refusal of the agent can
+ * still report the organization's rate-limit state.
  */
 export function authenticate(cache: AuthCache, failures: AuthFailureGuard): RequestHandler {
   return async (req, _res, next) => {
@@ -21,6 +23,8 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
     const key = await cache.apiKey(createHash("sha256").update(match[1]).digest("hex"));
     if (!key || key.revoked) throw await refuse("The API key is invalid or revoked.");
     cache.markUsed(key.keyId);
+    const apiKey: ApiKeyContext = { orgId: key.orgId, keyId: key.keyId, plan: key.plan, rpmLimit: key.rpmLimit };
+    req.apiKey = apiKey;
 
     const agentId = req.get("x-agent-id");
     if (!agentId) throw new AppError("invalid_request", { message: "The X-Agent-Id header is required." });
@@ -28,7 +32,7 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
     if (!agent) throw new AppError("agent_not_found", { message: `No agent has the id '${agentId.slice(0, 100)}'.` });
     if (agent.orgId !== key.orgId) throw new AppError("forbidden", { message: "This API key has no access to this agent." });
 
-    const auth: AuthContext = { orgId: key.orgId, keyId: key.keyId, plan: key.plan, rpmLimit: key.rpmLimit, agentId: agent.id, runReservation: agent.runReservation };
+    const auth: AuthContext = { ...apiKey, agentId: agent.id, runReservation: agent.runReservation };
     req.auth = auth;
     next();
   };

@@ -1,6 +1,6 @@
 import type { Response } from "express";
 import { AppError } from "@agentrun/errors";
-import type { RateLimitResult } from "./sliding-window-limiter";
+import type { RateLimitResult, RateLimitState } from "./sliding-window-limiter";
 
 /** Whole seconds until `ms` have passed, rounded up. */
 const ceilSeconds = (ms: number) => Math.ceil(ms / 1000);
@@ -10,7 +10,7 @@ const ceilSeconds = (ms: number) => Math.ceil(ms / 1000);
  * the whole number of seconds (rounded up) until a request would be admitted again: 0 while the
  * window has room, at least 1 once it is full.
  */
-export function setRateLimitHeaders(res: Response, r: RateLimitResult): void {
+export function setRateLimitHeaders(res: Response, r: RateLimitState): void {
   res.setHeader("X-RateLimit-Limit", String(r.limit));
   res.setHeader("X-RateLimit-Remaining", String(r.remaining));
   res.setHeader("X-RateLimit-Reset", String(ceilSeconds(r.retryAfterMs)));

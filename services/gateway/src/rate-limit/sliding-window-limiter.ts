@@ -14,9 +14,10 @@ import { AppError } from "@agentrun/errors";
  * with skewed clocks still agree. A refused request is not recorded: a client that keeps retrying
  * while limited does not extend its own wait.
  *
- * KEYS[1] the log; ARGV[1] window (ms); ARGV[2] limit; ARGV[3] a member unique to this request.
- * Returns {admitted (1|0), requests in the window including this one, ms until one more request
- * would be admitted (0 if one would be now)}.
+ * KEYS[1] the log; ARGV[1] window (ms); ARGV[2] limit; ARGV[3] a member unique to this request;
+ * ARGV[4] "1" to admit the request if it fits, "0" only to read the window's state.
+ * Returns {admitted (1|0), requests in the window (including this one when admitted), ms until
+ * one more request would be admitted (0 if one would be now)}.
  */
 const SLIDING_WINDOW_LUA = `
 local t = redis.call('TIME')
@@ -26,7 +27,7 @@ local limit = tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
 local admitted = 0
-if count < limit then
+if ARGV[4] == '1' and count < limit then
   redis.call('ZADD', KEYS[1], now, ARGV[3])
   redis.call('PEXPIRE', KEYS[1], window)
   count = count + 1
@@ -45,17 +46,21 @@ return {admitted, count, wait}
 const COMMAND = "agentrunSlidingWindow";
 
 interface WithSlidingWindow {
-  [COMMAND](key: string, windowMs: number, limit: number, member: string): Promise<[number, number, number]>;
+  [COMMAND](key: string, windowMs: number, limit: number, member: string, admit: "1" | "0"): Promise<[number, number, number]>;
 }
 
-/** The outcome of one {@link SlidingWindowLimiter.hit}. */
-export interface RateLimitResult {
-  admitted: boolean;
+/** A window's state, as {@link SlidingWindowLimiter.peek} reads it. */
+export interface RateLimitState {
   limit: number;
-  /** Requests still admitted in the current window after this one. */
+  /** Requests still admitted in the current window (after this one, for a hit). */
   remaining: number;
   /** Milliseconds until one more request is admitted; 0 when one would be admitted now. */
   retryAfterMs: number;
+}
+
+/** The outcome of one {@link SlidingWindowLimiter.hit}. */
+export interface RateLimitResult extends RateLimitState {
+  admitted: boolean;
 }
 
 export interface SlidingWindowLimiterOptions {
@@ -91,14 +96,27 @@ export class SlidingWindowLimiter {
   }
 
   /** Admits one request under `key` if fewer than `limit` were admitted within the window. */
-  async hit(key: string, limit: number): Promise<RateLimitResult> {
+  hit(key: string, limit: number): Promise<RateLimitResult> {
+    return this.run(key, limit, "1");
+  }
+
+  /**
+   * The state of `key`'s window, as a request sent now would find it, without admitting or
+   * recording anything.
+   */
+  async peek(key: string, limit: number): Promise<RateLimitState> {
+    const { remaining, retryAfterMs } = await this.run(key, limit, "0");
+    return { limit, remaining, retryAfterMs };
+  }
+
+  private async run(key: string, limit: number, admit: "1" | "0"): Promise<RateLimitResult> {
     let reply: [number, number, number];
     let timer: NodeJS.Timeout | undefined;
     try {
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
       });
-      reply = await Promise.race([this.redis[COMMAND](key, this.windowMs, limit, randomUUID()), timeout]);
+      reply = await Promise.race([this.redis[COMMAND](key, this.windowMs, limit, randomUUID(), admit), timeout]);
     } catch (err) {
       throw new AppError("unavailable", { message: "The rate limiter is unavailable; retry shortly.", cause: err });
     } finally {
