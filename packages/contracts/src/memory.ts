@@ -14,7 +14,7 @@ export const memoryUserIdSchema = z.string().min(1).max(256);
 export const memoryCreateSchema = z
   .object({
     content: z.string().trim().min(1, "must not be empty").max(MEMORY_CONTENT_MAX_CHARS),
-    category: memoryCategorySchema.default("general"),
+    category: memoryCategorySchema.optional().meta({ description: "`general` for a new entry when absent; an exact duplicate keeps its category unless one is given." }),
     user_id: memoryUserIdSchema,
   })
   .strict();
@@ -43,7 +43,7 @@ export type MemoryScope = z.infer<typeof memoryScopeSchema>;
 export const internalMemoryCreateSchema = memoryScopeSchema.extend({
   user_id: memoryUserIdSchema,
   content: z.string().trim().min(1).max(MEMORY_CONTENT_MAX_CHARS),
-  category: memoryCategorySchema.default("general"),
+  category: memoryCategorySchema.optional(),
 });
 
 export const internalMemorySearchSchema = memoryScopeSchema.extend({

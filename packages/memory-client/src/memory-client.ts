@@ -8,7 +8,7 @@ import type {
 } from "@agentrun/contracts";
 import { AppError, type ErrorCode } from "@agentrun/errors";
 
-/** Body of `POST /internal/memories`; `category` defaults to `general`. */
+/** Body of `POST /internal/memories`; `category` is `general` for a new entry when absent, and a duplicate keeps its own. */
 export type CreateMemoryRequest = z.input<typeof internalMemoryCreateSchema>;
 export interface CreateMemoryResponse {
   memory: MemoryEntryView;

@@ -76,14 +76,26 @@ describe("POST /api/memory", () => {
     expect(res.body.category).toBe(category);
   });
 
-  it("answers an exact duplicate (after trimming) with 200 and the existing entry", async () => {
+  it("answers an exact duplicate (after trimming) with 201 and the existing entry", async () => {
     const userId = user();
     const first = await create({ content: "Works night shifts", category: "fact", user_id: userId });
     const again = await create({ content: " Works night shifts\n", category: "fact", user_id: userId });
     expect(first.status).toBe(201);
-    expect(again.status).toBe(200);
+    expect(again.status).toBe(201);
     expect(again.body).toEqual(first.body);
     expect((await list(`?user_id=${userId}`)).body.memories).toHaveLength(1);
+  });
+
+  it("gives a duplicate with another category the latest category, on the one stored entry", async () => {
+    const userId = user();
+    const first = await create({ content: "Prefers email", category: "fact", user_id: userId });
+    const again = await create({ content: "Prefers email", category: "preference", user_id: userId });
+    expect([first.status, again.status]).toEqual([201, 201]);
+    expect(again.body).toEqual({ ...first.body, category: "preference" });
+    expect((await list(`?user_id=${userId}`)).body.memories).toEqual([again.body]);
+    // Without a category, the duplicate keeps the stored one.
+    const plain = await create({ content: "Prefers email", user_id: userId });
+    expect(plain).toMatchObject({ status: 201, body: again.body });
   });
 
   it("stores the same content separately for another user and for another agent", async () => {

@@ -17,12 +17,16 @@ export interface CreateMemoryInput extends MemoryScope {
   user_id: string;
   /** Already trimmed by the contract's schema; trimmed again so direct callers agree. */
   content: string;
-  category: MemoryCategoryValue;
+  /** `general` for a new entry when absent; an exact duplicate keeps its own unless given. */
+  category?: MemoryCategoryValue;
 }
 
 export interface CreateMemoryResult {
   memory: MemoryEntryView;
-  /** False when the same user already had this exact content and that entry is returned. */
+  /**
+   * False when the same user already had this exact content: that entry is returned, with the
+   * request's category if it gave one.
+   */
   created: boolean;
 }
 
@@ -43,21 +47,25 @@ export function contentHash(content: string): string {
 const NEWEST_FIRST = [{ createdAt: "desc" }, { id: "desc" }] as const;
 
 /**
- * Stores a memory unless the user already has one with the same content. Race-safe: the insert
- * is `ON CONFLICT DO NOTHING` on the unique (org, agent, user, content_hash) index, so concurrent
- * identical creates yield one row, and the losers read the winner's row.
+ * Stores a memory unless the user already has one with the same content; that entry then keeps
+ * its id and creation time and takes the request's category if it gives one (the latest write
+ * wins). Race-safe:
+ * the insert is `ON CONFLICT DO NOTHING` on the unique (org, agent, user, content_hash) index, so
+ * concurrent identical creates yield one row, and the losers update the winner's row.
  */
 export async function createMemory({ prisma }: MemoryServiceDeps, input: CreateMemoryInput): Promise<CreateMemoryResult> {
   const content = input.content.trim();
   const key = { orgId: input.org_id, agentId: input.agent_id, userId: input.user_id, contentHash: contentHash(content) };
-  // Two rounds cover an existing duplicate that is deleted between our insert and our read.
+  // Two rounds cover an existing duplicate that is deleted between our insert and our update.
   for (let attempt = 0; attempt < 2; attempt++) {
     const [inserted] = await prisma.memoryEntry.createManyAndReturn({
-      data: [{ id: newId("mem"), ...key, content, category: input.category }],
+      data: [{ id: newId("mem"), ...key, content, category: input.category ?? "general" }],
       skipDuplicates: true,
     });
     if (inserted) return { memory: toMemoryView(inserted), created: true };
-    const existing = await prisma.memoryEntry.findUnique({ where: { orgId_agentId_userId_contentHash: key } });
+    const [existing] = input.category
+      ? await prisma.memoryEntry.updateManyAndReturn({ where: key, data: { category: input.category } })
+      : await prisma.memoryEntry.findMany({ where: key });
     if (existing) return { memory: toMemoryView(existing), created: false };
   }
   throw new Error("memory entry neither inserted nor found after two attempts");

@@ -108,11 +108,13 @@ describe("memory service: create, read, delete", () => {
     await api().get(`/internal/memories/${id}`).set(AUTH).query({ org_id: scope.org_id }).expect(400);
   });
 
-  it("stores an exact duplicate once and returns the existing entry", async () => {
+  it("stores an exact duplicate once and returns the existing entry, with the latest category", async () => {
     const scope = newScope();
     const first = await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u1", content: "Likes jazz" }).expect(201);
     const again = await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u1", content: " Likes jazz  ", category: "fact" }).expect(200);
-    expect(again.body).toEqual({ memory: first.body.memory, created: false });
+    expect(again.body).toEqual({ memory: { ...first.body.memory, category: "fact" }, created: false });
+    const stored = await api().get(`/internal/memories/${first.body.memory.memory_id}`).set(AUTH).query(scope).expect(200);
+    expect(stored.body.memory).toEqual({ ...first.body.memory, category: "fact" });
     // The same text for another user, or different text, is a new entry.
     await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u2", content: "Likes jazz" }).expect(201);
     await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u1", content: "likes jazz" }).expect(201);

@@ -16,7 +16,7 @@ export const memorySave = defineAction({
     category: z.enum(MEMORY_CATEGORIES).optional().describe("general, preference, fact or instruction"),
   }),
   async run({ content, category }, ctx) {
-    const res = await ctx.memory.create({ org_id: ctx.orgId, agent_id: ctx.agentId, user_id: userOf(ctx), content, category: category ?? "general" }, { signal: ctx.signal });
+    const res = await ctx.memory.create({ org_id: ctx.orgId, agent_id: ctx.agentId, user_id: userOf(ctx), content, category }, { signal: ctx.signal });
     return { saved: true, memory_id: res.memory.memory_id, duplicate: !res.created };
   },
 });

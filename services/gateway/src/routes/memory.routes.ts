@@ -32,15 +32,15 @@ export function memoryRoutes(deps: GatewayDeps): Router {
   });
 
   /**
-   * `POST /memory`: 201 with the new entry. A user's memories are deduplicated on their trimmed
-   * content, so an exact duplicate creates nothing and answers 200 with the existing entry:
-   * retrying a create is safe, and the status tells the caller whether anything was created.
+   * `POST /memory`: 201 with the entry, as the contract says. A user's memories are deduplicated
+   * on their trimmed content, so an exact duplicate adds no second entry: the existing one is
+   * answered, with the request's category (the latest write wins), and retrying a create is safe.
    */
   router.post("/memory", async (req, res) => {
     const scope = scopeOf(req);
     const body = memoryCreateSchema.parse(req.body ?? {});
-    const { memory, created } = await deps.memory.create({ ...scope, ...body });
-    res.status(created ? 201 : 200).json(toMemoryEntryView(memory));
+    const { memory } = await deps.memory.create({ ...scope, ...body });
+    res.status(201).json(toMemoryEntryView(memory));
   });
 
   /** `DELETE /memory/:memory_id`: 204; 404 when no entry has the id, 403 when another org's or agent's. */
