@@ -2,7 +2,12 @@ import { randomUUID } from "node:crypto";
 import type { RequestHandler } from "express";
 import type { Logger } from "@agentrun/logger";
 
-const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * A client's X-Request-Id that is echoed: printable ASCII (spaces included), 1..200 characters
+ * once trimmed. Anything else (control or non-ASCII characters, longer values) is replaced, so
+ * the id stays a safe response header and log field.
+ */
+const CLIENT_REQUEST_ID = /^[\x20-\x7e]{1,200}$/;
 
 /**
  * Echoes the client's X-Request-Id (or makes one), gives the request a child logger carrying it,
@@ -10,8 +15,8 @@ const VALID_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 export function requestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
-    const incoming = req.get("x-request-id");
-    req.id = incoming && VALID_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll("-", "")}`;
+    const incoming = req.get("x-request-id")?.trim();
+    req.id = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll("-", "")}`;
     res.setHeader("X-Request-Id", req.id);
     req.log = logger.child({ requestId: req.id });
     const start = process.hrtime.bigint();
