@@ -23,7 +23,7 @@ import {
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
-/** Headers of every response after authentication. */
+/** Headers of every response to a request with a valid API key. */
 export const rateLimitHeaders = {
   "X-RateLimit-Limit": ref("headers", "X-RateLimit-Limit"),
   "X-RateLimit-Remaining": ref("headers", "X-RateLimit-Remaining"),
@@ -178,10 +178,11 @@ export function openApiPaths(): ZodOpenApiPathsObject {
         {
           operationId: "createMemory",
           summary: "Add a memory entry",
+          description:
+            "A user's entries are deduplicated on their trimmed content: when the user already has an entry with this content, no second one is stored, and that entry (same `memory_id` and `created_at`) is answered with the request's category, which it keeps (the latest write wins; `general` when the request names none). Retrying a create is therefore safe.",
           requestBody: { required: true, content: { "application/json": { schema: memoryCreateSchema } } },
           responses: {
-            "201": json(memoryEntrySchema, "Created."),
-            "200": json(memoryEntrySchema, "The user already has an entry with this content: nothing was created."),
+            "201": json(memoryEntrySchema, "The entry: a new one, or the user's existing entry with this content, now with the request's category."),
           },
         },
         BODY_ERRORS,

@@ -94,6 +94,28 @@ describe("OpenAPI document", () => {
     expect(op("/api/tasks/{task_id}", "delete")?.responses?.["409"]).toEqual({ $ref: "#/components/responses/Conflict" });
   });
 
+  it("describes both kinds of 429: the organization's limit with its headers, failed authentications with Retry-After only", () => {
+    const tooMany = doc.components?.responses?.TooManyRequests as OpenAPIV3_1.ResponseObject;
+    expect(tooMany.description).toMatch(/organization's requests per minute/);
+    expect(tooMany.description).toMatch(/failed authentications from the client address/);
+    expect(tooMany.headers?.["Retry-After"]).toEqual({ $ref: "#/components/headers/Retry-After" });
+    for (const name of ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]) {
+      const h = tooMany.headers?.[name] as OpenAPIV3_1.HeaderObject;
+      expect({ name, description: h.description }).toEqual({ name, description: expect.stringMatching(/Absent from the 429 for failed authentications/) });
+      expect(h.required).not.toBe(true);
+    }
+  });
+
+  it("answers POST /api/memory with 201 only, a duplicate included", () => {
+    const create = op("/api/memory", "post")!;
+    expect(Object.keys(create.responses ?? {}).filter((s) => s.startsWith("2"))).toEqual(["201"]);
+    expect(create.description).toMatch(/latest write wins/);
+  });
+
+  it("states which X-Request-Id values are echoed", () => {
+    expect((doc.components?.headers?.["X-Request-Id"] as OpenAPIV3_1.HeaderObject).description).toMatch(/1\.\.200 printable ASCII/);
+  });
+
   it("lists has_more and the before cursor of GET /api/memory", () => {
     const params = (op("/api/memory", "get")?.parameters ?? []) as OpenAPIV3_1.ParameterObject[];
     expect(params.map((p) => p.name)).toEqual(expect.arrayContaining(["user_id", "limit", "before"]));

@@ -8,7 +8,7 @@ import { createDocument, type CreateDocumentOptions, type ZodOpenApiObject } fro
 import { runEventSchema } from "./events";
 import { memoryCreateSchema, memoryEntrySchema } from "./memory";
 import { runRequestSchema } from "./runs";
-import { openApiPaths, rateLimitHeaders } from "./openapi-paths";
+import { openApiPaths } from "./openapi-paths";
 import { publicOpenApiPaths } from "./openapi-public-paths";
 import {
   errorBodySchema,
@@ -28,15 +28,19 @@ Every \`/api/...\` path is also served under \`/api/v1/...\`. Requests authentic
 
 Checks run in this order: authentication (401) → agent (400 missing header / 404 / 403) → rate limit (429) → body and parameters (400/413/415) → resources (404/403/409) → credits (402).
 
-Rate limit: per organization over a sliding 60-second window (Free 10, Starter 60, Pro 300 requests per minute, Enterprise its own figure). Every response after authentication carries X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset; a 429 adds Retry-After. Failed authentications are also limited per client address.
+Rate limit: per organization over a sliding 60-second window (Free 10, Starter 60, Pro 300 requests per minute, Enterprise its own figure). Every response to a request with a valid API key carries X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, the 400/404/403 of the agent check included (such a refusal does not count against the limit); a 429 adds Retry-After. Failed authentications are also limited per client address: beyond that limit they get 429 with Retry-After only, since they belong to no organization.
 
-Every response carries X-Request-Id. Every error is \`{"error":{"code","message"}}\`, with \`details\` for invalid fields.
+Every response carries X-Request-Id: the client's own value when it is printable ASCII (spaces included), 1..200 characters once trimmed; otherwise a generated one. Every error is \`{"error":{"code","message"}}\`, with \`details\` for invalid fields.
 
 Chat widgets embedded in web pages use the widget gateway (\`/api/v1/widget/...\`) instead: a publishable widget key limited to its allowed origins, and a signed token per visitor. The health probes \`/healthz\` and \`/readyz\` need no key.`;
 
 const errorContent = { "application/json": { schema: errorBodySchema } };
 
-const errorResponse = (description: string, headers?: Record<string, { $ref: string }>) => ({ description, content: errorContent, ...(headers ? { headers } : {}) });
+type HeaderObject = { $ref: string } | ReturnType<typeof intHeader>;
+const errorResponse = (description: string, headers?: Record<string, HeaderObject>) => ({ description, content: errorContent, ...(headers ? { headers } : {}) });
+
+/** Which 429 lacks the organization's headers, for the descriptions of those headers on a 429. */
+const NOT_ON_AUTH_FAILURES = "Absent from the 429 for failed authentications from one client address: such requests belong to no organization.";
 
 /** Builds the document. Pure: call it once and keep the result. */
 export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDocument {
@@ -62,7 +66,10 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         AgentId: { in: "header", name: "X-Agent-Id", required: true, description: "The agent, one of the key's organization.", schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,100}$" } },
       },
       headers: {
-        "X-Request-Id": { description: "The request's id (echoed when the client sent a valid one).", schema: { type: "string" } },
+        "X-Request-Id": {
+          description: "The request's id: the client's X-Request-Id, trimmed, when it is 1..200 printable ASCII characters (0x20-0x7E, spaces included); otherwise a generated one.",
+          schema: { type: "string", minLength: 1, maxLength: 200 },
+        },
         "X-RateLimit-Limit": intHeader("Requests per minute of the organization's plan."),
         "X-RateLimit-Remaining": intHeader("Requests still allowed in the current sliding window."),
         "X-RateLimit-Reset": intHeader("Whole seconds until a request is allowed again; 0 when one is allowed now."),
@@ -78,10 +85,15 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         Conflict: errorResponse("run_in_progress: the task already has a queued or running run; idempotency_conflict: Idempotency-Key reused with another body."),
         PayloadTooLarge: errorResponse("payload_too_large: the body is over the limit (default 1 MiB)."),
         UnsupportedMediaType: errorResponse("unsupported_media_type: a body that is not application/json."),
-        TooManyRequests: errorResponse("rate_limited: over the organization's requests per minute.", {
-          ...rateLimitHeaders,
-          "Retry-After": { $ref: "#/components/headers/Retry-After" },
-        }),
+        TooManyRequests: errorResponse(
+          "rate_limited: over the organization's requests per minute, with the organization's X-RateLimit-* headers and Retry-After; or, for a request whose key was missing or not accepted (401 otherwise), too many failed authentications from the client address (`AUTH_FAILURE_LIMIT` per minute), with Retry-After only.",
+          {
+            "X-RateLimit-Limit": intHeader(`Requests per minute of the organization's plan. ${NOT_ON_AUTH_FAILURES}`),
+            "X-RateLimit-Remaining": intHeader(`0: no request is allowed in the organization's current sliding window. ${NOT_ON_AUTH_FAILURES}`),
+            "X-RateLimit-Reset": intHeader(`Whole seconds until the organization may send a request again (equal to Retry-After). ${NOT_ON_AUTH_FAILURES}`),
+            "Retry-After": { $ref: "#/components/headers/Retry-After" },
+          },
+        ),
         InternalError: errorResponse("internal_error: unexpected error, logged with the request id."),
         Unavailable: errorResponse("unavailable: the database or Redis is down; retry later."),
         WidgetUnauthorized: errorResponse("unauthorized: missing, unknown or revoked widget key, or an invalid, expired or missing (where required) visitor token."),
