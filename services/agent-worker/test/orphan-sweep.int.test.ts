@@ -22,7 +22,8 @@ beforeAll(() => {
   prisma = testPrisma(testEnv().databaseUrl);
   redis = new Redis(testEnv().redisUrl);
   queue = createRunQueue({ connection: redis, redisPrefix });
-  const config = { RUN_STALE_AFTER_MS: 1000 } as RunDeps["config"];
+  // Older than any run of the other test files sharing this database, which this sweeper must not touch.
+  const config = { RUN_STALE_AFTER_MS: 90_000 } as RunDeps["config"];
   deps = { config, prisma, redis, redisPrefix, heartbeatTtlMs: HEARTBEAT_TTL_MS, workerId: "sweeper-test", logger: createLogger({ service: "orphan-sweep-test", level: "silent" }) } as RunDeps;
 });
 
@@ -35,7 +36,7 @@ afterAll(async () => {
 /** A running run started long enough ago to be a sweep candidate. */
 async function staleRunningRun(): Promise<string> {
   const runId = await createTestRun(prisma, "running");
-  await prisma.run.update({ where: { id: runId }, data: { startedAt: new Date(Date.now() - 60_000), workerId: "worker-gone" } });
+  await prisma.run.update({ where: { id: runId }, data: { startedAt: new Date(Date.now() - 120_000), workerId: "worker-gone" } });
   return runId;
 }
 
@@ -67,3 +68,15 @@ it("spares a run whose heartbeat comes back (a live worker after Redis lost its 
   await sweepOrphanedRuns(deps, queue);
   expect(await status(runId)).toBe("failed");
 });
+
+it("reaches an orphan behind more than a page of older live runs", async () => {
+  const live = await Promise.all(Array.from({ length: 105 }, () => staleRunningRun()));
+  await Promise.all(live.map((id) => redis.set(runHeartbeatKey(redisPrefix, id), "worker-alive", "PX", 30_000)));
+  const orphan = await staleRunningRun();
+  await prisma.run.update({ where: { id: orphan }, data: { startedAt: new Date(Date.now() - 100_000) } });
+  await sweepOrphanedRuns(deps, queue);
+  await new Promise((r) => setTimeout(r, HEARTBEAT_TTL_MS + 100));
+  await sweepOrphanedRuns(deps, queue);
+  expect(await status(orphan)).toBe("failed");
+  expect(await prisma.run.count({ where: { id: { in: live }, status: "running" } })).toBe(105);
+}, 60_000);

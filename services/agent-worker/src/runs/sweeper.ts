@@ -24,12 +24,9 @@ const suspects = new Map<string, number>();
 export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>): Promise<number> {
   const { prisma, redis, redisPrefix } = deps;
   const cutoff = new Date(Date.now() - deps.config.RUN_STALE_AFTER_MS);
-  const candidates = await prisma.run.findMany({
-    where: { status: "running", startedAt: { lt: cutoff } },
-    select: { id: true, query: true },
-    take: 100,
-    orderBy: { startedAt: "asc" },
-  });
+  const candidates = await allPages((page) =>
+    prisma.run.findMany({ where: { status: "running", startedAt: { lt: cutoff } }, select: { id: true, query: true }, orderBy: [{ startedAt: "asc" }, { id: "asc" }], ...page }),
+  );
   let ended = 0;
   const now = Date.now();
   const seen = new Set(candidates.map((r) => r.id));
@@ -54,6 +51,25 @@ export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>
   return ended;
 }
 
+/** Rows per page, and pages per sweep: a sweep looks at up to 2,000 runs, oldest first. */
+const PAGE_SIZE = 100;
+const MAX_PAGES = 20;
+
+/**
+ * Every row `fetch` pages through (up to MAX_PAGES pages), so that a sweep also reaches runs
+ * behind a first page full of live ones (long runs, or a backlog of runs waiting in the queue).
+ */
+async function allPages<T extends { id: string }>(fetch: (page: { take: number; skip?: number; cursor?: { id: string } }) => Promise<T[]>): Promise<T[]> {
+  const rows: T[] = [];
+  for (let n = 0; n < MAX_PAGES; n++) {
+    const last = rows.at(-1);
+    const page = await fetch(last ? { take: PAGE_SIZE, skip: 1, cursor: { id: last.id } } : { take: PAGE_SIZE });
+    rows.push(...page);
+    if (page.length < PAGE_SIZE) break;
+  }
+  return rows;
+}
+
 async function jobIsLive(queue: Queue<AgentRunJob>, runId: string): Promise<boolean> {
   const job = await queue.getJob(runId);
   return !!job && LIVE_JOB_STATES.has(await job.getState());
@@ -68,12 +84,9 @@ async function jobIsLive(queue: Queue<AgentRunJob>, runId: string): Promise<bool
 export async function reviveQueuedRuns(deps: RunDeps, queue: Queue<AgentRunJob>): Promise<number> {
   const now = Date.now();
   const cutoff = new Date(now - deps.config.QUEUED_STALE_AFTER_MS);
-  const stale = await deps.prisma.run.findMany({
-    where: { status: "queued", createdAt: { lt: cutoff } },
-    select: { id: true, query: true, createdAt: true },
-    take: 100,
-    orderBy: { createdAt: "asc" },
-  });
+  const stale = await allPages((page) =>
+    deps.prisma.run.findMany({ where: { status: "queued", createdAt: { lt: cutoff } }, select: { id: true, query: true, createdAt: true }, orderBy: [{ createdAt: "asc" }, { id: "asc" }], ...page }),
+  );
   let handled = 0;
   for (const run of stale) {
     if (now - run.createdAt.getTime() > deps.config.QUEUED_MAX_AGE_MS) {
