@@ -84,6 +84,15 @@ describe("POST /api/run streaming", () => {
     expect(res.body.output).toBe("You help Ada (id u-42) on plan gold.");
   });
 
+  it("fills it from the task's user_id and metadata where the run context has none", async () => {
+    const task = await fetch(`${stack.gatewayUrl}/api/tasks`, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: JSON.stringify({ user_id: "u-7", metadata: { plan: "silver", missing: "!" } }) });
+    const { task_id } = (await task.json()) as { task_id: string };
+    const plain = await runOnce({ query: "[echo-system]", task_id });
+    expect(plain.body.output).toBe("You help  (id u-7) on plan silver.!");
+    const given = await runOnce({ query: "[echo-system]", task_id, context: { user_name: "Bo", metadata: { plan: "gold" } } });
+    expect(given.body.output).toBe("You help Bo (id u-7) on plan gold.!");
+  });
+
   it("continues a task with its history", async () => {
     const first = await runOnce({ query: "first question" });
     const second = await runOnce({ query: "second question", task_id: first.body.task_id });

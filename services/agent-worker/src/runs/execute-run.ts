@@ -115,7 +115,8 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
   ]);
   progress.pricing = agent.pricing;
   if (cancelled) throw new RunFailure("cancel", "cancelled before start");
-  const messages: ChatCompletionMessageParam[] = buildMessages({ instructions: agent.instructions, context, memories, history, query: run.query });
+  const promptContext = await templateContext(deps, agent.instructions, context, { id: run.taskId, userId });
+  const messages: ChatCompletionMessageParam[] = buildMessages({ instructions: agent.instructions, context: promptContext, memories, history, query: run.query });
   const target = deps.models.forAgent(agent);
   const toolDefs = deps.tools.definitions(agent.tools);
   const toolCtx = { orgId: run.orgId, agentId: agent.id, userId, httpAllowlist: agent.httpAllowlist, memory: deps.memory, signal };
@@ -179,6 +180,18 @@ function endOf(err: unknown, signal: AbortSignal, log: RunDeps["logger"]): RunEn
   log[failure.code === "internal_error" ? "error" : "info"]({ err, code: failure.code }, "run failed");
   // A provider's error text is stored with the run: no U+0000 or lone surrogate in it.
   return { status: "failed", error: { code: failure.code, message: storableText(failure.message) } };
+}
+
+/**
+ * What the instructions template is filled from: the run context, with the task's `user_id` and
+ * `metadata` (given when the task was created) where the run context has none. The task's
+ * metadata is read only for instructions that use it.
+ */
+async function templateContext(deps: RunDeps, instructions: string, context: RunContext | undefined, task: { id: string; userId: string | undefined }): Promise<RunContext> {
+  const taskMetadata = /\{\{\s*metadata\./.test(instructions)
+    ? ((await deps.prisma.task.findUnique({ where: { id: task.id }, select: { metadata: true } }))?.metadata as Record<string, unknown> | null)
+    : null;
+  return { ...context, user_id: task.userId, metadata: { ...taskMetadata, ...context?.metadata } };
 }
 
 /** The user's memories for the prompt; when the memory service is down the run goes on without them. */
