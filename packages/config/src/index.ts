@@ -14,7 +14,17 @@ export const envBoolean = z
   .enum(["true", "false", "1", "0", "yes", "no", "TRUE", "FALSE"])
   .transform((v) => ["true", "1", "yes", "TRUE"].includes(v));
 
-export const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
+const portNumber = z.coerce.number().int().min(0).max(65535);
+
+export const port = (def: number) => portNumber.default(def);
+
+/**
+ * The port variable of a service that runs beside the gateway (`MEMORY_PORT`,
+ * `SCRIPTED_MODEL_PORT`). When set it wins over `PORT`, which an environment exported for the
+ * whole stack (.env.example) sets for the gateway.
+ * @defaultValue unset
+ */
+export const ownPort = portNumber.optional();
 
 /** The local defaults that `npm run dev` uses. */
 export const DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/agentrun";

@@ -53,8 +53,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     MODEL_MAX_RETRIES: "0",
     ...opts.env,
   };
-  const model = startService("scripted-model", { ...env, PORT: String(modelPort) });
-  const memory = opts.memory === false ? null : startService("memory", { ...env, PORT: String(memoryPort) });
+  // Their own port variables win over PORT, so an exported MEMORY_PORT or SCRIPTED_MODEL_PORT cannot move them.
+  const model = startService("scripted-model", { ...env, SCRIPTED_MODEL_PORT: String(modelPort) });
+  const memory = opts.memory === false ? null : startService("memory", { ...env, MEMORY_PORT: String(memoryPort) });
   const gateway = startService("gateway", { ...env, PORT: String(gatewayPort), ...opts.gatewayEnv });
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const workers: ServiceProcess[] = [];

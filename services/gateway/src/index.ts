@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { once } from "node:events";
 import http from "node:http";
 import https from "node:https";
 import { loadConfig, runMain } from "@agentrun/config";
@@ -18,8 +19,11 @@ runMain(async () => {
   // otherwise plain HTTP, usually behind a TLS-terminating proxy (see TRUST_PROXY, REQUIRE_HTTPS).
   const tls = config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } : null;
   const server = tls ? https.createServer(tls, app) : http.createServer(app);
-  server.listen(config.PORT, () => logger.info({ port: config.PORT, tls: tls !== null }, "gateway listening"));
   server.keepAliveTimeout = 65_000;
+  // A port in use rejects here, so runMain reports it as one line.
+  server.listen(config.PORT);
+  await once(server, "listening");
+  logger.info({ port: config.PORT, tls: tls !== null }, "gateway listening");
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import { once } from "node:events";
+import net from "node:net";
 import path from "node:path";
 import { REPO_ROOT } from "@agentrun/db";
 import { createTenant, eventually, freePort, startService, testEnv, testPrisma, waitForOk, watchSse } from "@agentrun/testing";
@@ -34,6 +36,37 @@ describe("start-up configuration", () => {
     const r = boot("gateway", { PORT: "x", RUN_WAIT_TIMEOUT_MS: "-5" });
     expect(r.stderr).toContain("PORT");
     expect(r.stderr).toContain("RUN_WAIT_TIMEOUT_MS");
+  });
+});
+
+describe("ports", () => {
+  /** Holds a port on every interface, as another program would, until `release` is called. */
+  async function occupiedPort(): Promise<{ port: number; release: () => Promise<void> }> {
+    const server = net.createServer();
+    server.listen(await freePort());
+    await once(server, "listening");
+    return { port: (server.address() as net.AddressInfo).port, release: () => new Promise((r) => server.close(() => r())) };
+  }
+
+  // A service's own variable must win over PORT: those cases set PORT to a free port, where a
+  // service reading the wrong variable would start instead of failing (the boot would time out).
+  it.each<[string, string, Record<string, string>]>([
+    ["gateway", "PORT", {}],
+    ["memory", "MEMORY_PORT", {}],
+    ["memory", "PORT", { MEMORY_PORT: "" }],
+    ["scripted-model", "SCRIPTED_MODEL_PORT", {}],
+    ["scripted-model", "PORT", { SCRIPTED_MODEL_PORT: "" }],
+  ])("%s exits with one line when the port of %s is in use", async (service, variable, extra) => {
+    const busy = await occupiedPort();
+    try {
+      const other: Record<string, string> = variable === "PORT" ? {} : { PORT: String(await freePort()) };
+      const r = boot(service, { ...other, ...extra, [variable]: String(busy.port) });
+      expect(r.status).toBe(1);
+      expect(r.stderr.split("\n")).toHaveLength(1);
+      expect(r.stderr).toMatch(new RegExp(`^start-up failed: listen EADDRINUSE: address already in use \\S*:${busy.port}$`));
+    } finally {
+      await busy.release();
+    }
   });
 });
 

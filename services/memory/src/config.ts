@@ -1,8 +1,11 @@
 import { z } from "zod";
-import { databaseUrl, dbPreparedStatements, internalToken, logLevel, port } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, internalToken, logLevel, ownPort, port } from "@agentrun/config";
 
 /** The memory service's environment; parsed once in index.ts. */
 export const memoryConfigSchema = z.object({
+  /** The port; wins over PORT, which an environment exported for the whole stack sets for the gateway. */
+  MEMORY_PORT: ownPort,
+  /** @defaultValue 3002 */
   PORT: port(3002),
   DATABASE_URL: databaseUrl,
   /** Shared secret the gateway and the worker present as `Authorization: Bearer …`. */

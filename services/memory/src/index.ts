@@ -11,6 +11,7 @@ const SHUTDOWN_GRACE_MS = 10_000;
 
 runMain(async () => {
   const config = loadConfig(memoryConfigSchema);
+  const port = config.MEMORY_PORT ?? config.PORT;
   const logger = createLogger({ service: "memory", level: config.LOG_LEVEL });
   const prisma = createPrisma({
     databaseUrl: config.DATABASE_URL,
@@ -20,9 +21,10 @@ runMain(async () => {
   });
 
   const server = createServer(createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN }));
-  server.listen(config.PORT);
+  // A port in use rejects here, so runMain reports it as one line.
+  server.listen(port);
   await once(server, "listening");
-  logger.info({ port: config.PORT }, "memory service listening");
+  logger.info({ port }, "memory service listening");
 
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals): Promise<void> => {

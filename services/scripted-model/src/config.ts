@@ -1,11 +1,15 @@
 /** The scripted model's environment. */
 import { z } from "zod";
-import { logLevel, port } from "@agentrun/config";
+import { logLevel, ownPort, port } from "@agentrun/config";
 
-export const configSchema = z.object({
-  /** @defaultValue 4010 */
-  PORT: port(4010),
-  LOG_LEVEL: logLevel,
-});
+export const configSchema = z
+  .object({
+    /** The port; wins over PORT, which a whole-stack environment sets for the gateway. */
+    SCRIPTED_MODEL_PORT: ownPort,
+    /** @defaultValue 4010 */
+    PORT: port(4010),
+    LOG_LEVEL: logLevel,
+  })
+  .transform(({ SCRIPTED_MODEL_PORT, ...config }) => ({ ...config, PORT: SCRIPTED_MODEL_PORT ?? config.PORT }));
 
 export type Config = z.infer<typeof configSchema>;

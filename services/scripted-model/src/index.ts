@@ -1,4 +1,4 @@
-/** Boots the scripted model: `PORT` (default 4010), `LOG_LEVEL`. */
+/** Boots the scripted model: `SCRIPTED_MODEL_PORT` or `PORT` (default 4010), `LOG_LEVEL`. */
 import { createServer } from "node:http";
 import { loadConfig, runMain } from "@agentrun/config";
 import { createLogger } from "@agentrun/logger";
