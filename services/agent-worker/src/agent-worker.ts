@@ -19,10 +19,21 @@ import { ToolRegistry } from "./tools/registry";
 
 const controlMessage = z.object({ type: z.literal("cancel"), run_id: z.string() });
 
+/**
+ * How long closing may take beyond the grace of active runs: stopped runs store their end, then
+ * the queue, Redis and the database pool close. A BullMQ worker can wait for ever on a Redis
+ * connection that went away, so shutdown never waits longer than grace plus this margin.
+ */
+export const SHUTDOWN_MARGIN_MS = 5000;
+
 export interface AgentWorker {
   workerId: string;
-  /** Stops taking jobs, lets active runs finish for `graceMs`, then stops them and closes every connection. */
-  close(graceMs?: number): Promise<void>;
+  /**
+   * Stops taking jobs, lets active runs finish for `graceMs`, then stops them and closes every
+   * connection. Resolves within `graceMs` + {@link SHUTDOWN_MARGIN_MS}: true when everything
+   * closed, false (after logging what did not) when the deadline passed first.
+   */
+  close(graceMs?: number): Promise<boolean>;
   active: ActiveRuns;
 }
 
@@ -93,19 +104,37 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   );
   log.info({ concurrency: config.WORKER_CONCURRENCY }, "agent worker started");
 
-  let closing: Promise<void> | null = null;
+  let closing: Promise<boolean> | null = null;
   const close = (graceMs = config.SHUTDOWN_GRACE_MS) =>
     (closing ??= (async () => {
       clearInterval(heartbeat);
       clearInterval(sweeper);
       const grace = setTimeout(() => active.stopAll("shutdown"), graceMs);
-      await worker.close();
-      clearTimeout(grace);
-      await queue.close().catch(() => {});
-      await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
-      await Promise.all([closeRedis(subscriber), closeRedis(bull), closeRedis(redis)]);
-      await prisma.$disconnect();
-      log.info("agent worker stopped");
+      // What is still being closed; whatever is left when the deadline passes is reported.
+      const open = ["BullMQ worker", "queue", "Redis connections", "database pool"];
+      const closeAll = async () => {
+        await worker.close();
+        clearTimeout(grace);
+        open.shift();
+        await queue.close().catch(() => {});
+        open.shift();
+        await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
+        await Promise.all([closeRedis(subscriber), closeRedis(bull), closeRedis(redis)]);
+        open.shift();
+        await prisma.$disconnect();
+        open.shift();
+      };
+      let deadline: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<true>((resolve) => (deadline = setTimeout(() => resolve(true), graceMs + SHUTDOWN_MARGIN_MS)));
+      const late = await Promise.race([closeAll().then(() => false), timedOut]);
+      clearTimeout(deadline);
+      if (!late) {
+        log.info("agent worker stopped");
+        return true;
+      }
+      log.error({ notClosed: open, activeRuns: active.ids().length, deadlineMs: graceMs + SHUTDOWN_MARGIN_MS }, "shutdown timed out: not everything closed");
+      for (const client of [subscriber, bull, redis]) client.disconnect();
+      return false;
     })());
 
   return { workerId, close, active };

@@ -9,16 +9,28 @@ runMain(async () => {
   // Handlers first, so that a signal during start-up still shuts down cleanly.
   let worker: AgentWorker | null = null;
   let stopRequested: string | null = null;
-  const stop = async (signal: string) => {
-    if (stopRequested && worker === null) return;
-    stopRequested = signal;
+  let stopping = false;
+  // close() is bounded (SHUTDOWN_GRACE_MS plus a margin), so the process always exits: 0 when
+  // everything closed, 1 when the deadline passed first (close() logged what was left open).
+  const stop = (signal: string) => {
+    stopRequested ??= signal;
     if (!worker) return;
+    if (stopping) {
+      logger.info({ signal }, "already shutting down");
+      return;
+    }
+    stopping = true;
     logger.info({ signal }, "shutting down");
-    await worker.close();
-    process.exit(0);
+    worker.close().then(
+      (closed) => process.exit(closed ? 0 : 1),
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
   };
-  process.once("SIGTERM", () => void stop("SIGTERM"));
-  process.once("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
   worker = await startAgentWorker(config, logger);
-  if (stopRequested) await stop(stopRequested);
+  if (stopRequested) stop(stopRequested);
 });
