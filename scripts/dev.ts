@@ -11,6 +11,7 @@ import pg from "pg";
 import { Redis } from "ioredis";
 import { z } from "zod";
 import { databaseUrl, loadConfig, port, redisUrl } from "@agentrun/config";
+import { hashApiKey } from "@agentrun/api-keys";
 import { ensureDatabase, migrateDeploy, REPO_ROOT } from "@agentrun/db";
 
 // A local .env (see .env.example) applies to every service started from here.
@@ -28,10 +29,14 @@ const config = loadConfig(
 );
 const STATE_FILE = path.join(REPO_ROOT, ".agentrun-dev.json");
 const HOW_TO_START = "start them with `docker compose up -d postgres redis` (or your local services)";
+/** How long the services may take to stop (the worker's own deadline is 15 s by default) before they are killed. */
+const STOP_GRACE_MS = 20_000;
+
+/** A reason to stop: main's catch prints it, stops every service started so far and exits 1. */
+class DevFailure extends Error {}
 
 function fail(line: string): never {
-  process.stderr.write(`${line}\n`);
-  process.exit(1);
+  throw new DevFailure(line);
 }
 
 async function checkDependencies(): Promise<void> {
@@ -72,19 +77,38 @@ interface DemoState {
   agent_id: string;
 }
 
+/** Whether the demo agent exists and the demo key is still usable, in the database the state was written for. */
+async function stillUsable(state: DemoState): Promise<{ agent: boolean; key: boolean }> {
+  if (state.database_url !== config.DATABASE_URL) return { agent: false, key: false };
+  const client = new pg.Client({ connectionString: config.DATABASE_URL });
+  await client.connect();
+  try {
+    const agent = await client.query("SELECT 1 FROM agents WHERE id = $1 AND org_id = $2", [state.agent_id, state.org_id]);
+    const key = await client.query("SELECT 1 FROM api_keys WHERE key_hash = $1 AND org_id = $2 AND revoked_at IS NULL", [hashApiKey(state.api_key), state.org_id]);
+    return { agent: agent.rowCount === 1, key: key.rowCount === 1 };
+  } finally {
+    await client.end();
+  }
+}
+
 async function seedDemo(): Promise<DemoState> {
   if (fs.existsSync(STATE_FILE)) {
     const state = JSON.parse(fs.readFileSync(STATE_FILE, "utf8")) as DemoState;
-    const client = new pg.Client({ connectionString: config.DATABASE_URL });
-    await client.connect();
-    const found = await client.query("SELECT 1 FROM agents WHERE id = $1", [state.agent_id]);
-    await client.end();
-    if (state.database_url === config.DATABASE_URL && found.rowCount) return state;
+    const usable = await stillUsable(state);
+    if (usable.agent && usable.key) return state;
+    if (usable.agent) {
+      // The demo key was revoked or deleted: give the demo organization a new one.
+      const { api_key } = cli("key", "create", "--org", state.org_id, "--name", "demo");
+      return saveState({ ...state, api_key: api_key! });
+    }
   }
   const { org_id } = cli("org", "create", "--name", "Demo", "--plan", "pro", "--credits", "100000");
   const { api_key } = cli("key", "create", "--org", org_id!, "--name", "demo");
   const { agent_id } = cli("agent", "create", "--org", org_id!, "--name", "Demo agent", "--instructions", "You are a helpful assistant for {{user_name}}.");
-  const state = { database_url: config.DATABASE_URL, org_id: org_id!, api_key: api_key!, agent_id: agent_id! };
+  return saveState({ database_url: config.DATABASE_URL, org_id: org_id!, api_key: api_key!, agent_id: agent_id! });
+}
+
+function saveState(state: DemoState): DemoState {
   fs.writeFileSync(STATE_FILE, JSON.stringify(state, null, 2), { mode: 0o600 });
   return state;
 }
@@ -96,17 +120,29 @@ function start(service: string, env: Record<string, string>): void {
     stdio: ["ignore", "inherit", "inherit"],
   });
   child.on("exit", (code, signal) => {
-    if (!stopping) fail(`${service} exited (${signal ?? code}); stopping.`);
+    if (!stopping) void stopAll(1, `${service} exited (${signal ?? code}); stopping.`);
   });
   children.push(child);
 }
 
-let stopping = false;
-function stopAll(): void {
-  stopping = true;
-  for (const c of children) c.kill("SIGTERM");
-  setTimeout(() => process.exit(0), 12_000).unref();
-  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once("exit", r))))).then(() => process.exit(0));
+const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
+
+let stopping: Promise<never> | null = null;
+/**
+ * Prints `line` if given, stops every service started so far (SIGTERM, then SIGKILL after
+ * {@link STOP_GRACE_MS}) and exits with `code` once all of them have exited, so that none is
+ * left running without this process.
+ */
+function stopAll(code: number, line?: string): Promise<never> {
+  if (line) process.stderr.write(`${line}\n`);
+  return (stopping ??= (async () => {
+    const exited = children.map((c) => new Promise((r) => (running(c) ? c.once("exit", r) : r(null))));
+    for (const c of children.filter(running)) c.kill("SIGTERM");
+    const kill = setTimeout(() => children.filter(running).forEach((c) => c.kill("SIGKILL")), STOP_GRACE_MS);
+    await Promise.all(exited);
+    clearTimeout(kill);
+    process.exit(code);
+  })());
 }
 
 async function waitReady(url: string): Promise<void> {
@@ -128,12 +164,12 @@ async function main(): Promise<void> {
   const demo = await seedDemo();
   const memoryUrl = `http://127.0.0.1:${config.MEMORY_PORT}`;
   const modelUrl = `http://127.0.0.1:${config.SCRIPTED_MODEL_PORT}/v1`;
-  start("scripted-model", { PORT: String(config.SCRIPTED_MODEL_PORT) });
-  start("memory", { PORT: String(config.MEMORY_PORT) });
+  start("scripted-model", { SCRIPTED_MODEL_PORT: String(config.SCRIPTED_MODEL_PORT) });
+  start("memory", { MEMORY_PORT: String(config.MEMORY_PORT) });
   for (let i = 0; i < config.WORKERS; i++) start("agent-worker", { MEMORY_URL: memoryUrl, SCRIPTED_MODEL_URL: modelUrl });
   start("gateway", { PORT: String(config.PORT), MEMORY_URL: memoryUrl });
-  process.on("SIGINT", stopAll);
-  process.on("SIGTERM", stopAll);
+  process.on("SIGINT", () => void stopAll(0));
+  process.on("SIGTERM", () => void stopAll(0));
   await waitReady(`http://127.0.0.1:${config.PORT}/readyz`);
   const base = `http://127.0.0.1:${config.PORT}`;
   console.log(
@@ -150,4 +186,4 @@ async function main(): Promise<void> {
   );
 }
 
-main().catch((err) => fail(`npm run dev failed: ${(err as Error).message}`));
+main().catch((err: Error) => stopAll(1, err instanceof DevFailure ? err.message : `npm run dev failed: ${err.message}`));
