@@ -6,6 +6,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
+import pg from "pg";
 
 const root = path.resolve(import.meta.dirname, "..");
 const src = path.join(root, "prisma/schema.prisma");
@@ -14,6 +15,41 @@ const cli = path.join(path.dirname(createRequire(import.meta.url).resolve("prism
 
 // The services' default (DEFAULT_DATABASE_URL in packages/config).
 process.env.DATABASE_URL ||= "postgresql://postgres@127.0.0.1:5432/agentrun";
+
+/**
+ * Creates the database named by `databaseUrl` when the server says it does not exist (3D000),
+ * as Prisma's native engine does for `migrate deploy`, `dev` and `reset`; the in-process engine
+ * configured here connects to that database itself and cannot. The same as `ensureDatabase` in
+ * packages/db, which this plain Node script cannot import, but it asks the database first, so a
+ * role that may not connect to the `postgres` maintenance database still migrates an existing one.
+ */
+async function createDatabaseIfMissing(databaseUrl) {
+  const probe = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
+  try {
+    await probe.connect();
+    return;
+  } catch (err) {
+    // Anything else (server down, bad credentials) is Prisma's to report.
+    if (err?.code !== "3D000") return;
+  } finally {
+    await probe.end().catch(() => {});
+  }
+  const url = new URL(databaseUrl);
+  const database = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = "/postgres";
+  const admin = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: 5000 });
+  try {
+    await admin.connect();
+    await admin.query(`CREATE DATABASE "${database.replaceAll('"', '""')}"`);
+    console.log(`Created database "${database}".`);
+  } catch (err) {
+    if (err?.code === "42P04") return; // created concurrently
+    process.stderr.write(`error: database "${database}" does not exist and could not be created: ${err?.message ?? err}\n`);
+    process.exit(1);
+  } finally {
+    await admin.end().catch(() => {});
+  }
+}
 
 // Prisma 6 requires `url` in the datasource block, which Prisma 7 rejects: derive a copy with
 // the url and without generators (so Prisma 6 never writes a client).
@@ -31,6 +67,7 @@ fs.writeFileSync(schema, derived);
 // `migrate diff` in 6.19 rejects --schema; map the schema path argument to the derived copy.
 const args = process.argv.slice(2).map((a) => (path.resolve(a) === src ? schema : a));
 const [cmd, sub] = args;
+if (cmd === "migrate" && ["deploy", "dev", "reset"].includes(sub)) await createDatabaseIfMissing(process.env.DATABASE_URL);
 if (cmd === "migrate" && (sub === "dev" || sub === "reset")) args.push("--skip-generate", "--skip-seed");
 args.push("--config", path.join(root, "prisma/migrate.config.ts"));
 if (!(cmd === "migrate" && sub === "diff")) args.push("--schema", schema);

@@ -1,0 +1,36 @@
+import pg from "pg";
+import { testEnv } from "@agentrun/testing";
+import { dropDatabase, migrateDeploy } from "./database";
+
+jest.setTimeout(60_000);
+
+/** The test run's database URL with another database name. */
+function urlOf(database: string): string {
+  const url = new URL(testEnv().databaseUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function tablesIn(databaseUrl: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const res = await client.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public'");
+    return res.rows.map((r) => r.tablename);
+  } finally {
+    await client.end();
+  }
+}
+
+describe("migrateDeploy (npm run db:migrate:deploy)", () => {
+  const databaseUrl = urlOf(`${new URL(testEnv().databaseUrl).pathname.slice(1)}_fresh`);
+  afterAll(() => dropDatabase(databaseUrl));
+
+  it("creates the database when it does not exist, then applies every migration", async () => {
+    await dropDatabase(databaseUrl);
+    await migrateDeploy(databaseUrl);
+    expect(await tablesIn(databaseUrl)).toEqual(expect.arrayContaining(["_prisma_migrations", "organizations", "runs"]));
+    // A second deploy finds the database and nothing to apply.
+    await migrateDeploy(databaseUrl);
+  });
+});
