@@ -79,20 +79,33 @@ const SCHEMA_PROBLEMS: Record<string, string> = {
   "42883": "error: the database is not migrated to this version (run `npm run db:migrate:deploy`)",
 };
 
+/** SQLSTATEs of a refused login: unknown role or no pg_hba.conf entry (28000), wrong password (28P01). */
+const LOGIN_REFUSED = ["28000", "28P01"];
+
+/** PostgreSQL's own message of an error raised through Prisma's driver adapter, e.g. `role "x" does not exist`. */
+function serverMessageOf(err: unknown): string | undefined {
+  const message = (err as { meta?: { driverAdapterError?: { cause?: { originalMessage?: unknown } } } } | null)?.meta?.driverAdapterError?.cause?.originalMessage;
+  return typeof message === "string" && message !== "" ? message : undefined;
+}
+
 /** Maps any thrown value to the line and exit code the operator sees. */
 export function errorResult(err: unknown): CliResult {
   if (err instanceof UsageError) return { exitCode: EXIT_USAGE, stderr: oneLine(err.message) };
   if (err instanceof NotFoundError) return { exitCode: EXIT_FAILURE, stderr: oneLine(err.message) };
-  if (err instanceof AppError) {
-    return { exitCode: err.code === "invalid_request" ? EXIT_USAGE : EXIT_FAILURE, stderr: oneLine(err.message) };
-  }
+  // The option parsers have checked every value by now: what a package refuses (a balance past
+  // its limit, an unknown row) is a failed operation, not a command line that cannot run.
+  if (err instanceof AppError) return { exitCode: EXIT_FAILURE, stderr: oneLine(err.message) };
   if (isUnavailableError(err)) {
     return {
       exitCode: EXIT_FAILURE,
       stderr: "error: the database is unreachable (check DATABASE_URL; start it with `docker compose up -d postgres`)",
     };
   }
-  const schemaProblem = SCHEMA_PROBLEMS[sqlStateOf(err) ?? ""];
+  const sqlState = sqlStateOf(err) ?? "";
+  if (LOGIN_REFUSED.includes(sqlState)) {
+    return { exitCode: EXIT_FAILURE, stderr: oneLine(`the database refused the login in DATABASE_URL (${serverMessageOf(err) ?? "check its user name and password"})`) };
+  }
+  const schemaProblem = SCHEMA_PROBLEMS[sqlState];
   if (schemaProblem) return { exitCode: EXIT_FAILURE, stderr: schemaProblem };
   const message = err instanceof Error ? err.message : String(err);
   return { exitCode: EXIT_FAILURE, stderr: oneLine(message || "unexpected failure") };

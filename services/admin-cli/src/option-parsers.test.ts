@@ -9,10 +9,11 @@ describe("intOption", () => {
     expect(credits("2147483647")).toBe(2_147_483_647);
   });
   it.each(["", "1.5", "1e3", "0x10", "10abc", "-1", "2147483648"])("rejects %j", (v) => {
-    expect(() => credits(v)).toThrow(new UsageError("--credits must be an integer ≥ 0"));
+    expect(() => credits(v)).toThrow(new UsageError("--credits must be an integer from 0 to 2147483647"));
   });
-  it("names the range in its message", () => {
-    expect(() => intOption("--amount", 1)("0")).toThrow("--amount must be a positive integer");
+  it("names the range in its message, the upper limit included", () => {
+    expect(() => credits("99999999999")).toThrow(new UsageError("--credits must be an integer from 0 to 2147483647"));
+    expect(() => intOption("--amount", 1)("0")).toThrow("--amount must be an integer from 1 to 2147483647");
     expect(() => intOption("--max-steps", 1, 50)("51")).toThrow("--max-steps must be an integer from 1 to 50");
   });
 });

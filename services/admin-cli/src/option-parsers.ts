@@ -1,7 +1,7 @@
 /**
  * Value parsers for commander options. Each is built for one flag so that its error names the
- * flag, e.g. `--credits must be an integer ≥ 0`; they throw {@link UsageError}, which commander
- * passes through unchanged.
+ * flag and the accepted values, e.g. `--credits must be an integer from 0 to 2147483647`; they
+ * throw {@link UsageError}, which commander passes through unchanged.
  */
 import { DEFAULT_PRICING } from "@agentrun/credits";
 import { UsageError } from "./cli-errors";
@@ -15,8 +15,7 @@ export function intOption(flag: string, min: number, max = MAX_INT32): (value: s
     const text = value.trim();
     const n = Number(text);
     if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(n) || n < min || n > max) {
-      const range = max === MAX_INT32 ? (min === 1 ? "a positive integer" : `an integer ≥ ${min}`) : `an integer from ${min} to ${max}`;
-      throw new UsageError(`${flag} must be ${range}`);
+      throw new UsageError(`${flag} must be an integer from ${min} to ${max}`);
     }
     return n;
   };

@@ -64,6 +64,19 @@ describe("as a subprocess", () => {
     expect(down.stderr).toMatch(/^error: the database is unreachable[^\n]*\n$/);
   });
 
+  it("says in one line that the database refused the login when DATABASE_URL names an unknown role", () => {
+    const url = new URL(testEnv().databaseUrl);
+    url.username = `agentrun_no_role_${process.pid}`;
+    const res = spawnSync(process.execPath, [require.resolve("tsx/cli"), "services/admin-cli/src/index.ts", "credits", "show", "--org", "o"], {
+      cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: url.toString() }, encoding: "utf8", timeout: 30_000,
+    });
+    expect({ status: res.status, stdout: res.stdout, stderr: res.stderr }).toEqual({
+      status: 1,
+      stdout: "",
+      stderr: `error: the database refused the login in DATABASE_URL (role "agentrun_no_role_${process.pid}" does not exist)\n`,
+    });
+  });
+
   it("says so when DATABASE_URL names a database that does not exist or is not migrated", () => {
     const withDb = (name: string) =>
       spawnSync(process.execPath, [require.resolve("tsx/cli"), "services/admin-cli/src/index.ts", "credits", "show", "--org", "o"], {

@@ -68,10 +68,11 @@ describe("org create", () => {
     [["--plan", "gold"], "error: --plan must be one of free, starter, pro, enterprise"],
     [["--rpm", "100"], "error: --rpm is only allowed with --plan enterprise"],
     [["--plan", "pro", "--rpm", "100"], "error: --rpm is only allowed with --plan enterprise"],
-    [["--plan", "enterprise", "--rpm", "0"], "error: --rpm must be a positive integer"],
-    [["--credits", "-1"], "error: --credits must be an integer ≥ 0"],
-    [["--credits", "1.5"], "error: --credits must be an integer ≥ 0"],
-    [["--credits", "ten"], "error: --credits must be an integer ≥ 0"],
+    [["--plan", "enterprise", "--rpm", "0"], "error: --rpm must be an integer from 1 to 2147483647"],
+    [["--credits", "-1"], "error: --credits must be an integer from 0 to 2147483647"],
+    [["--credits", "1.5"], "error: --credits must be an integer from 0 to 2147483647"],
+    [["--credits", "ten"], "error: --credits must be an integer from 0 to 2147483647"],
+    [["--credits", "99999999999"], "error: --credits must be an integer from 0 to 2147483647"],
   ])("rejects %j with exit 2", async (extra, message) => {
     const before = await prisma.organization.count();
     expect(await fails("org", "create", "--name", "Bad", ...extra)).toEqual({ exitCode: 2, stderr: message });
@@ -149,7 +150,7 @@ describe("agent create", () => {
     [["--temperature", "3"], "error: --temperature must be a number from 0 to 2"],
     [["--base-url", "ftp://x"], "error: --base-url must be an http(s) URL"],
     [["--http-allow", "https://a.example"], "error: --http-allow: not a host name: https://a.example"],
-    [["--pricing", "base=-1"], "error: --pricing base must be an integer ≥ 0"],
+    [["--pricing", "base=-1"], "error: --pricing base must be an integer from 0 to 2147483647"],
     [["--pricing", "base=1,base=2"], "error: --pricing takes base=N,per_tool_call=N,per_1k_tokens=N (each at most once)"],
     [["--pricing", "cheap=1"], "error: --pricing takes base=N,per_tool_call=N,per_1k_tokens=N (each at most once)"],
   ])("rejects %j with exit 2", async (extra, message) => {
@@ -205,13 +206,13 @@ describe("credits add / show", () => {
 
   it.each(["1.5", "0", "-3", "1e3", "abc"])("rejects --amount %s with exit 2", async (amount) => {
     const orgId = await newOrg();
-    expect(await fails("credits", "add", "--org", orgId, "--amount", amount)).toEqual({ exitCode: 2, stderr: "error: --amount must be a positive integer" });
+    expect(await fails("credits", "add", "--org", orgId, "--amount", amount)).toEqual({ exitCode: 2, stderr: "error: --amount must be an integer from 1 to 2147483647" });
     expect(await prisma.creditLedgerEntry.count({ where: { orgId } })).toBe(1);
   });
 
-  it("refuses a grant that would take the balance past 2147483647, changing nothing", async () => {
+  it("refuses a grant that would take the balance past 2147483647 as a failed operation (exit 1), changing nothing", async () => {
     const orgId = await newOrg("--credits", "10");
-    expect(await fails("credits", "add", "--org", orgId, "--amount", "2147483647")).toEqual({ exitCode: 2, stderr: "error: the balance would exceed 2147483647 credits" });
+    expect(await fails("credits", "add", "--org", orgId, "--amount", "2147483647")).toEqual({ exitCode: 1, stderr: "error: the balance would exceed 2147483647 credits" });
     expect(await ok("credits", "show", "--org", orgId)).toEqual({ balance: 10 });
     expect(await prisma.creditLedgerEntry.count({ where: { orgId } })).toBe(1);
   });

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { getBalance, grantCredits } from "@agentrun/credits";
 import { NotFoundError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
-import { intOption } from "../option-parsers";
+import { intOption, MAX_INT32 } from "../option-parsers";
 
 type Ctx = Pick<CommandContext, "prisma">;
 
@@ -27,7 +27,7 @@ export function registerCreditsCommands(program: Command, ctx: CommandContext): 
     .command("add")
     .description("grant credits; prints {balance}")
     .requiredOption("--org <org_id>", "organization")
-    .requiredOption("--amount <n>", "credits to add, a positive integer", intOption("--amount", 1))
+    .requiredOption("--amount <n>", `credits to add, 1 to ${MAX_INT32}`, intOption("--amount", 1))
     .action(async (o: { org: string; amount: number }) => ctx.emit(await addCredits(ctx, o.org, o.amount)));
   credits
     .command("show")

@@ -3,7 +3,7 @@ import { newId, type Plan } from "@agentrun/db";
 import { grantCredits } from "@agentrun/credits";
 import { UsageError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
-import { choiceOption, intOption, textOption } from "../option-parsers";
+import { choiceOption, intOption, MAX_INT32, textOption } from "../option-parsers";
 
 /** Plans in the order of the schema's `Plan` enum. */
 export const PLANS = ["free", "starter", "pro", "enterprise"] as const satisfies readonly Plan[];
@@ -55,7 +55,7 @@ export function registerOrgCommands(program: Command, ctx: CommandContext): void
     .description("create an organization; prints {org_id}")
     .requiredOption("--name <name>", "display name", textOption("--name"))
     .option("--plan <plan>", `one of ${PLANS.join(", ")} (default: free)`, choiceOption("--plan", PLANS))
-    .option("--credits <n>", `initial credits, an integer ≥ 0 (default: ${DEFAULT_INITIAL_CREDITS})`, intOption("--credits", 0))
+    .option("--credits <n>", `initial credits, 0 to ${MAX_INT32} (default: ${DEFAULT_INITIAL_CREDITS})`, intOption("--credits", 0))
     .option("--rpm <n>", `requests per minute, enterprise only (default: ${DEFAULT_ENTERPRISE_RPM})`, intOption("--rpm", 1))
     .action(async (o: { name: string; plan?: Plan; credits?: number; rpm?: number }) => {
       ctx.emit(await createOrg(ctx, { name: o.name, plan: o.plan ?? "free", credits: o.credits ?? DEFAULT_INITIAL_CREDITS, rpm: o.rpm }));
