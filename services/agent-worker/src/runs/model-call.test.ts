@@ -2,7 +2,8 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
-import { callModel, type ModelUsage } from "./model-call";
+import { callModel, type ModelCallOptions, type ModelUsage } from "./model-call";
+import { RunFailure } from "./run-failure";
 
 // A provider's stream as raw chunks: the SDK reads them over HTTP as from any hosted model.
 const chunk = (delta: object, usage?: object) =>
@@ -12,11 +13,27 @@ describe("callModel", () => {
   let server: Server;
   let client: OpenAI;
   let script: string[] = [];
+  // Pause before each part of the script, as a model that streams slowly.
+  let gapMs = 0;
+  // Answers to give before the script, one per request (e.g. a 503 that asks for a retry).
+  let refusals: { status: number; headers: Record<string, string> }[] = [];
+  let requests = 0;
 
   beforeAll(async () => {
-    server = createServer((_req, res) => {
+    server = createServer(async (_req, res) => {
+      requests++;
+      const refusal = refusals.shift();
+      if (refusal) {
+        res.writeHead(refusal.status, { "content-type": "application/json", ...refusal.headers });
+        res.end(JSON.stringify({ error: { message: "busy", type: "server_error" } }));
+        return;
+      }
       res.writeHead(200, { "content-type": "text/event-stream" });
-      for (const part of script) res.write(part);
+      for (const part of script) {
+        if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
+        if (res.destroyed) return;
+        res.write(part);
+      }
       res.end("data: [DONE]\n\n");
     });
     server.listen(0, "127.0.0.1");
@@ -28,7 +45,14 @@ describe("callModel", () => {
     await new Promise<void>((r) => server.close(() => r()));
   });
 
-  async function call() {
+  beforeEach(() => {
+    script = [];
+    gapMs = 0;
+    refusals = [];
+    requests = 0;
+  });
+
+  async function call(opts: Partial<ModelCallOptions> = {}) {
     const texts: string[] = [];
     const usages: ModelUsage[] = [];
     const turn = await callModel({
@@ -42,8 +66,19 @@ describe("callModel", () => {
       maxRetries: 0,
       onText: (t) => texts.push(t),
       onUsage: (u) => usages.push(u),
+      ...opts,
     });
     return { turn, texts, usages };
+  }
+
+  /** How `call` failed, and after how long. */
+  async function failure(opts: Partial<ModelCallOptions>): Promise<{ err: unknown; ms: number }> {
+    const t0 = Date.now();
+    const err = await call(opts).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    return { err, ms: Date.now() - t0 };
   }
 
   it("keeps a surrogate pair split across two chunks whole, and replaces lone surrogates and U+0000", async () => {
@@ -60,5 +95,33 @@ describe("callModel", () => {
     script = [chunk({ content: "abcdefghi" })];
     // "12345678" → 2 prompt tokens; "abcdefghi" → 3 completion tokens.
     expect((await call()).usages).toEqual([{ promptTokens: 2, completionTokens: 3 }]);
+  });
+
+  it("ends a call still streaming at timeoutMs with model_timeout, though chunks keep arriving within the idle timeout", async () => {
+    script = Array.from({ length: 12 }, (_, i) => chunk({ content: `part ${i} ` }));
+    gapMs = 150;
+    const { err, ms } = await failure({ timeoutMs: 600, idleTimeoutMs: 1000 });
+    expect(err).toBeInstanceOf(RunFailure);
+    expect(err).toMatchObject({ code: "model_timeout", message: "The model call took longer than 600 ms." });
+    expect(ms).toBeGreaterThanOrEqual(550);
+    expect(ms).toBeLessThan(1200);
+  });
+
+  it("counts a retry's back-off and the retry itself in timeoutMs: no fresh budget per attempt", async () => {
+    // The SDK would wait the second the provider asks for, then retry (and get an answer).
+    refusals = [{ status: 503, headers: { "retry-after-ms": "1000" } }];
+    script = [chunk({ content: "late" })];
+    const { err, ms } = await failure({ timeoutMs: 200, maxRetries: 1 });
+    expect(err).toMatchObject({ code: "model_timeout", message: "The model call took longer than 200 ms." });
+    expect(ms).toBeLessThan(800);
+    expect(requests).toBe(1);
+  });
+
+  it("retries within timeoutMs and answers", async () => {
+    refusals = [{ status: 503, headers: { "retry-after-ms": "100" } }];
+    script = [chunk({ content: "second time" })];
+    const { turn } = await call({ timeoutMs: 2000, maxRetries: 1 });
+    expect(turn.text).toBe("second time");
+    expect(requests).toBe(2);
   });
 });

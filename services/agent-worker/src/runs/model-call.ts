@@ -29,7 +29,9 @@ export interface ModelCallOptions {
   temperature?: number | null;
   /** Aborted on cancel or shutdown (reason "cancel" / "shutdown"). */
   signal: AbortSignal;
+  /** Longest the whole call may take, its retries included. */
   timeoutMs: number;
+  /** Longest wait for the first or next streamed chunk. */
   idleTimeoutMs: number;
   maxRetries: number;
   onText: (delta: string) => void;
@@ -43,7 +45,9 @@ export interface ModelCallOptions {
 
 /**
  * One streamed chat completion: forwards text deltas as they arrive, assembles tool calls, and
- * reports token usage. Stops with `model_timeout` when no chunk arrives within the idle timeout.
+ * reports token usage. Stops with `model_timeout` when no chunk arrives within the idle timeout,
+ * or when the call as a whole (request, the SDK's retries and their back-off, headers and the
+ * streamed body) has not ended within `timeoutMs`: a retry gets what is left of that time.
  * A call that ends without the model's usage (stopped before the last chunk, which carries it,
  * or answered by a provider that ignores `include_usage`) reports an estimate of what it
  * consumed: the prompt it read and the answer it streamed, at four characters per token.
@@ -53,7 +57,11 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const idleTimer = setTimeout(() => idle.abort("idle_timeout"), opts.idleTimeoutMs);
   // Restarts the idle countdown (cheaper than a new timer for every chunk).
   const armIdle = () => idleTimer.refresh();
-  const signal = AbortSignal.any([opts.signal, idle.signal]);
+  // The SDK's own timeout stops at the response headers (and starts afresh for each retry): this
+  // one bounds the call to its last chunk.
+  const deadline = new AbortController();
+  const deadlineTimer = setTimeout(() => deadline.abort("call_timeout"), opts.timeoutMs);
+  const signal = AbortSignal.any([opts.signal, idle.signal, deadline.signal]);
   const turn: ModelTurn = { text: "", toolCalls: [] };
   const calls = new Map<number, ModelToolCall>();
   let usage: ModelUsage | undefined;
@@ -70,7 +78,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     opts.onText(text);
   };
   try {
-    const stream = await opts.client.chat.completions.create(
+    const request = opts.client.chat.completions.create(
       {
         model: opts.model,
         messages: opts.messages,
@@ -81,6 +89,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       },
       { signal, timeout: opts.timeoutMs, maxRetries: opts.maxRetries },
     );
+    const stream = await untilAborted(request, signal);
     for await (const chunk of stream) {
       armIdle();
       answering = true;
@@ -111,14 +120,31 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       throw new RunFailure(reason, `stopped: ${reason}`, { cause: err });
     }
     if (idle.signal.aborted) throw new RunFailure("model_timeout", `The model sent nothing for ${opts.idleTimeoutMs} ms.`, { cause: err });
+    if (deadline.signal.aborted) throw new RunFailure("model_timeout", `The model call took longer than ${opts.timeoutMs} ms.`, { cause: err });
     throw modelFailure(err, opts.idleTimeoutMs);
   } finally {
     clearTimeout(idleTimer);
+    clearTimeout(deadlineTimer);
   }
   reportUsage();
   turn.toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }));
   if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
   return turn;
+}
+
+/**
+ * `request`, or its signal's reason as soon as `signal` aborts: the SDK waits out a retry's
+ * back-off (as long as the provider's Retry-After asks) without looking at its signal.
+ */
+function untilAborted<T>(request: Promise<T>, signal: AbortSignal): Promise<T> {
+  // Once aborted, the SDK still rejects the request when its back-off ends; nobody awaits it then.
+  request.catch(() => {});
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    request.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** The usual estimate of a text's tokens: one per four characters. */
