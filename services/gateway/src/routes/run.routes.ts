@@ -5,7 +5,7 @@ import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
 import { createRun, newRunIds } from "../runs/create-run";
 import { startRun } from "../runs/start-run";
-import { claimIdempotencyKey, releaseIdempotencyKey, requestHash, waitForRun } from "../runs/idempotency";
+import { claimKeyForRun, releaseIdempotencyKey, requestHash } from "../runs/idempotency";
 import { respondWithRun } from "../runs/respond-run";
 
 /** `POST /run`: starts a run and streams its events (SSE) or waits for its result (JSON). */
@@ -21,10 +21,9 @@ export function runRoutes(deps: GatewayDeps): Router {
     const ids = newRunIds(body.task_id);
 
     if (key?.data) {
-      const claim = await claimIdempotencyKey(deps.prisma, { orgId: auth.orgId, key: key.data, hash: requestHash(auth.agentId, body), ...ids });
+      const claim = await claimKeyForRun(deps.prisma, { orgId: auth.orgId, key: key.data, hash: requestHash(auth.agentId, body), ...ids });
       if (!claim.owner) {
         // The same request again: answer with the run the first one started.
-        if (!(await waitForRun(deps.prisma, claim.runId))) throw new AppError("run_in_progress", { message: "A request with this Idempotency-Key is still being accepted; retry shortly." });
         await respondWithRun(deps, req, res, { runId: claim.runId, taskId: claim.taskId, stream: body.stream });
         return;
       }

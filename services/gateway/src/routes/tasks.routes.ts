@@ -67,8 +67,14 @@ export function tasksRoutes(deps: GatewayDeps): Router {
     for (let attempt = 0; ; attempt++) {
       const runs = await prisma.run.findMany({ where: { taskId: task.id }, select: { id: true, status: true, query: true } });
       await Promise.all(runs.map((run) => cancelRunAndWait(store, run)));
-      const { count } = await prisma.task.deleteMany({ where: { id: task.id, activeRunId: null } });
-      const gone = count === 1 || !(await prisma.task.findUnique({ where: { id: task.id }, select: { id: true } }));
+      // The Idempotency-Keys of its runs go with the task, in the same statement: a replay of a
+      // request that started one of them finds its key free instead of waiting for a run that
+      // no longer exists.
+      const [deleted] = await prisma.$queryRaw<{ count: number }[]>`
+        WITH gone AS (DELETE FROM tasks WHERE id = ${task.id} AND active_run_id IS NULL RETURNING id, org_id),
+          keys AS (DELETE FROM idempotency_keys k USING gone WHERE k.org_id = gone.org_id AND k.task_id = gone.id)
+        SELECT count(*)::int AS count FROM gone`;
+      const gone = deleted?.count === 1 || !(await prisma.task.findUnique({ where: { id: task.id }, select: { id: true } }));
       if (gone) {
         if (runs.length) await deps.redis.unlink(...runs.map((r) => runLogKey(deps.config.REDIS_PREFIX, r.id)));
         break;

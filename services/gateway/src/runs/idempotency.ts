@@ -61,12 +61,47 @@ export async function releaseIdempotencyKey(prisma: PrismaClient, orgId: string,
   await prisma.idempotencyKey.deleteMany({ where: { orgId, key, runId } });
 }
 
-/** Waits for the run a concurrent request with the same key is creating. */
-export async function waitForRun(prisma: PrismaClient, runId: string, timeoutMs = 5000): Promise<boolean> {
+/** How often a replay claims a key again that was freed while it waited (see {@link claimKeyForRun}). */
+const MAX_RECLAIMS = 2;
+
+/**
+ * Claims `key` for a new run (see {@link claimIdempotencyKey}). When an earlier request holds it,
+ * waits until that request's run exists and answers with it. A key freed meanwhile (that request
+ * was refused, or the run's task was deleted with its keys) is claimed again. 409
+ * `run_in_progress` when the run does not appear within `timeoutMs`: that request is still being
+ * accepted.
+ */
+export async function claimKeyForRun(
+  prisma: PrismaClient,
+  input: { orgId: string; key: string; hash: string; runId: string; taskId: string },
+  timeoutMs = 5000,
+): Promise<Claim> {
+  for (let attempt = 0; ; attempt++) {
+    const claim = await claimIdempotencyKey(prisma, input);
+    if (claim.owner) return claim;
+    const state = await waitForRun(prisma, { orgId: input.orgId, key: input.key, runId: claim.runId }, timeoutMs);
+    if (state === "ready") return claim;
+    if (state === "pending" || attempt === MAX_RECLAIMS) {
+      throw new AppError("run_in_progress", { message: "A request with this Idempotency-Key is still being accepted; retry shortly." });
+    }
+  }
+}
+
+/**
+ * Waits for the run a concurrent request with the same key is creating: "ready" once it exists,
+ * "released" as soon as the key no longer names it (no such run will come), "pending" past
+ * `timeoutMs`. Both are read in one statement, so a run created and its key kept is never taken
+ * for a released key.
+ */
+async function waitForRun(prisma: PrismaClient, claim: { orgId: string; key: string; runId: string }, timeoutMs: number): Promise<"ready" | "released" | "pending"> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (await prisma.run.findUnique({ where: { id: runId }, select: { id: true } })) return true;
+    const [row] = await prisma.$queryRaw<{ run: boolean; claimed: boolean }[]>`
+      SELECT EXISTS (SELECT 1 FROM runs WHERE id = ${claim.runId}) AS run,
+        EXISTS (SELECT 1 FROM idempotency_keys WHERE org_id = ${claim.orgId} AND key = ${claim.key} AND run_id = ${claim.runId}) AS claimed`;
+    if (row?.run) return "ready";
+    if (!row?.claimed) return "released";
     await new Promise((r) => setTimeout(r, 50));
   }
-  return false;
+  return "pending";
 }

@@ -1,0 +1,104 @@
+import { runRequestSchema } from "@agentrun/contracts";
+import { newId, type PrismaClient } from "@agentrun/db";
+import { createTenant, readSse, runJson, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { IDEMPOTENCY_TTL_MS, requestHash } from "../src/runs/idempotency";
+
+// What a replay of an Idempotency-Key gets when the run it names is gone, or not there yet.
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  stack = await startStack({ memory: false });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+const keyed = (key: string) => ({ ...tenant.headers, "idempotency-key": key });
+const run = (key: string, query: string) => runJson(stack.gatewayUrl, keyed(key), { query });
+
+/**
+ * A key claimed by a request that has not created its run yet (between its claim and its
+ * insert), as `claimIdempotencyKey` leaves it. Returns the run id it names.
+ */
+async function claimedKey(key: string, query: string): Promise<string> {
+  const runId = newId("run");
+  const hash = requestHash(tenant.agentId, runRequestSchema.parse({ query }));
+  await prisma.idempotencyKey.create({
+    data: { orgId: tenant.orgId, key, requestHash: hash, runId, taskId: newId("task"), expiresAt: new Date(Date.now() + IDEMPOTENCY_TTL_MS) },
+  });
+  return runId;
+}
+
+it("frees a key with its run's task: a replay after DELETE /api/tasks/{id} starts a new run at once", async () => {
+  const key = `key-${newId("run")}`;
+  const first = await run(key, "remember me");
+  expect(first.status).toBe(200);
+  const del = await fetch(`${stack.gatewayUrl}/api/tasks/${first.body.task_id}`, { method: "DELETE", headers: tenant.headers });
+  expect(del.status).toBe(204);
+  expect(await prisma.idempotencyKey.count({ where: { orgId: tenant.orgId, key } })).toBe(0);
+
+  const t0 = Date.now();
+  const replay = await run(key, "remember me");
+  expect(Date.now() - t0).toBeLessThan(3000);
+  expect(replay.status).toBe(200);
+  expect(replay.body).toMatchObject({ status: "completed", output: "Echo: remember me" });
+  expect(replay.body.run_id).not.toBe(first.body.run_id);
+  expect(replay.body.task_id).not.toBe(first.body.task_id);
+  // The key now names the new run: replays answer with it.
+  expect((await run(key, "remember me")).body.run_id).toBe(replay.body.run_id);
+});
+
+it("leaves the keys of other tasks alone", async () => {
+  const [kept, dropped] = [`key-${newId("run")}`, `key-${newId("run")}`];
+  const a = await run(kept, "stays");
+  const b = await run(dropped, "goes");
+  expect((await fetch(`${stack.gatewayUrl}/api/tasks/${b.body.task_id}`, { method: "DELETE", headers: tenant.headers })).status).toBe(204);
+  expect(await prisma.idempotencyKey.findMany({ where: { orgId: tenant.orgId, key: { in: [kept, dropped] } }, select: { key: true, runId: true } })).toEqual([
+    { key: kept, runId: a.body.run_id },
+  ]);
+});
+
+it("still waits for a run that is being accepted, and answers with it once it exists", async () => {
+  const key = `key-${newId("run")}`;
+  const runId = await claimedKey(key, "[chunks:2] accepted late");
+  const replay = readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[chunks:2] accepted late" }, headers: keyed(key), until: () => true });
+  await new Promise((r) => setTimeout(r, 1000));
+  // The first request records its run (as createRun does).
+  const row = await prisma.idempotencyKey.findUniqueOrThrow({ where: { orgId_key: { orgId: tenant.orgId, key } } });
+  const started = JSON.stringify({ seq: 1, type: "run_started", run_id: runId, task_id: row.taskId });
+  await prisma.$queryRaw`SELECT agentrun_create_run(${runId}, ${row.taskId}, true, ${tenant.orgId}, ${tenant.agentId}, ${"[chunks:2] accepted late"},
+    ${"accepted late"}, null, null::jsonb, null::jsonb, null, 1, ${newId("led")}, ${started}::jsonb)`;
+  const { status, events } = await replay;
+  expect(status).toBe(200);
+  expect(events[0]!.data).toEqual({ seq: 1, type: "run_started", run_id: runId, task_id: row.taskId });
+}, 30_000);
+
+it("answers 409 run_in_progress when the run being accepted does not appear", async () => {
+  const key = `key-${newId("run")}`;
+  await claimedKey(key, "never recorded");
+  const t0 = Date.now();
+  const replay = await run(key, "never recorded");
+  expect(replay).toMatchObject({ status: 409, body: { error: { code: "run_in_progress" } } });
+  expect(Date.now() - t0).toBeGreaterThanOrEqual(4500);
+}, 30_000);
+
+it("claims a key freed while the replay waits (its first request was refused) and starts the run at once", async () => {
+  const key = `key-${newId("run")}`;
+  const runId = await claimedKey(key, "second try");
+  const t0 = Date.now();
+  const replay = run(key, "second try");
+  await new Promise((r) => setTimeout(r, 500));
+  // As releaseIdempotencyKey does for a refused request.
+  await prisma.idempotencyKey.deleteMany({ where: { orgId: tenant.orgId, key, runId } });
+  const res = await replay;
+  expect(Date.now() - t0).toBeLessThan(3000);
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({ status: "completed", output: "Echo: second try" });
+  expect(res.body.run_id).not.toBe(runId);
+}, 30_000);
