@@ -1,9 +1,9 @@
 import type { Request, Response } from "express";
-import { EarlyRunSubscription } from "@agentrun/events";
+import { EarlyRunSubscription, RunEventWriter } from "@agentrun/events";
 import { AppError } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { enqueueRun } from "@agentrun/queue";
-import { failRun } from "@agentrun/run-state";
+import { finishRun } from "@agentrun/run-state";
 import type { GatewayDeps } from "../deps";
 import type { CreatedRun } from "./create-run";
 import { respondWithRun } from "./respond-run";
@@ -22,13 +22,27 @@ export interface RunToStart {
   unqueued?: () => Promise<void>;
 }
 
+/** How long ending a run the queue could not take is retried while PostgreSQL is unreachable. */
+const UNQUEUED_FAIL_RETRY_MS = 2000;
+
+const UNQUEUED = { code: "unavailable", message: "The run queue is unavailable." } as const;
+
+/**
+ * What became of a just-created run: queued (or claimed by a worker all the same), or held: the
+ * queue could not take it and it could not be ended either, so it stays queued with its
+ * reservation (and its Idempotency-Key) until the workers queue it again (`reviveQueuedRuns`).
+ */
+type Enqueued = "queued" | "held";
+
 /**
  * Records a run, queues it and answers with it. The run's channel is subscribed to while the run
  * is being recorded, and the job is queued only once that subscription is confirmed, so no
  * event can be published before the gateway listens and the stream needs no first read of the
  * store. A streaming client gets `run_started` as soon as the run is committed, before it is
  * queued: the run is accepted (if the queue cannot take it, the run is failed with `unavailable`
- * and the stream carries that terminal event). A JSON client gets 503 `unavailable` then.
+ * and the stream carries that terminal event). A JSON client gets 503 `unavailable` then. A run
+ * that can be neither queued nor failed is accepted all the same, since the workers will queue it
+ * again: the stream follows it, and a JSON client gets 202 with its status `queued`.
  */
 export async function startRun(deps: GatewayDeps, req: Request, res: Response, run: RunToStart): Promise<void> {
   const early = new EarlyRunSubscription(deps.hub, deps.config.REDIS_PREFIX, run.runId);
@@ -43,48 +57,94 @@ export async function startRun(deps: GatewayDeps, req: Request, res: Response, r
   const log = req.log.child({ runId, taskId });
   const sse = run.stream ? openSse(req, res, deps.config.SSE_HEARTBEAT_MS) : undefined;
   sse?.send(started);
-  // Redis down: the queue cannot take the run either, and the reader subscribes on its own.
-  const listening = await early.ready.then(() => true, () => false);
-  let queued = true;
+  // Redis down: the queue cannot take the run either, and the reader subscribes on its own. The
+  // subscriber connection holds a SUBSCRIBE until Redis is back, so the wait is bounded.
+  const listening = await subscribed(early);
+  if (!listening) early.close();
+  let enqueued: Enqueued | "failed";
   try {
-    await enqueueCreatedRun(deps, log, { runId, query: run.query, unqueued: run.unqueued });
+    enqueued = await enqueueCreatedRun(deps, log, { runId, query: run.query, unqueued: run.unqueued });
   } catch (err) {
     if (!sse) {
       early.close();
       throw err;
     }
-    queued = false;
+    enqueued = "failed";
+  }
+  if (enqueued === "held" && !sse) {
+    early.close();
+    res.status(202).json({ run_id: runId, task_id: taskId, status: "queued", ...run.extra });
+    return;
   }
   await respondWithRun(deps, req, res, {
     runId,
     taskId,
     stream: run.stream,
     sent: [started],
-    fresh: queued,
+    fresh: enqueued === "queued",
     subscription: listening ? early : undefined,
     sse,
     extra: run.extra,
   });
 }
 
+/** The longest wait for Redis to confirm the early subscription (the queue's own limit). */
+const SUBSCRIBE_TIMEOUT_MS = 2000;
+
+/** Whether Redis confirmed `early` within SUBSCRIBE_TIMEOUT_MS. */
+async function subscribed(early: EarlyRunSubscription): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), SUBSCRIBE_TIMEOUT_MS)));
+  try {
+    return await Promise.race([early.ready.then(() => true, () => false), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Queues a run that `createRun` has just recorded. When the queue cannot take it, the run is
  * failed at once (its reservation released, the user's query kept in the task's history) and
- * this throws 503 `unavailable`: nothing would ever pick the run up.
+ * this throws 503 `unavailable`: nothing would ever pick the run up. When it cannot be failed
+ * either, it is left queued and held (see {@link Enqueued}): it is still going to run.
  */
-async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunToStart, "runId" | "query" | "unqueued">): Promise<void> {
+async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunToStart, "runId" | "query" | "unqueued">): Promise<Enqueued> {
   try {
     await enqueueRun(deps.queue, { runId: run.runId });
+    return "queued";
   } catch (err) {
     log.error({ err }, "could not enqueue run");
-    const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
-    // Only while queued: the add may have reached Redis after all and a worker claimed the run.
-    const ended = await failRun(store, { id: run.runId, query: run.query }, { code: "unavailable", message: "The run queue is unavailable." }, { onlyIfQueued: true }).catch((e) => {
-      log.error({ err: e }, "could not fail the unqueued run");
-      return true;
-    });
-    if (!ended) return;
+    let ended: boolean;
+    try {
+      ended = await failUnqueuedRun(deps, run);
+    } catch (e) {
+      log.error({ err: e }, "could not fail the unqueued run: it stays queued for the workers to queue again");
+      return "held";
+    }
+    // Not queued any more: the add reached Redis after all and a worker claimed the run.
+    if (!ended) return "queued";
     await run.unqueued?.().catch((e) => log.error({ err: e }, "could not release what the unqueued run held"));
     throw new AppError("unavailable", { message: "The run queue is unavailable; retry shortly.", cause: err });
   }
+}
+
+/**
+ * Ends a run the queue could not take as failed, only while it is queued (a worker may have
+ * claimed it meanwhile: false then). Until a worker claims it, a run has no event but its
+ * `run_started` (seq 1), so the end is numbered after it without reading the run's Redis log:
+ * the run can be failed while Redis is down. PostgreSQL is retried for a short while.
+ */
+async function failUnqueuedRun(deps: GatewayDeps, run: Pick<RunToStart, "runId" | "query">): Promise<boolean> {
+  const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
+  const writer = new RunEventWriter({ ...store, runId: run.runId, lastSeq: 1, onError: () => {} });
+  const terminal = await finishRun(store, {
+    runId: run.runId,
+    status: "failed",
+    error: UNQUEUED,
+    messages: [{ role: "user", content: run.query }],
+    writer,
+    retryForMs: UNQUEUED_FAIL_RETRY_MS,
+    onlyIfQueued: true,
+  });
+  return terminal !== null;
 }
