@@ -81,7 +81,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
               headers: okHeaders,
               content: { "text/event-stream": eventStream, "application/json": { schema: runResultSchema } },
             },
-            "202": json(runAcceptedSchema, "`stream: false` and the run outlasted the wait limit (default 120 s), or the gateway instance shut down: it goes on; follow it with the events endpoint."),
+            "202": json(runAcceptedSchema, "`stream: false` and the run outlasted the wait limit (default 120 s), or the gateway instance shut down: it goes on; follow it with the events endpoint. Also for a run accepted that could neither be queued nor failed (status `queued`): the workers queue it later."),
           },
         },
         { "402": ref("responses", "PaymentRequired"), "409": ref("responses", "Conflict"), ...BODY_ERRORS },
