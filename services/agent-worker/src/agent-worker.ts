@@ -15,6 +15,7 @@ import { ModelClients } from "./runs/model-clients";
 import { AgentCache } from "./runs/agent-cache";
 import type { RunDeps } from "./runs/run-deps";
 import { reviveQueuedRuns, sweepOrphanedRuns } from "./runs/sweeper";
+import { finalFailureOf } from "./runs/run-failure";
 import { ToolRegistry } from "./tools/registry";
 
 const controlMessage = z.object({ type: z.literal("cancel"), run_id: z.string() });
@@ -85,7 +86,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
       const runId = (job.data as { runId?: string }).runId;
       if (!runId) return;
       const run = await prisma.run.findUnique({ where: { id: runId }, select: { query: true } });
-      if (run) await failRun(store, { id: runId, query: run.query }, { code: "internal_error", message: "The run could not be executed." });
+      if (run) await failRun(store, { id: runId, query: run.query }, finalFailureOf(err));
       log.error({ runId, err: err.message }, "run failed after all attempts");
     },
   });

@@ -9,6 +9,19 @@ export const WORKER_LOST = { code: "worker_lost", message: "The worker executing
  */
 export type StopReason = "cancel" | "shutdown" | "idle_timeout" | "superseded";
 
+/** BullMQ's reason for failing a job whose lock lapsed more often than it allows (`maxStalledCount`). */
+const STALLED_TOO_OFTEN = /stalled more than allowable limit/;
+
+/**
+ * The error of a run whose job failed for good: `worker_lost` when BullMQ gave up on it because
+ * the workers executing it kept stopping (its lock lapsed too often), `internal_error` otherwise
+ * (infrastructure errors on every attempt).
+ */
+export function finalFailureOf(err: Error): { code: string; message: string } {
+  if (STALLED_TOO_OFTEN.test(err.message)) return { ...WORKER_LOST, message: "The workers executing the run kept stopping." };
+  return { code: "internal_error", message: "The run could not be executed." };
+}
+
 /** A failure that ends a run with a code the caller sees in `run_failed`. */
 export class RunFailure extends Error {
   override name = "RunFailure";
