@@ -2,7 +2,7 @@ import Redis from "ioredis";
 import { createTenant, eventually, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 import type { PrismaClient } from "@agentrun/db";
-import { readDbEvents, runLogKey } from "@agentrun/events";
+import { controlChannel, readDbEvents, RUN_LOG_TTL_LIVE_S, runCancelKey, runHeartbeatKey, runLogKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
 import { failRun } from "@agentrun/run-state";
 
 // Short stall timings: a paused worker's job is handed to the other worker within seconds.
@@ -96,5 +96,26 @@ describe("a run ended elsewhere while its worker is still executing it", () => {
     // The resumed worker's model stream goes on for a while: nothing of it may land.
     await sleep(3000);
     await expectEndedOnce(runId, terminal);
+  });
+
+  it("a worker whose run was taken over while it waited leaves the new owner's heartbeat alone", async () => {
+    const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:5000] slow model" }, headers: tenant.headers, timeoutMs: 30_000 });
+    await live.waitFor((e) => e.type === "run_started");
+    const runId: string = live.events[0].run_id;
+    await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status === "running");
+    const prefix = stack.env.REDIS_PREFIX!;
+    // What a worker taking the stalled job over does: the run, its writer key and its heartbeat become its own.
+    await prisma.run.update({ where: { id: runId }, data: { workerId: "worker-new-owner" } });
+    await takeOverRunWriter(redis, runWriterKey(prefix, runId), "worker-new-owner", RUN_LOG_TTL_LIVE_S);
+    await redis.set(runHeartbeatKey(prefix, runId), "worker-new-owner", "PX", 30_000);
+    // The old worker stops waiting for its model (a cancel reaches it) and ends without emitting anything more.
+    await redis.multi().set(runCancelKey(prefix, runId), "1", "EX", 60).publish(controlChannel(prefix), JSON.stringify({ type: "cancel", run_id: runId })).exec();
+    await sleep(1500);
+    expect(await redis.get(runHeartbeatKey(prefix, runId))).toBe("worker-new-owner");
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    expect(run.status).toBe("running"); // its end was not stored: the run is the new owner's
+    // Clean up as the new owner would.
+    await failRun({ prisma, redis, redisPrefix: prefix }, { id: runId, query: "q" }, { code: "worker_lost", message: "test" });
+    expect((await live.result).events.at(-1)!.data.type).toBe("run_failed");
   });
 });

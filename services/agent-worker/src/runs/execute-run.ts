@@ -61,6 +61,8 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
   });
   const progress: RunProgress = { records: [], usage: { promptTokens: 0, completionTokens: 0, toolCalls: 0, modelCalls: 0 }, output: "", pricing: undefined };
   const { records } = progress;
+  // Set when this worker's end was not stored because the run was ended or taken over elsewhere.
+  let endedElsewhere = false;
 
   try {
     const end = await answer(deps, claim, cancelFlag, writer, signal, progress).then(
@@ -70,7 +72,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     if (progress.output || end.status === "completed") records.push({ role: "assistant", content: progress.output });
     const finish = { runId, output: progress.output, usage: progress.usage, pricing: progress.pricing, writer, retryForMs: FINISH_RETRY_MS };
     try {
-      await finishRun(store, { ...finish, ...end, messages: records });
+      endedElsewhere = (await finishRun(store, { ...finish, ...end, messages: records })) === null;
     } catch (err) {
       // PostgreSQL still down after the retries: BullMQ retries the job, and its claim ends the
       // run with the events this worker could not store.
@@ -82,8 +84,8 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     }
   } finally {
     clearInterval(heartbeat);
-    // A superseded run's heartbeat may be its new owner's now.
-    if (!writer.ended && !writer.superseded) await redis.del(hbKey).catch(() => {});
+    // The heartbeat of a run ended or taken over elsewhere may be its new owner's now.
+    if (!writer.ended && !writer.superseded && !endedElsewhere) await redis.del(hbKey).catch(() => {});
   }
 }
 
