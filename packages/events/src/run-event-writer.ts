@@ -124,13 +124,17 @@ export class RunEventWriter implements BatchedWrite {
       // these events reported an error but committed; this one holds all of its events and more.
       // With a writer id, only while the run is running under it: the share lock makes whoever
       // takes the run over (it updates worker_id) wait for this batch, then read it.
-      await this.opts.prisma.$executeRaw`
-        INSERT INTO run_event_batches AS b (run_id, first_seq, last_seq, events, created_at)
-        SELECT ${this.opts.runId}, ${events[0]!.seq}::integer, ${events.at(-1)!.seq}::integer, ${storableJsonText(events)}::jsonb, now()
-        WHERE ${writerId}::text IS NULL
-          OR EXISTS (SELECT 1 FROM runs WHERE id = ${this.opts.runId} AND status = 'running' AND worker_id = ${writerId}::text FOR SHARE)
-        ON CONFLICT (run_id, first_seq) DO UPDATE SET last_seq = EXCLUDED.last_seq, events = EXCLUDED.events
-        WHERE b.last_seq < EXCLUDED.last_seq`;
+      const [result] = await this.opts.prisma.$queryRaw<{ held: boolean }[]>`
+        WITH held AS (SELECT 1 FROM runs WHERE id = ${this.opts.runId} AND status = 'running' AND worker_id = ${writerId}::text FOR SHARE),
+        stored AS (
+          INSERT INTO run_event_batches AS b (run_id, first_seq, last_seq, events, created_at)
+          SELECT ${this.opts.runId}, ${events[0]!.seq}::integer, ${events.at(-1)!.seq}::integer, ${storableJsonText(events)}::jsonb, now()
+          WHERE ${writerId}::text IS NULL OR EXISTS (SELECT 1 FROM held)
+          ON CONFLICT (run_id, first_seq) DO UPDATE SET last_seq = EXCLUDED.last_seq, events = EXCLUDED.events
+          WHERE b.last_seq < EXCLUDED.last_seq)
+        SELECT ${writerId}::text IS NULL OR EXISTS (SELECT 1 FROM held) AS held`;
+      // Taken over in PostgreSQL: stop now rather than at the next append to the run's log.
+      if (result && !result.held) this.supersede();
     };
     this.flushing = this.flushing.then(run, run);
     return this.flushing.catch((err) => {
@@ -233,13 +237,18 @@ export class RunEventWriter implements BatchedWrite {
     if (err) {
       this.expireSetAt = 0; // the log may have been created without its TTL: set it next time
       this.opts.onError?.(err);
-    } else if (replies[0] === 0 && !this.refused) {
-      // Someone else ended the run or took it over: nothing more from this writer anywhere.
-      this.refused = true;
-      this.batch = [];
-      this.outbox = [];
-      this.opts.onSuperseded?.();
+    } else if (replies[0] === 0) {
+      this.supersede();
     }
     for (const resolve of this.sent.shift() ?? []) resolve();
+  }
+
+  /** Someone else ended the run or took it over: nothing more from this writer anywhere. */
+  private supersede(): void {
+    if (this.refused) return;
+    this.refused = true;
+    this.batch = [];
+    this.outbox = [];
+    this.opts.onSuperseded?.();
   }
 }

@@ -79,31 +79,67 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
 /** How often a take-over is tried again when a worker claimed the run meanwhile. */
 const TAKE_OVER_ATTEMPTS = 3;
 
+/** How long a take-over retries the run's writer key while Redis is unreachable. */
+const TAKE_OVER_REDIS_RETRY_MS = 10_000;
+
 /** {@link finishRun} for a caller that is not the run's worker: takes the run over, then ends it. */
 async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promise<RunEvent | null> {
   const token = `end_${randomUUID().replaceAll("-", "")}`;
   for (let attempt = 1; ; attempt++) {
     // PostgreSQL first: a flush of the worker in progress holds a share lock on the run, so this
     // waits for it, and later flushes find the run under another id. Then the run's log.
-    const [taken] = await deps.prisma.$queryRaw<{ status: string }[]>`
-      UPDATE runs SET worker_id = ${token} WHERE id = ${input.runId} AND status IN ('queued', 'running') RETURNING status::text`;
-    if (!taken) return null;
-    await takeOverRunWriter(deps.redis, runWriterKey(deps.redisPrefix, input.runId), token, RUN_LOG_TTL_AFTER_END_S);
+    const [taken] = await deps.prisma.$queryRaw<{ status: string; previous: string | null }[]>`
+      UPDATE runs r SET worker_id = ${token}
+      FROM (SELECT id, worker_id FROM runs WHERE id = ${input.runId} AND status IN ('queued', 'running') FOR UPDATE) o
+      WHERE r.id = o.id RETURNING r.status::text AS status, o.worker_id AS previous`;
+    if (!taken) {
+      // Ended already, perhaps by its worker while another taker held its log: make sure the
+      // terminal event reaches the run's channel (readers drop a repeated seq).
+      await publishStoredTerminal(deps, input.runId);
+      return null;
+    }
+    // A queued run has no worker to shut out: one that claims it meanwhile makes the end below
+    // find the run under its id, and the next attempt takes it over as a running run.
+    if (taken.status === "running") await takeOverLog(deps, input.runId, token, taken.previous);
     const unstored = await readUnstoredEvents(deps, input.runId);
     const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: unstored.lastSeq, writerId: token, onError: () => {} });
     const terminal = await storeEnd(deps, input, writer, unstored.events, token);
     if (terminal) return terminal;
-    const run = await deps.prisma.run.findUnique({ where: { id: input.runId }, select: { status: true, lastSeq: true } });
-    if (!run || run.status !== "queued" && run.status !== "running") {
-      // Ended by its worker meanwhile: its own publish may have met this take-over, so the
-      // stored terminal event is published here (readers drop a repeated seq).
-      const [last] = run ? await readDbEvents(deps, input.runId, run.lastSeq - 1) : [];
-      if (last && isTerminalEvent(last)) await writer.publishStored(last);
+    const run = await deps.prisma.run.findUnique({ where: { id: input.runId }, select: { status: true } });
+    if (!run || (run.status !== "queued" && run.status !== "running")) {
+      await publishStoredTerminal(deps, input.runId);
       return null;
     }
     // A worker claimed the queued run after it was taken over: take it over again.
     if (attempt >= TAKE_OVER_ATTEMPTS) throw new Error(`run ${input.runId} kept being claimed while it was being ended`);
   }
+}
+
+/**
+ * Makes `token` the only writer of the run's log. If Redis stays unreachable, the run is given
+ * back to `previous` before the error is thrown: half taken over (PostgreSQL only), its worker's
+ * batches and end would be refused while its appends went on.
+ */
+async function takeOverLog(deps: FinishRunDeps, runId: string, token: string, previous: string | null): Promise<void> {
+  try {
+    await withRetry(TAKE_OVER_REDIS_RETRY_MS, () => takeOverRunWriter(deps.redis, runWriterKey(deps.redisPrefix, runId), token, RUN_LOG_TTL_AFTER_END_S));
+  } catch (err) {
+    await deps.prisma.$executeRaw`UPDATE runs SET worker_id = ${previous} WHERE id = ${runId} AND worker_id = ${token}`.catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * Publishes the stored terminal event of an ended run (a no-op otherwise), as the run log's
+ * current writer: a stored end is always fit to publish, whoever holds the log.
+ */
+async function publishStoredTerminal(deps: FinishRunDeps, runId: string): Promise<void> {
+  const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true, lastSeq: true } });
+  if (!run || run.status === "queued" || run.status === "running") return;
+  const [last] = await readDbEvents(deps, runId, run.lastSeq - 1);
+  if (!last || !isTerminalEvent(last)) return;
+  const holder = (await deps.redis.get(runWriterKey(deps.redisPrefix, runId))) ?? undefined;
+  await new RunEventWriter({ ...deps, runId, lastSeq: run.lastSeq, writerId: holder, onError: () => {} }).publishStored(last);
 }
 
 /**

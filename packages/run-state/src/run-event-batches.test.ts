@@ -28,17 +28,17 @@ const batchesOf = async (runId: string) =>
  * `refused` fails after a delay without running it.
  */
 function faultyPrisma(faults: ("committed" | "refused")[]): PrismaClient {
-  const executeRaw = (async (...args: Parameters<PrismaClient["$executeRaw"]>) => {
+  const queryRaw = (async (...args: Parameters<PrismaClient["$queryRaw"]>) => {
     const fault = faults.shift();
     if (fault === "refused") {
       await new Promise((r) => setTimeout(r, 50));
       throw new Error("connection lost before the statement");
     }
-    const n = await prisma.$executeRaw(...args);
+    const rows = await prisma.$queryRaw(...args);
     if (fault === "committed") throw new Error("connection lost after the commit");
-    return n;
-  }) as PrismaClient["$executeRaw"];
-  return new Proxy(prisma, { get: (target, key) => (key === "$executeRaw" ? executeRaw : Reflect.get(target, key)) });
+    return rows;
+  }) as PrismaClient["$queryRaw"];
+  return new Proxy(prisma, { get: (target, key) => (key === "$queryRaw" ? queryRaw : Reflect.get(target, key)) });
 }
 
 describe("run events in PostgreSQL", () => {

@@ -1,0 +1,92 @@
+import { type PrismaClient } from "@agentrun/db";
+import { createRedis, Redis } from "@agentrun/redis";
+import { readDbEvents, RUN_LOG_TTL_LIVE_S, RunEventWriter, runLogKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
+import { createTestRun, testEnv, testPrisma } from "@agentrun/testing";
+import type { RunEvent } from "@agentrun/contracts";
+import { finishRun, failRun } from "./finish-run";
+
+// Ending a run in its worker's stead (finishRun without the worker's writer), against the real
+// PostgreSQL and Redis: what is taken over, when, and what happens when part of it fails.
+let prisma: PrismaClient;
+let redis: Redis;
+let redisPrefix: string;
+
+beforeAll(() => {
+  prisma = testPrisma(testEnv().databaseUrl);
+  redis = createRedis({ url: testEnv().redisUrl, role: "commands" });
+  redisPrefix = `${testEnv().redisPrefix}:takeover`;
+});
+afterAll(async () => {
+  redis.disconnect();
+  await prisma.$disconnect();
+});
+
+const deps = () => ({ prisma, redis, redisPrefix });
+const lost = { code: "worker_lost", message: "gone" };
+const logEvents = async (runId: string) => (await redis.lrange(runLogKey(redisPrefix, runId), 0, -1)).flatMap((json) => [JSON.parse(json)].flat() as RunEvent[]);
+
+/** A running run held by worker `w1`, with its writer. */
+async function runOfW1(): Promise<{ runId: string; writer: RunEventWriter; superseded: () => boolean }> {
+  const runId = await createTestRun(prisma, "running");
+  await prisma.run.update({ where: { id: runId }, data: { workerId: "w1" } });
+  let called = false;
+  const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, writerId: "w1", flushIntervalMs: 600_000, onSuperseded: () => (called = true) });
+  return { runId, writer, superseded: () => called };
+}
+
+it("stops a worker at its next flush once the run is taken over in PostgreSQL, before any append is refused", async () => {
+  const { runId, writer, superseded } = await runOfW1();
+  writer.emit({ type: "text_chunk", content: "a" });
+  await writer.flush();
+  await prisma.run.update({ where: { id: runId }, data: { workerId: "end_someone" } });
+  writer.emit({ type: "text_chunk", content: "b" });
+  await writer.flush();
+  expect(superseded()).toBe(true);
+  expect(writer.superseded).toBe(true);
+  expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual([1, 2]);
+});
+
+it("gives the run back when its log cannot be taken over (Redis down), so its worker is not half shut out", async () => {
+  const { runId } = await runOfW1();
+  const down = createRedis({ url: "redis://127.0.0.1:1", role: "commands" });
+  try {
+    await expect(failRun({ prisma, redis: down, redisPrefix }, { id: runId, query: "q" }, lost)).rejects.toThrow();
+  } finally {
+    down.disconnect();
+  }
+  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", workerId: "w1" });
+}, 30_000);
+
+it("leaves a queued run's log alone: a worker claiming it after a failed end is not refused", async () => {
+  const runId = await createTestRun(prisma, "queued");
+  // The end is refused by PostgreSQL after the take-over (a value it cannot store is not the point
+  // here: a lost connection is). The run stays queued, under the taker's id.
+  const refusing = new Proxy(prisma, {
+    get: (target, key) =>
+      key === "$queryRaw"
+        ? (strings: TemplateStringsArray, ...values: unknown[]) =>
+            strings.join("").includes("agentrun_finish_run") ? Promise.reject(new Error("Connection terminated unexpectedly")) : target.$queryRaw(strings, ...values)
+        : Reflect.get(target, key),
+  }) as PrismaClient;
+  await expect(failRun({ prisma: refusing, redis, redisPrefix }, { id: runId, query: "q" }, lost)).rejects.toThrow();
+  expect(await redis.get(runWriterKey(redisPrefix, runId))).toBeNull();
+  // A worker claims it: its appends go through.
+  await prisma.run.update({ where: { id: runId }, data: { status: "running", workerId: "w2" } });
+  const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, writerId: "w2", flushIntervalMs: 600_000 });
+  writer.emit({ type: "text_chunk", content: "claimed" });
+  expect(await finishRun(deps(), { runId, status: "completed", output: "claimed", messages: [], writer })).toMatchObject({ type: "run_completed", seq: 3 });
+  expect(writer.superseded).toBe(false);
+});
+
+it("publishes the stored terminal event of a run its worker ended while another taker held the log", async () => {
+  const { runId, writer } = await runOfW1();
+  writer.emit({ type: "text_chunk", content: "a" });
+  // Another taker set the log's writer; then the worker's end was stored (its publish refused).
+  await takeOverRunWriter(redis, runWriterKey(redisPrefix, runId), "end_other", RUN_LOG_TTL_LIVE_S);
+  const terminal = await finishRun(deps(), { runId, status: "completed", output: "a", messages: [], writer });
+  expect(terminal).toMatchObject({ type: "run_completed", seq: 3 });
+  expect((await logEvents(runId)).map((e) => e.type)).not.toContain("run_completed");
+  // A sweeper or a forced cancel arriving now finds the run ended, and publishes its end.
+  expect(await failRun(deps(), { id: runId, query: "q" }, lost)).toBe(false);
+  expect((await logEvents(runId)).filter((e) => e.type === "run_completed")).toEqual([terminal]);
+});
