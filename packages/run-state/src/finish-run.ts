@@ -168,17 +168,16 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
   // One round trip (see the agentrun_finish_run migration): the run's row lock is held only
   // for the statement, so concurrent ends never queue on pool connections. Events and messages
   // go through storableJsonText as a last line of defence: text PostgreSQL refuses (U+0000, a lone
-  // surrogate) must never leave a run that cannot end. With a writer id the function is called
-  // only if the run is still held under it (a run taken over meanwhile is the taker's to end).
+  // surrogate) must never leave a run that cannot end. With a writer id, the function ends the
+  // run only if it is still held under that id (a run taken over meanwhile is the taker's to end).
   const store = () => prisma.$queryRaw<{ terminal: RunEvent | null }[]>`
     SELECT agentrun_finish_run(
       ${input.runId}, ${input.status}::"RunStatus", ${input.output ?? ""}, ${cost}::integer,
       ${usage.promptTokens}::integer, ${usage.completionTokens}::integer, ${usage.toolCalls}::integer,
       ${input.error?.code ?? null}, ${input.error?.message ?? null},
       ${JSON.stringify(terminal)}::jsonb, ${storableJsonText(pending)}::jsonb, ${storableJsonText(messages)}::jsonb, ${newId("led")},
-      ${input.onlyIfQueued ?? false}
-    ) AS terminal
-    FROM runs WHERE id = ${input.runId} AND (${writerId ?? null}::text IS NULL OR worker_id = ${writerId ?? null}::text)`;
+      ${input.onlyIfQueued ?? false}, ${writerId ?? null}::text
+    ) AS terminal`;
   let rows: { terminal: RunEvent | null }[];
   try {
     rows = await withRetry(input.retryForMs ?? 0, store);

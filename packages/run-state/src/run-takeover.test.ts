@@ -1,3 +1,4 @@
+import pg from "pg";
 import { type PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { readDbEvents, RUN_LOG_TTL_LIVE_S, RunEventWriter, runLogKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
@@ -89,4 +90,22 @@ it("publishes the stored terminal event of a run its worker ended while another 
   // A sweeper or a forced cancel arriving now finds the run ended, and publishes its end.
   expect(await failRun(deps(), { id: runId, query: "q" }, lost)).toBe(false);
   expect((await logEvents(runId)).filter((e) => e.type === "run_completed")).toEqual([terminal]);
+});
+
+it("refuses the worker's end when a take-over commits while that end waits for the run's row", async () => {
+  const { runId, writer } = await runOfW1();
+  writer.emit({ type: "text_chunk", content: "a" });
+  const taker = new pg.Client({ connectionString: testEnv().databaseUrl });
+  await taker.connect();
+  try {
+    await taker.query("BEGIN");
+    await taker.query("UPDATE runs SET worker_id = 'end_taker' WHERE id = $1", [runId]);
+    const ending = finishRun(deps(), { runId, status: "completed", output: "a", messages: [], writer });
+    await new Promise((r) => setTimeout(r, 300));
+    await taker.query("COMMIT");
+    expect(await ending).toBeNull();
+  } finally {
+    await taker.end();
+  }
+  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", workerId: "end_taker" });
 });
