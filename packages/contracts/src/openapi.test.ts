@@ -106,6 +106,16 @@ describe("OpenAPI document", () => {
     }
   });
 
+  it("gives the widget's 429 the X-RateLimit-* headers of the limit that refused it, except for refused requests", () => {
+    const tooMany = doc.components?.responses?.WidgetTooManyRequests as OpenAPIV3_1.ResponseObject;
+    expect(tooMany.headers?.["Retry-After"]).toEqual({ $ref: "#/components/headers/Retry-After" });
+    for (const name of ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]) {
+      const h = tooMany.headers?.[name] as OpenAPIV3_1.HeaderObject;
+      expect({ name, description: h?.description }).toEqual({ name, description: expect.stringMatching(/Absent from the 429 for too many refused widget requests/) });
+      expect(h.required).not.toBe(true);
+    }
+  });
+
   it("answers POST /api/memory with 201 only, a duplicate included", () => {
     const create = op("/api/memory", "post")!;
     expect(Object.keys(create.responses ?? {}).filter((s) => s.startsWith("2"))).toEqual(["201"]);

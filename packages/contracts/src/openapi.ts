@@ -41,6 +41,7 @@ const errorResponse = (description: string, headers?: Record<string, HeaderObjec
 
 /** Which 429 lacks the organization's headers, for the descriptions of those headers on a 429. */
 const NOT_ON_AUTH_FAILURES = "Absent from the 429 for failed authentications from one client address: such requests belong to no organization.";
+const NOT_ON_WIDGET_AUTH_FAILURES = "Absent from the 429 for too many refused widget requests from one client address.";
 
 /** Builds the document. Pure: call it once and keep the result. */
 export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDocument {
@@ -98,7 +99,10 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         Unavailable: errorResponse("unavailable: the database or Redis is down; retry later."),
         WidgetUnauthorized: errorResponse("unauthorized: missing, unknown or revoked widget key, or an invalid, expired or missing (where required) visitor token."),
         WidgetForbidden: errorResponse("forbidden: the Origin is not among the widget key's allowed origins, or the task belongs to another visitor; https_required: the request did not arrive over TLS."),
-        WidgetTooManyRequests: errorResponse("rate_limited: over the widget key's or the client address's requests per minute (`WIDGET_RPM_PER_KEY`, `WIDGET_RPM_PER_IP`), or too many refused widget requests from the address (`AUTH_FAILURE_LIMIT`). Widget requests do not count against the organization's plan limit.", {
+        WidgetTooManyRequests: errorResponse("rate_limited: over the widget key's or the client address's requests per minute (`WIDGET_RPM_PER_KEY`, `WIDGET_RPM_PER_IP`), with the X-RateLimit-* headers of the limit that refused it and Retry-After; or too many refused widget requests from the address (`AUTH_FAILURE_LIMIT`), with Retry-After only. Widget requests do not count against the organization's plan limit.", {
+          "X-RateLimit-Limit": intHeader(`Requests per minute of the limit that refused the request (per key or per address). ${NOT_ON_WIDGET_AUTH_FAILURES}`),
+          "X-RateLimit-Remaining": intHeader(`0: no request is allowed in that limit's current sliding window. ${NOT_ON_WIDGET_AUTH_FAILURES}`),
+          "X-RateLimit-Reset": intHeader(`Whole seconds until that limit allows a request again (equal to Retry-After). ${NOT_ON_WIDGET_AUTH_FAILURES}`),
           "Retry-After": { $ref: "#/components/headers/Retry-After" },
         }),
       },
