@@ -1,6 +1,7 @@
 import type OpenAI from "openai";
 import { storableText } from "@agentrun/db";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { untilAborted } from "../until-aborted";
 import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
 
 export interface ModelToolCall {
@@ -89,6 +90,8 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       },
       { signal, timeout: opts.timeoutMs, maxRetries: opts.maxRetries },
     );
+    // The SDK waits out a retry's back-off (as long as the provider's Retry-After asks) without
+    // looking at its signal.
     const stream = await untilAborted(request, signal);
     for await (const chunk of stream) {
       armIdle();
@@ -130,21 +133,6 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   turn.toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }));
   if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
   return turn;
-}
-
-/**
- * `request`, or its signal's reason as soon as `signal` aborts: the SDK waits out a retry's
- * back-off (as long as the provider's Retry-After asks) without looking at its signal.
- */
-function untilAborted<T>(request: Promise<T>, signal: AbortSignal): Promise<T> {
-  // Once aborted, the SDK still rejects the request when its back-off ends; nobody awaits it then.
-  request.catch(() => {});
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    request.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
 
 /** The usual estimate of a text's tokens: one per four characters. */

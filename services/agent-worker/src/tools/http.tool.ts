@@ -2,6 +2,7 @@ import { lookup } from "node:dns/promises";
 import ipaddr from "ipaddr.js";
 import { Agent, request } from "undici";
 import { z } from "zod";
+import { untilAborted } from "../until-aborted";
 import { defineAction, ToolError, type ToolContext } from "./tool";
 
 export interface HttpToolLimits {
@@ -49,18 +50,10 @@ export function addressAllowed(address: string, allowPrivate: boolean): boolean 
   return ip.range() === "unicast";
 }
 
-/** Rejects with the signal's reason once it aborts. */
-function whenAborted(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-  });
-}
-
 async function resolvePublic(hostname: string, limits: HttpToolLimits, signal: AbortSignal): Promise<{ address: string; family: number }> {
   const literal = hostname.replace(/^\[|\]$/g, "");
   // The lookup counts against the timeout and stops with the run, like the request after it.
-  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await Promise.race([(limits.lookup ?? systemLookup)(hostname), whenAborted(signal)]);
+  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await untilAborted((limits.lookup ?? systemLookup)(hostname), signal);
   const bad = addrs.find((a) => !addressAllowed(a.address, limits.allowPrivate));
   if (bad || addrs.length === 0) throw new ToolError("address_not_allowed", `${hostname} resolves to a private or reserved address.`);
   return addrs[0]!;
