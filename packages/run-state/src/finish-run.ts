@@ -92,9 +92,9 @@ async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promis
       UPDATE runs r SET worker_id = ${token}
       FROM (SELECT id, worker_id FROM runs WHERE id = ${input.runId} AND status IN ('queued', 'running') FOR UPDATE) o
       WHERE r.id = o.id RETURNING r.status::text AS status, o.worker_id AS previous`;
+    // Ended already, perhaps by its worker while another taker held its log: make sure the
+    // terminal event reaches the run's channel (readers drop a repeated seq).
     if (!taken) {
-      // Ended already, perhaps by its worker while another taker held its log: make sure the
-      // terminal event reaches the run's channel (readers drop a repeated seq).
       await publishStoredTerminal(deps, input.runId);
       return null;
     }
@@ -105,12 +105,8 @@ async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promis
     const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: unstored.lastSeq, writerId: token, onError: () => {} });
     const terminal = await storeEnd(deps, input, writer, unstored.events, token);
     if (terminal) return terminal;
-    const run = await deps.prisma.run.findUnique({ where: { id: input.runId }, select: { status: true } });
-    if (!run || (run.status !== "queued" && run.status !== "running")) {
-      await publishStoredTerminal(deps, input.runId);
-      return null;
-    }
-    // A worker claimed the queued run after it was taken over: take it over again.
+    if (await publishStoredTerminal(deps, input.runId)) return null;
+    // Still in progress: a worker claimed the queued run after it was taken over. Again.
     if (attempt >= TAKE_OVER_ATTEMPTS) throw new Error(`run ${input.runId} kept being claimed while it was being ended`);
   }
 }
@@ -130,16 +126,19 @@ async function takeOverLog(deps: FinishRunDeps, runId: string, token: string, pr
 }
 
 /**
- * Publishes the stored terminal event of an ended run (a no-op otherwise), as the run log's
- * current writer: a stored end is always fit to publish, whoever holds the log.
+ * Publishes the stored terminal event of an ended run, as the run log's current writer: a stored
+ * end is always fit to publish, whoever holds the log. False (and nothing published) while the
+ * run is still queued or running; true for an ended or deleted run.
  */
-async function publishStoredTerminal(deps: FinishRunDeps, runId: string): Promise<void> {
+async function publishStoredTerminal(deps: FinishRunDeps, runId: string): Promise<boolean> {
   const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true, lastSeq: true } });
-  if (!run || run.status === "queued" || run.status === "running") return;
+  if (!run) return true;
+  if (run.status === "queued" || run.status === "running") return false;
   const [last] = await readDbEvents(deps, runId, run.lastSeq - 1);
-  if (!last || !isTerminalEvent(last)) return;
+  if (!last || !isTerminalEvent(last)) return true;
   const holder = (await deps.redis.get(runWriterKey(deps.redisPrefix, runId))) ?? undefined;
   await new RunEventWriter({ ...deps, runId, lastSeq: run.lastSeq, writerId: holder, onError: () => {} }).publishStored(last);
+  return true;
 }
 
 /**
