@@ -21,7 +21,7 @@ module.exports = {
     {
       ...common,
       displayName: "unit",
-      testMatch: ["<rootDir>/packages/*/src/**/*.test.ts", "<rootDir>/services/*/src/**/*.test.ts"],
+      testMatch: ["<rootDir>/packages/*/src/**/*.test.ts", "<rootDir>/services/*/src/**/*.test.ts", "<rootDir>/bench/lib/**/*.test.ts"],
     },
     {
       ...common,

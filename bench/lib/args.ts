@@ -10,12 +10,14 @@ export interface BenchArgs {
   workerConcurrency: number;
   /** CPU-profile the gateway and workers during each measured window and summarize the profiles. */
   profile: boolean;
+  /** Streaming clients start all at once and stay in step, instead of spread over one run's duration. */
+  burst: boolean;
   /** Number of idle streams of `idle-10k`. */
   idleStreams: number;
   help: boolean;
 }
 
-export const USAGE = `npm run bench -- [--only=a,b] [--quick] [--workers=N] [--worker-concurrency=N] [--idle-streams=N] [--profile]
+export const USAGE = `npm run bench -- [--only=a,b] [--quick] [--workers=N] [--worker-concurrency=N] [--idle-streams=N] [--profile] [--burst]
 
   --only=NAMES            comma-separated scenarios: latency-1, latency-64, throughput-64,
                           concurrency-256, idle-10k, lists-1m (default: all)
@@ -25,12 +27,14 @@ export const USAGE = `npm run bench -- [--only=a,b] [--quick] [--workers=N] [--w
   --worker-concurrency=N  WORKER_CONCURRENCY of each worker (default 256)
   --idle-streams=N        streams held open by idle-10k (default 10000)
   --profile               CPU-profile the gateway and workers and print their hottest functions
+  --burst                 streaming clients all start at once and stay in step (default: their
+                          first requests are spread over about one run's duration)
 
 Environment: BENCH_DATABASE_ADMIN_URL (default postgresql://postgres@127.0.0.1:5432/postgres),
 REDIS_URL (default redis://127.0.0.1:6379), BENCH_SERVICE_LOG_LEVEL (default error).`;
 
 export function parseArgs(argv: string[]): BenchArgs {
-  const args: BenchArgs = { only: [], quick: false, workers: 1, workerConcurrency: 256, profile: false, idleStreams: 10_000, help: false };
+  const args: BenchArgs = { only: [], quick: false, workers: 1, workerConcurrency: 256, profile: false, burst: false, idleStreams: 10_000, help: false };
   const int = (name: string, v: string | undefined, min: number, max: number) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer from ${min} to ${max}`);
@@ -56,6 +60,9 @@ export function parseArgs(argv: string[]): BenchArgs {
         break;
       case "--profile":
         args.profile = true;
+        break;
+      case "--burst":
+        args.burst = true;
         break;
       case "--help":
       case "-h":

@@ -40,3 +40,82 @@ export const sleep = (ms: number, signal?: AbortSignal) =>
     const t = setTimeout(resolve, ms);
     signal?.addEventListener("abort", () => (clearTimeout(t), resolve()), { once: true });
   });
+
+export interface SteadyLoopOptions<T> {
+  concurrency: number;
+  /** Requests sent before the measured window opens; their results are dropped. */
+  warmup: number;
+  /** Most requests measured (those started inside the window). */
+  maxCount: number;
+  /** No measured request starts after the window has been open this long. */
+  durationMs: number;
+  /**
+   * Client i sends its first request i × rampMs / concurrency after the start, so that the
+   * clients' requests arrive spread over time rather than in step (0: all at once).
+   */
+  rampMs: number;
+  signal: AbortSignal;
+  fn: () => Promise<T>;
+  /** Whether a result counts as a completed request (for the window's throughput). */
+  ok: (result: T) => boolean;
+  /** Called when the measured window opens and when it closes. */
+  onOpen?: () => void;
+  onClose?: () => void;
+}
+
+export interface SteadyLoopResult<T> {
+  /** Results of the requests started inside the window, in the order they finished. */
+  results: T[];
+  /** From the window's opening to its closing (when the last measured request finished). */
+  elapsedMs: number;
+  /** Requests of any phase that finished successfully inside the window. */
+  completedInWindow: number;
+}
+
+/**
+ * A closed loop measured in steady state: `concurrency` clients, each sending its next request
+ * as soon as its previous one finished, from a warm-up through the measured window to a
+ * cool-down. The window opens when request number `warmup` starts and closes when every request
+ * started inside it has finished; the clients keep the load up until then, so the last measured
+ * requests see the same load as the first, then stop.
+ */
+export async function steadyLoop<T>(opts: SteadyLoopOptions<T>): Promise<SteadyLoopResult<T>> {
+  const results: T[] = [];
+  let started = 0;
+  let measuredStarted = 0;
+  let measuredPending = 0;
+  let completedInWindow = 0;
+  let openAt: number | null = null;
+  let closeAt: number | null = null;
+  const open = (now: number) => {
+    openAt = now;
+    opts.onOpen?.();
+  };
+  const client = async (i: number) => {
+    await sleep((i * opts.rampMs) / Math.max(1, opts.concurrency), opts.signal);
+    while (closeAt === null && !opts.signal.aborted) {
+      const n = started++;
+      if (n >= opts.warmup && openAt === null) open(performance.now());
+      const measured = openAt !== null && measuredStarted < opts.maxCount && performance.now() < openAt + opts.durationMs;
+      if (measured) (measuredStarted++, measuredPending++);
+      const r = await opts.fn();
+      const now = performance.now();
+      if (openAt !== null && closeAt === null && opts.ok(r)) completedInWindow++;
+      if (!measured) continue;
+      results.push(r);
+      measuredPending--;
+      const full = measuredStarted >= opts.maxCount || now >= openAt! + opts.durationMs;
+      if (measuredPending === 0 && full && closeAt === null) {
+        closeAt = now;
+        opts.onClose?.();
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, (_, i) => client(i)));
+  if (openAt !== null && closeAt === null) {
+    // Aborted, or the loop ended before the window could fill: close it where it stands.
+    closeAt = performance.now();
+    opts.onClose?.();
+  }
+  return { results, elapsedMs: openAt === null ? 0 : closeAt! - openAt, completedInWindow };
+}

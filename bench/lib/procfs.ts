@@ -105,12 +105,26 @@ function cpuDelta(before: CpuSample, after: CpuSample): Record<string, number> {
   return out;
 }
 
-/** What `fn` returned, and the CPU seconds each group and the whole machine used while it ran. */
-export async function withCpu<T>(groups: Record<string, () => number[]>, fn: () => Promise<T>): Promise<{ value: T; cpuS: Record<string, number>; machine: { busy: number; total: number } }> {
+export interface CpuUse {
+  /** CPU seconds of each group. */
+  cpuS: Record<string, number>;
+  /** CPU seconds the whole machine was busy, and its capacity (seconds × cores) in the same time. */
+  machine: { busy: number; total: number };
+}
+
+/** Starts counting the CPU seconds each group and the whole machine use; the function returned stops. */
+export function startCpu(groups: Record<string, () => number[]>): () => CpuUse {
   const cpu0 = sampleCpu(groups);
   const m0 = machineCpu();
+  return () => {
+    const m1 = machineCpu();
+    return { cpuS: cpuDelta(cpu0, sampleCpu(groups)), machine: { busy: m1.busy - m0.busy, total: m1.total - m0.total } };
+  };
+}
+
+/** What `fn` returned, and the CPU seconds each group and the whole machine used while it ran. */
+export async function withCpu<T>(groups: Record<string, () => number[]>, fn: () => Promise<T>): Promise<CpuUse & { value: T }> {
+  const stop = startCpu(groups);
   const value = await fn();
-  const m1 = machineCpu();
-  const cpuS = cpuDelta(cpu0, sampleCpu(groups));
-  return { value, cpuS, machine: { busy: m1.busy - m0.busy, total: m1.total - m0.total } };
+  return { value, ...stop() };
 }

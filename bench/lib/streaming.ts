@@ -1,8 +1,8 @@
 import type { Tenant } from "@agentrun/testing";
 import type { BenchContext } from "./context";
 import { profileWindow } from "./profile";
-import { closedLoop } from "./pool";
-import { pidsByComm, withCpu } from "./procfs";
+import { steadyLoop } from "./pool";
+import { pidsByComm, startCpu, type CpuUse } from "./procfs";
 import { closeDispatcher, createDispatcher, timedModelStream, timedRun } from "./sse";
 import type { BenchStack } from "./stack";
 import { round, summarize, type Summary } from "./stats";
@@ -14,11 +14,17 @@ export interface StreamingPlan {
   concurrency: number;
   /** The user message, with scripted-model directives. */
   query: string;
+  /** Runs sent before measuring, at full load (their figures are dropped). */
   warmup: number;
   /** Measured runs (upper bound). */
   runs: number;
-  /** No run starts after this long (upper bound). */
+  /** No measured run starts after this long (upper bound). */
   durationMs: number;
+  /**
+   * The clients' first requests are spread over this long (about one run's duration), so that
+   * runs start and end spread over time, as with independent users, instead of in step.
+   */
+  rampMs: number;
   /** Limit of one run. @defaultValue 60000 */
   timeoutMs?: number;
 }
@@ -45,8 +51,7 @@ export async function measureModel(ctx: BenchContext, bench: BenchStack, plan: S
   const dispatcher = createDispatcher();
   const call = () => timedModelStream(bench.stack.modelUrl, plan.query, { dispatcher, signal: ctx.signal, timeoutMs: plan.timeoutMs });
   try {
-    await closedLoop({ concurrency: plan.concurrency, maxCount: plan.warmup, durationMs: plan.durationMs, signal: ctx.signal, fn: call });
-    const { results, elapsedMs } = await closedLoop({ concurrency: plan.concurrency, maxCount: plan.runs, durationMs: plan.durationMs, signal: ctx.signal, fn: call });
+    const { results, elapsedMs, completedInWindow } = await steadyLoop({ ...loopOf(ctx, plan), fn: call, ok: (r) => r.ok });
     const ok = results.filter((r) => r.ok);
     return {
       ttft: summarize(ok.map((r) => r.firstText!).filter((v) => v !== null)),
@@ -55,7 +60,7 @@ export async function measureModel(ctx: BenchContext, bench: BenchStack, plan: S
       errors: results.length - ok.length,
       errorSamples: topErrors(results.filter((r) => !r.ok).map((r) => r.error ?? "?")),
       elapsedMs,
-      completionsPerS: ok.length / (elapsedMs / 1000),
+      completionsPerS: elapsedMs ? completedInWindow / (elapsedMs / 1000) : 0,
     };
   } finally {
     await closeDispatcher(dispatcher);
@@ -75,9 +80,11 @@ export interface GatewayMeasurement {
   errorSamples: Record<string, number>;
   elapsedMs: number;
   runsPerS: number;
-  /** CPU seconds used during the measured runs, by process group and for the whole machine. */
+  /** Runs of any phase that completed inside the measured window (the count behind runsPerS). */
+  completedInWindow: number;
+  /** CPU seconds used during the measured window, by process group and for the whole machine. */
   cpuS: Record<string, number>;
-  /** CPU milliseconds per completed run. */
+  /** CPU milliseconds per run completed inside the window. */
   cpuMsPerRun: Record<string, number | null>;
   /** What the services printed, when there were errors. */
   logs?: Record<string, string>;
@@ -96,11 +103,23 @@ export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenan
     "load generator": () => [process.pid],
   };
   try {
-    await closedLoop({ concurrency: plan.concurrency, maxCount: plan.warmup, durationMs: plan.durationMs, signal: ctx.signal, fn: call });
-    const stopProfile = profileWindow(bench, ctx.profileDir, plan.label);
-    const measured = await withCpu(procs, () => closedLoop({ concurrency: plan.concurrency, maxCount: plan.runs, durationMs: plan.durationMs, signal: ctx.signal, fn: call }));
-    await stopProfile();
-    const { results, elapsedMs } = measured.value;
+    let stopCpu: (() => CpuUse) | undefined;
+    let stopProfile: (() => Promise<void>) | undefined;
+    let cpu: CpuUse | undefined;
+    const { results, elapsedMs, completedInWindow } = await steadyLoop({
+      ...loopOf(ctx, plan),
+      fn: call,
+      ok: (r) => r.ok,
+      onOpen: () => {
+        stopProfile = profileWindow(bench, ctx.profileDir, plan.label);
+        stopCpu = startCpu(procs);
+      },
+      onClose: () => {
+        cpu = stopCpu?.();
+      },
+    });
+    await stopProfile?.();
+    const measured = cpu ?? { cpuS: {}, machine: { busy: 0, total: 0 } };
     const ok = results.filter((r) => r.ok);
     const cpuS = measured.cpuS;
     const known = Object.values(cpuS).reduce((a, b) => a + b, 0);
@@ -110,17 +129,18 @@ export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenan
     cpuS.other = Math.max(0, cpuS.machine - known);
     cpuS["machine capacity"] = measured.machine.total;
     const cpuMsPerRun: Record<string, number | null> = {};
-    for (const [k, v] of Object.entries(cpuS)) if (k !== "machine capacity") cpuMsPerRun[k] = ok.length ? round((v * 1000) / ok.length, 3) : null;
+    for (const [k, v] of Object.entries(cpuS)) if (k !== "machine capacity") cpuMsPerRun[k] = completedInWindow ? round((v * 1000) / completedInWindow, 3) : null;
     return {
       runStarted: summarize(results.map((r) => r.runStarted).filter((v): v is number => v !== null)),
       firstText: summarize(results.map((r) => r.firstText).filter((v): v is number => v !== null)),
       end: summarize(ok.map((r) => r.end!)),
       count: results.length,
       completed: ok.length,
+      completedInWindow,
       errors: results.length - ok.length,
       errorSamples: topErrors(results.filter((r) => !r.ok).map((r) => r.error ?? "?")),
       elapsedMs,
-      runsPerS: ok.length / (elapsedMs / 1000),
+      runsPerS: elapsedMs ? completedInWindow / (elapsedMs / 1000) : 0,
       cpuS,
       cpuMsPerRun,
       logs: results.length > ok.length ? bench.logTail() : undefined,
@@ -128,6 +148,11 @@ export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenan
   } finally {
     await closeDispatcher(dispatcher);
   }
+}
+
+/** The loop of a plan: warm-up, measured window and spread start as planned (`--burst`: all clients at once). */
+function loopOf(ctx: BenchContext, plan: StreamingPlan) {
+  return { concurrency: plan.concurrency, warmup: plan.warmup, maxCount: plan.runs, durationMs: plan.durationMs, rampMs: ctx.args.burst ? 0 : plan.rampMs, signal: ctx.signal };
 }
 
 /** A query whose echoed answer is long enough for `chunks` chunks. */

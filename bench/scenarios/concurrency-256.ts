@@ -10,7 +10,7 @@ export const concurrency256: Scenario = {
   description: "256 concurrent streams, a token every 20 ms ([sleep:20][chunks:20]): 0 errors, time to first event p50 ≤ 100 ms",
   async run(ctx) {
     const { bench, tenant } = await ctx.streamingStack();
-    const plan = { label: "concurrency-256", concurrency: 256, query: benchQuery("[sleep:20][chunks:20]"), warmup: 256, runs: scaled(ctx, 256 * 4, 256 * 2), durationMs: scaled(ctx, 30_000, 15_000) };
+    const plan = { label: "concurrency-256", concurrency: 256, query: benchQuery("[sleep:20][chunks:20]"), warmup: 512, rampMs: 420, runs: scaled(ctx, 256 * 4, 256 * 2), durationMs: scaled(ctx, 30_000, 15_000) };
     ctx.log(`baseline: scripted model directly, ${plan.runs} streams at concurrency 256`);
     const model = await measureModel(ctx, bench, plan);
     ctx.log(`gateway: ${plan.runs} runs at concurrency 256`);

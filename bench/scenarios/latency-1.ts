@@ -10,7 +10,7 @@ export const latency1: Scenario = {
   run: (ctx) =>
     latencyScenario(
       ctx,
-      { label: "latency-1", concurrency: 1, query: benchQuery("[chunks:20]"), warmup: scaled(ctx, 20, 10), runs: scaled(ctx, 200, 50), durationMs: scaled(ctx, 60_000, 20_000) },
+      { label: "latency-1", concurrency: 1, query: benchQuery("[chunks:20]"), warmup: scaled(ctx, 20, 10), rampMs: 0, runs: scaled(ctx, 200, 50), durationMs: scaled(ctx, 60_000, 20_000) },
       { p50: 5, p99: 20 },
     ),
 };

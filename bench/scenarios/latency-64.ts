@@ -10,7 +10,7 @@ export const latency64: Scenario = {
   run: (ctx) =>
     latencyScenario(
       ctx,
-      { label: "latency-64", concurrency: 64, query: benchQuery("[sleep:20][chunks:20]"), warmup: 64, runs: scaled(ctx, 64 * 8, 64 * 2), durationMs: scaled(ctx, 60_000, 20_000) },
+      { label: "latency-64", concurrency: 64, query: benchQuery("[sleep:20][chunks:20]"), warmup: 128, rampMs: 420, runs: scaled(ctx, 64 * 8, 64 * 2), durationMs: scaled(ctx, 60_000, 20_000) },
       { p50: 15, p99: 100 },
     ),
 };

@@ -11,7 +11,7 @@ export const throughput64: Scenario = {
   async run(ctx) {
     const { bench, tenant } = await ctx.streamingStack();
     const durationMs = scaled(ctx, 20_000, 5_000);
-    const plan = { label: "throughput-64", concurrency: 64, query: benchQuery("[chunks:20]"), warmup: 128, runs: 1_000_000, durationMs };
+    const plan = { label: "throughput-64", concurrency: 64, query: benchQuery("[chunks:20]"), warmup: 128, rampMs: 200, runs: 1_000_000, durationMs };
     ctx.log(`baseline: scripted model directly at concurrency 64 for ${durationMs / 2000} s`);
     const model = await measureModel(ctx, bench, { ...plan, durationMs: durationMs / 2 });
     ctx.log(`gateway: runs at concurrency 64 for ${durationMs / 1000} s`);

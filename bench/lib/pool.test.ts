@@ -1,0 +1,82 @@
+import { performance } from "node:perf_hooks";
+import { sleep, steadyLoop } from "./pool";
+
+/** A request that takes `ms` and reports which request it was and when it started. */
+function requests(ms: () => number) {
+  let n = 0;
+  let inFlight = 0;
+  const starts: number[] = [];
+  const t0 = performance.now();
+  const fn = async () => {
+    const id = n++;
+    starts[id] = performance.now() - t0;
+    inFlight++;
+    await sleep(ms());
+    inFlight--;
+    return { id, ok: id % 10 !== 9 };
+  };
+  return { fn, starts, inFlight: () => inFlight, sent: () => n };
+}
+
+describe("steadyLoop", () => {
+  it("drops the warm-up, measures the requests started in the window and keeps the load up until they end", async () => {
+    const r = requests(() => 2 + Math.random() * 3);
+    let inFlightAtClose = -1;
+    let sentAtOpen = -1;
+    const out = await steadyLoop({
+      concurrency: 4,
+      warmup: 12,
+      maxCount: 40,
+      durationMs: 60_000,
+      rampMs: 0,
+      signal: new AbortController().signal,
+      fn: r.fn,
+      ok: (x) => x.ok,
+      onOpen: () => (sentAtOpen = r.sent()),
+      onClose: () => (inFlightAtClose = r.inFlight()),
+    });
+    expect(sentAtOpen).toBe(12);
+    expect(out.results).toHaveLength(40);
+    expect(out.results.map((x) => x.id).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => 12 + i));
+    // The other clients were still sending (cool-down) when the last measured request ended.
+    expect(inFlightAtClose).toBeGreaterThanOrEqual(1);
+    expect(r.sent()).toBeGreaterThan(52);
+    // Completed in the window: the measured ones that succeeded, plus warm-up or cool-down
+    // requests that ended inside it (at most one per other client on each side).
+    const measuredOk = out.results.filter((x) => x.ok).length;
+    expect(out.completedInWindow).toBeGreaterThanOrEqual(measuredOk);
+    expect(out.completedInWindow).toBeLessThanOrEqual(measuredOk + 2 * 3 + 10);
+    expect(out.elapsedMs).toBeGreaterThan(0);
+  });
+
+  it("spreads the clients' first requests over the ramp", async () => {
+    // Requests outlast the ramp, so the first four requests are the four clients' first ones.
+    const r = requests(() => 200);
+    await steadyLoop({ concurrency: 4, warmup: 0, maxCount: 4, durationMs: 60_000, rampMs: 120, signal: new AbortController().signal, fn: r.fn, ok: () => true });
+    const firsts = r.starts.slice(0, 4);
+    // Client i starts i × 30 ms in (timers never fire early; allow 1 ms of clock rounding).
+    firsts.forEach((t, i) => expect(t).toBeGreaterThanOrEqual(i * 30 - 1));
+    expect(firsts[3]! - firsts[0]!).toBeGreaterThanOrEqual(80);
+  });
+
+  it("closes the window after durationMs when the count is not reached", async () => {
+    const r = requests(() => 5);
+    const t0 = performance.now();
+    const out = await steadyLoop({ concurrency: 2, warmup: 2, maxCount: 1_000_000, durationMs: 100, rampMs: 0, signal: new AbortController().signal, fn: r.fn, ok: () => true });
+    expect(out.elapsedMs).toBeGreaterThanOrEqual(100);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    expect(out.results.length).toBeGreaterThan(2);
+    expect(out.results.length).toBeLessThan(1_000_000);
+  });
+
+  it("stops on abort and closes the window where it stands", async () => {
+    const r = requests(() => 5);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 50);
+    let closed = false;
+    const out = await steadyLoop({ concurrency: 2, warmup: 0, maxCount: 1_000_000, durationMs: 60_000, rampMs: 0, signal: ac.signal, fn: r.fn, ok: () => true, onClose: () => (closed = true) });
+    expect(closed).toBe(true);
+    expect(out.elapsedMs).toBeGreaterThanOrEqual(40);
+    expect(out.results.length).toBeGreaterThan(0);
+  });
+});
