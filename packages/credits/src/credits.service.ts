@@ -18,15 +18,25 @@ async function applyDelta(db: Db, orgId: string, delta: number, reason: Reason, 
   return balance;
 }
 
-/** Adds credits to an organization (admin CLI `credits add`, initial grant). */
-export async function grantCredits(prisma: PrismaClient, orgId: string, amount: number): Promise<{ balance: number }> {
+/**
+ * Adds credits to an organization within the caller's transaction, so that the grant is stored
+ * together with the caller's other writes or not at all (the initial grant of a new
+ * organization). Every failure is thrown, and a refused grant leaves `tx` unusable in
+ * PostgreSQL: let the error end the transaction.
+ */
+export async function grantCreditsInTransaction(tx: Prisma.TransactionClient, orgId: string, amount: number): Promise<{ balance: number }> {
   if (!Number.isInteger(amount) || amount <= 0) throw new AppError("invalid_request", { message: "amount must be a positive integer" });
-  const balance = await prisma.$transaction((tx) => applyDelta(tx, orgId, amount, "grant", null)).catch((err) => {
+  const balance = await applyDelta(tx, orgId, amount, "grant", null).catch((err) => {
     if (sqlStateOf(err) === "22003") throw new AppError("invalid_request", { message: `the balance would exceed ${MAX_BALANCE} credits` });
     throw err;
   });
   if (balance === null) throw new AppError("not_found", { message: `no organization ${orgId}` });
   return { balance };
+}
+
+/** Adds credits to an organization in a transaction of its own (admin CLI `credits add`). */
+export async function grantCredits(prisma: PrismaClient, orgId: string, amount: number): Promise<{ balance: number }> {
+  return prisma.$transaction((tx) => grantCreditsInTransaction(tx, orgId, amount));
 }
 
 export async function getBalance(prisma: Db, orgId: string): Promise<number | null> {

@@ -4,5 +4,5 @@
  * the same credit twice; the `agentrun_create_run` SQL function) and settles the rest when it
  * ends (`agentrun_finish_run`); grants and the cost rule live here.
  */
-export { grantCredits, getBalance } from "./credits.service";
-export { runCost, parsePricing, type Pricing, type RunUsage, DEFAULT_PRICING } from "./pricing";
+export { grantCredits, grantCreditsInTransaction, getBalance } from "./credits.service";
+export { runCost, parsePricing, type Pricing, type RunUsage, DEFAULT_PRICING, MAX_RUN_COST } from "./pricing";

@@ -19,8 +19,15 @@ export function parsePricing(raw: unknown): Pricing {
   return { base: pick("base"), per_tool_call: pick("per_tool_call"), per_1k_tokens: pick("per_1k_tokens") };
 }
 
-/** Credits a run costs for what it consumed. */
+/**
+ * Most credits one run can cost. Costs, charges and balances are PostgreSQL `integer`s; with this
+ * ceiling one run's figures stay far inside that range whatever pricing an agent has stored.
+ */
+export const MAX_RUN_COST = 1_000_000_000;
+
+/** Credits a run costs for what it consumed, at most {@link MAX_RUN_COST}. */
 export function runCost(usage: RunUsage, pricing: unknown = DEFAULT_PRICING): number {
   const p = parsePricing(pricing);
-  return p.base + p.per_tool_call * usage.toolCalls + p.per_1k_tokens * Math.ceil(usage.totalTokens / 1000);
+  const cost = p.base + p.per_tool_call * usage.toolCalls + p.per_1k_tokens * Math.ceil(usage.totalTokens / 1000);
+  return Math.min(cost, MAX_RUN_COST);
 }

@@ -126,8 +126,14 @@ export function originListOption(flag: string): (value: string) => string[] {
 const PRICING_PARTS = Object.keys(DEFAULT_PRICING);
 
 /**
- * Parses `base=N,per_tool_call=N,per_1k_tokens=N` (any of the three, each a non-negative
- * integer); the parts left out keep the default of 1.
+ * Largest credit count of one pricing part. A run's cost is capped (`MAX_RUN_COST` of
+ * `@agentrun/credits`); parts this small keep ordinary runs well below that cap.
+ */
+export const MAX_PRICING_PART = 1_000_000;
+
+/**
+ * Parses `base=N,per_tool_call=N,per_1k_tokens=N` (any of the three, each an integer from 0 to
+ * {@link MAX_PRICING_PART}); the parts left out keep the default of 1.
  */
 export function pricingOption(flag: string): (value: string) => Record<string, number> {
   return (value) => {
@@ -137,7 +143,7 @@ export function pricingOption(flag: string): (value: string) => Record<string, n
       if (!key || n === undefined || rest.length || !PRICING_PARTS.includes(key) || key in pricing) {
         throw new UsageError(`${flag} takes ${PRICING_PARTS.map((p) => `${p}=N`).join(",")} (each at most once)`);
       }
-      pricing[key] = intOption(`${flag} ${key}`, 0)(n);
+      pricing[key] = intOption(`${flag} ${key}`, 0, MAX_PRICING_PART)(n);
     }
     if (Object.keys(pricing).length === 0) throw new UsageError(`${flag} must name at least one of ${PRICING_PARTS.join(", ")}`);
     return pricing;

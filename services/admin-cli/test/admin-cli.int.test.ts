@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { createPrisma, type PrismaClient } from "@agentrun/db";
 import { testEnv } from "@agentrun/testing";
 import { runCli, type CliResult } from "../src/cli";
+import { createOrg } from "../src/commands/org.command";
 
 let prisma: PrismaClient;
 
@@ -79,6 +80,28 @@ describe("org create", () => {
     expect(await prisma.organization.count()).toBe(before);
   });
 
+  it("leaves no organization behind when its grant fails", async () => {
+    // The CLI's connection gives up on locks after 200 ms; the test holds the ledger locked, so
+    // the grant fails as it would against a database too busy to take it.
+    const url = new URL(testEnv().databaseUrl);
+    url.searchParams.set("options", "-c lock_timeout=200");
+    const impatient = createPrisma({ databaseUrl: url.toString(), poolSize: 2 });
+    const name = `org-${Math.random().toString(36).slice(2)}`;
+    try {
+      const attempt = prisma.$transaction(async (tx) => {
+        await tx.$executeRaw`LOCK TABLE credit_ledger IN EXCLUSIVE MODE`;
+        return createOrg({ prisma: impatient }, { name, plan: "free", credits: 10 }).then(
+          () => "created",
+          (err: unknown) => String(err),
+        );
+      });
+      expect(await attempt).toMatch(/lock timeout/);
+    } finally {
+      await impatient.$disconnect();
+    }
+    expect(await prisma.organization.count({ where: { name } })).toBe(0);
+  });
+
   it("requires --name", async () => {
     expect(await fails("org", "create")).toEqual({ exitCode: 2, stderr: "error: required option '--name <name>' not specified" });
     expect((await fails("org", "create", "--name", "  ")).exitCode).toBe(2);
@@ -150,12 +173,19 @@ describe("agent create", () => {
     [["--temperature", "3"], "error: --temperature must be a number from 0 to 2"],
     [["--base-url", "ftp://x"], "error: --base-url must be an http(s) URL"],
     [["--http-allow", "https://a.example"], "error: --http-allow: not a host name: https://a.example"],
-    [["--pricing", "base=-1"], "error: --pricing base must be an integer from 0 to 2147483647"],
+    [["--pricing", "base=-1"], "error: --pricing base must be an integer from 0 to 1000000"],
+    [["--pricing", "base=1000001"], "error: --pricing base must be an integer from 0 to 1000000"],
+    [["--pricing", "per_1k_tokens=2147483647"], "error: --pricing per_1k_tokens must be an integer from 0 to 1000000"],
     [["--pricing", "base=1,base=2"], "error: --pricing takes base=N,per_tool_call=N,per_1k_tokens=N (each at most once)"],
     [["--pricing", "cheap=1"], "error: --pricing takes base=N,per_tool_call=N,per_1k_tokens=N (each at most once)"],
   ])("rejects %j with exit 2", async (extra, message) => {
     const orgId = await newOrg();
     expect(await fails("agent", "create", "--org", orgId, "--name", "A", ...extra)).toEqual({ exitCode: 2, stderr: message });
+  });
+
+  it("accepts pricing parts up to 1000000", async () => {
+    const agentId = await newAgent(await newOrg(), "--pricing", "base=1000000,per_tool_call=1000000,per_1k_tokens=1000000");
+    expect((await prisma.agent.findUniqueOrThrow({ where: { id: agentId } })).pricing).toEqual({ base: 1_000_000, per_tool_call: 1_000_000, per_1k_tokens: 1_000_000 });
   });
 
   it("reports an unknown org", async () => {

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { newId } from "@agentrun/db";
 import { NotFoundError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
-import { hostListOption, httpUrlOption, intOption, numberOption, pricingOption, subsetOption, textOption } from "../option-parsers";
+import { hostListOption, httpUrlOption, intOption, MAX_PRICING_PART, numberOption, pricingOption, subsetOption, textOption } from "../option-parsers";
 
 /** The built-in tools an agent can enable; `--tools` defaults to all of them. */
 export const BUILT_IN_TOOLS = ["memory", "calc", "clock", "http"] as const;
@@ -79,6 +79,6 @@ export function registerAgentCommands(program: Command, ctx: CommandContext): vo
     .option("--temperature <t>", "sampling temperature, 0 to 2 (default: the model's)", numberOption("--temperature", 0, 2))
     .option("--http-allow <hosts>", "comma-separated hosts the http tool may fetch (*.example.com for subdomains)", hostListOption("--http-allow"))
     .option("--base-url <url>", "OpenAI-compatible base URL (default: the service's); its key comes from the worker's MODEL_API_KEYS", httpUrlOption("--base-url"))
-    .option("--pricing <parts>", "credits per run, tool call and 1,000 tokens, e.g. base=2,per_tool_call=1,per_1k_tokens=3 (default: 1 each)", pricingOption("--pricing"))
+    .option("--pricing <parts>", `credits per run, tool call and 1,000 tokens, each 0 to ${MAX_PRICING_PART}, e.g. base=2,per_tool_call=1,per_1k_tokens=3 (default: 1 each)`, pricingOption("--pricing"))
     .action(async (o: AgentCreateOptions) => ctx.emit(await createAgent(ctx, o)));
 }

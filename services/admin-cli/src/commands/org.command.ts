@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { newId, type Plan } from "@agentrun/db";
-import { grantCredits } from "@agentrun/credits";
+import { grantCreditsInTransaction } from "@agentrun/credits";
 import { UsageError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
 import { choiceOption, intOption, MAX_INT32, textOption } from "../option-parsers";
@@ -29,21 +29,18 @@ interface OrgCreateOptions {
   rpm?: number;
 }
 
-/** `org create`: a new organization with its initial credits granted through the ledger. */
+/**
+ * `org create`: a new organization with its initial credits granted through the ledger. The row
+ * and the grant are one transaction, so a failed grant leaves no organization behind.
+ */
 export async function createOrg({ prisma }: Pick<CommandContext, "prisma">, opts: OrgCreateOptions): Promise<{ org_id: string }> {
   if (opts.rpm !== undefined && opts.plan !== "enterprise") throw new UsageError("--rpm is only allowed with --plan enterprise");
   const rpmLimit = opts.plan === "enterprise" ? (opts.rpm ?? DEFAULT_ENTERPRISE_RPM) : null;
   const id = newId("org");
-  await prisma.organization.create({ data: { id, name: opts.name, plan: opts.plan, rpmLimit } });
-  if (opts.credits > 0) {
-    try {
-      await grantCredits(prisma, id, opts.credits);
-    } catch (err) {
-      // An organization without its promised credits would look created; remove it so a rerun is clean.
-      await prisma.organization.delete({ where: { id } }).catch(() => {});
-      throw err;
-    }
-  }
+  await prisma.$transaction(async (tx) => {
+    await tx.organization.create({ data: { id, name: opts.name, plan: opts.plan, rpmLimit } });
+    if (opts.credits > 0) await grantCreditsInTransaction(tx, id, opts.credits);
+  });
   return { org_id: id };
 }
 
