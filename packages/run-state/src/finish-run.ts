@@ -150,9 +150,10 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
   const terminal = writer.takeTerminal(terminalFor(input));
 
   const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0, modelCalls: 0 };
-  // Failed runs are refunded; cancelled ones pay for what they consumed, nothing if they never
-  // reached the model.
-  const free = input.status === "failed" || (input.status === "cancelled" && usage.modelCalls === 0);
+  // Failed runs are refunded, except one stopped by its agent's own step limit: like a cancelled
+  // one, it pays for what it consumed. A cancelled run that never reached the model pays nothing.
+  const free =
+    (input.status === "failed" && input.error?.code !== "max_steps_exceeded") || (input.status === "cancelled" && usage.modelCalls === 0);
   const cost = free ? 0 : runCost({ toolCalls: usage.toolCalls, totalTokens: usage.promptTokens + usage.completionTokens }, input.pricing);
   const messages = input.messages.map((m) => ({
     id: newId("msg"),

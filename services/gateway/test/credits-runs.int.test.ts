@@ -1,4 +1,4 @@
-import { runJson, createTenant, eventually, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { runJson, readSse, createTenant, eventually, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { Redis } from "ioredis";
 
@@ -106,6 +106,21 @@ it("refunds a failed run: credits_used 0 and the balance unchanged", async () =>
   ]);
   const task = await prisma.task.findUniqueOrThrow({ where: { id: failed.body.task_id } });
   expect(task.creditsUsed).toBe(0);
+  await expectBooksBalanced(t.orgId);
+});
+
+it("ends a run at its agent's step limit before running tools no model call could read, and charges what it used", async () => {
+  const t = await createTenant(prisma, { credits: 20, maxSteps: 1 });
+  const sse = await readSse(`${stack.gatewayUrl}/api/run`, { headers: t.headers, body: { query: '[usage:2500] [call:calc_evaluate {"expression":"1+1"}]', stream: true } });
+  const events = sse.events.map((e) => e.data);
+  expect(events.map((e) => e.type)).toEqual(["run_started", "run_failed"]);
+  expect(events[1]).toMatchObject({ error: { code: "max_steps_exceeded" } });
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: events[0].run_id } });
+  // One model call (2500 tokens), no tool call: 1 + 0 + ceil(2500 / 1000).
+  expect(run).toMatchObject({ status: "failed", errorCode: "max_steps_exceeded", toolCallCount: 0, creditsUsed: 4 });
+  expect(await balanceOf(t.orgId)).toBe(16);
+  const messages = await prisma.message.findMany({ where: { runId: run.id } });
+  expect(messages.filter((m) => m.role === "tool")).toEqual([]);
   await expectBooksBalanced(t.orgId);
 });
 

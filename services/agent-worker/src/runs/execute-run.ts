@@ -125,7 +125,6 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
 
   for (let step = 0; ; step++) {
     if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
-    if (step >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
     usage.modelCalls++;
     const turn = await callModel({
       client: target.client,
@@ -147,6 +146,8 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
       },
     });
     if (turn.toolCalls.length === 0) return;
+    // No model call is left to read what these tools would return: end here, without their effects.
+    if (step + 1 >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
 
     messages.push({
       role: "assistant",
