@@ -169,7 +169,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
       get: authed("Memory", {
         operationId: "listMemory",
         summary: "List the agent's memory entries, newest first",
-        description: "All users of the agent when user_id is absent. `before=<memory_id>` pages back from that entry (400 when it names no entry of the listed scope).",
+        description: "All users of the agent when user_id is absent. `before=<memory_id>` pages back from that entry, also once it is deleted (400 when it names an entry outside the listed scope, or is not a memory id).",
         requestParams: { query: memoryListQuerySchema },
         responses: { "200": json(memoryListSchema, "The entries.") },
       }),
@@ -179,10 +179,10 @@ export function openApiPaths(): ZodOpenApiPathsObject {
           operationId: "createMemory",
           summary: "Add a memory entry",
           description:
-            "A user's entries are deduplicated on their trimmed content: when the user already has an entry with this content, no second one is stored, and that entry (same `memory_id` and `created_at`) is answered with the request's category, which it keeps (the latest write wins; `general` when the request names none). Retrying a create is therefore safe.",
+            "A user's entries are deduplicated on their trimmed content: when the user already has an entry with this content, no second one is stored, and that entry (same `memory_id` and `created_at`) is answered. It takes the request's category when the request names one (the latest write wins) and keeps its stored category when the request names none. Retrying a create is therefore safe.",
           requestBody: { required: true, content: { "application/json": { schema: memoryCreateSchema } } },
           responses: {
-            "201": json(memoryEntrySchema, "The entry: a new one, or the user's existing entry with this content, now with the request's category."),
+            "201": json(memoryEntrySchema, "The entry: a new one, or the user's existing entry with this content, with the request's category if it names one."),
           },
         },
         BODY_ERRORS,

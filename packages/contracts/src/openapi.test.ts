@@ -122,6 +122,13 @@ describe("OpenAPI document", () => {
     expect(create.description).toMatch(/latest write wins/);
   });
 
+  it("states that a duplicate created without a category keeps its stored one", () => {
+    const create = op("/api/memory", "post")!;
+    expect(create.description).not.toMatch(/general.{0,10} when the request names none/);
+    expect(create.description).toMatch(/keeps its stored category when the request names none/);
+    expect(create.description).toMatch(/takes the request's category when the request names one/);
+  });
+
   it("states which X-Request-Id values are echoed", () => {
     expect((doc.components?.headers?.["X-Request-Id"] as OpenAPIV3_1.HeaderObject).description).toMatch(/1\.\.200 printable ASCII/);
   });
@@ -129,6 +136,7 @@ describe("OpenAPI document", () => {
   it("lists has_more and the before cursor of GET /api/memory", () => {
     const params = (op("/api/memory", "get")?.parameters ?? []) as OpenAPIV3_1.ParameterObject[];
     expect(params.map((p) => p.name)).toEqual(expect.arrayContaining(["user_id", "limit", "before"]));
+    expect(op("/api/memory", "get")?.description).toMatch(/also once it is deleted/);
     const ok = op("/api/memory", "get")?.responses?.["200"] as OpenAPIV3_1.ResponseObject;
     const body = ok.content?.["application/json"]?.schema as OpenAPIV3_1.SchemaObject;
     expect(body.required).toEqual(expect.arrayContaining(["memories", "has_more"]));

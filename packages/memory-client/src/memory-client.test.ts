@@ -110,6 +110,58 @@ describe("memory client", () => {
     expect(err.cause).toBeDefined();
   });
 
+  it("maps a 200 {} for list to unavailable", async () => {
+    const url = await serve((_req, _body, res) => json(res, 200, {}));
+    const err = await rejection(createMemoryClient({ baseUrl: url, token: "t" }).list(scope));
+    expect([err.code, err.status, err.message]).toEqual(["unavailable", 503, "memory service unavailable"]);
+    expect(err.cause).toBeDefined();
+  });
+
+  type Method = "create" | "list" | "get" | "remove" | "search" | "context";
+  const callMethod = (method: Method, url: string): Promise<unknown> => {
+    const client = createMemoryClient({ baseUrl: url, token: "t" });
+    const asked = { ...scope, user_id: "u1", query: "tea" };
+    const calls: Record<Method, () => Promise<unknown>> = {
+      create: () => client.create({ ...scope, user_id: "u1", content: "likes tea" }),
+      list: () => client.list(scope),
+      get: () => client.get(scope, "mem_1"),
+      remove: () => client.remove(scope, "mem_1"),
+      search: () => client.search(asked),
+      context: () => client.context(asked),
+    };
+    return calls[method]();
+  };
+
+  it.each<[string, Method, number, unknown]>([
+    ["create without created", "create", 201, { memory: entry }],
+    ["create with an unknown category", "create", 200, { memory: { ...entry, category: "secret" }, created: false }],
+    ["create answered 204", "create", 204, undefined],
+    ["list without has_more", "list", 200, { memories: [entry] }],
+    ["list with content that is not a string", "list", 200, { memories: [{ ...entry, content: 42 }], has_more: false }],
+    ["list answered 204", "list", 204, undefined],
+    ["get without memory", "get", 200, { memories: [entry] }],
+    ["get answered null", "get", 200, null],
+    ["search hits without score", "search", 200, { memories: [entry] }],
+    ["search answered a bare array", "search", 200, []],
+    ["context answered {}", "context", 200, {}],
+    ["context with memories that are not an array", "context", 200, { memories: "likes tea" }],
+    ["context answered 204", "context", 204, undefined],
+    ["remove answered 200 {}", "remove", 200, {}],
+    ["remove answered 202", "remove", 202, undefined],
+  ])("maps %s to unavailable", async (_name, method, status, body) => {
+    const url = await serve((_req, _body, res) => (body === undefined ? void res.writeHead(status).end() : json(res, status, body)));
+    const err = await rejection(callMethod(method, url));
+    expect([err.code, err.status]).toEqual(["unavailable", 503]);
+  });
+
+  it("returns search and context hits in the contract's shape, without fields it does not name", async () => {
+    const url = await serve((req, _body, res) =>
+      json(res, 200, { memories: [{ ...entry, ...(req.url?.endsWith("/search") ? { score: 0.5 } : {}), internal_note: "x" }], extra: true }),
+    );
+    await expect(callMethod("search", url)).resolves.toEqual({ memories: [{ ...entry, score: 0.5 }] });
+    await expect(callMethod("context", url)).resolves.toEqual({ memories: [entry] });
+  });
+
   it("maps a stopped server (closed port) to unavailable within the timeout", async () => {
     const { url, server } = await startServer(() => undefined);
     await new Promise((resolve) => server.close(resolve));

@@ -1,10 +1,11 @@
-import type { z } from "zod";
-import type {
-  MemoryEntryView,
-  MemoryScope,
-  internalMemoryContextSchema,
-  internalMemoryCreateSchema,
-  internalMemorySearchSchema,
+import { z } from "zod";
+import {
+  memoryEntrySchema,
+  type MemoryEntryView,
+  type MemoryScope,
+  type internalMemoryContextSchema,
+  type internalMemoryCreateSchema,
+  type internalMemorySearchSchema,
 } from "@agentrun/contracts";
 import { AppError, type ErrorCode } from "@agentrun/errors";
 
@@ -20,7 +21,7 @@ export interface ListMemoriesRequest extends MemoryScope {
   user_id?: string;
   /** 1..100. @defaultValue 20 */
   limit?: number;
-  /** Only entries older than this one (a page back). */
+  /** Only entries older than this one (a page back), also once it is deleted. */
   before?: string;
 }
 export type SearchMemoriesRequest = z.input<typeof internalMemorySearchSchema>;
@@ -66,12 +67,30 @@ export interface MemoryClient {
   context(input: MemoryContextRequest, opts?: CallOptions): Promise<{ memories: MemoryEntryView[] }>;
 }
 
-interface Call {
+/**
+ * The success bodies of the internal API, one per method. Objects drop fields the contract does
+ * not name, so nothing unexpected reaches the gateway's answers or a run's prompt.
+ */
+const RESPONSE_SCHEMAS = {
+  create: z.object({ memory: memoryEntrySchema, created: z.boolean() }),
+  list: z.object({ memories: z.array(memoryEntrySchema), has_more: z.boolean() }),
+  get: z.object({ memory: memoryEntrySchema }),
+  search: z.object({ memories: z.array(memoryEntrySchema.extend({ score: z.number() })) }),
+  context: z.object({ memories: z.array(memoryEntrySchema) }),
+} satisfies Record<string, z.ZodType>;
+
+/** What a call must answer: a 2xx JSON body of this shape, or a 204 without a body. */
+type Expected = z.ZodType | "no_content";
+
+interface Call<E extends Expected> {
   method: "GET" | "POST" | "DELETE";
   path: string;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
+  answers: E;
 }
+
+type Answer<E extends Expected> = E extends z.ZodType ? z.output<E> : void;
 
 const unavailable = (cause: unknown): AppError => new AppError("unavailable", { message: "memory service unavailable", cause });
 
@@ -107,11 +126,34 @@ async function raceAbort<T>(signal: AbortSignal, work: () => Promise<T>): Promis
   }
 }
 
+/**
+ * The body of a 2xx answer if it is what the call expects: 204 and nothing for a method that
+ * answers no body, JSON of the method's shape for the others. Anything else is `unavailable`:
+ * a body the caller cannot use is as good as no answer.
+ */
+function successBody<E extends Expected>(answers: E, status: number, text: string, request: string): Answer<E> {
+  const wrongShape = (cause?: unknown) => unavailable(new Error(`memory service answered ${request} with HTTP ${status} and a body not in the contract's shape`, { cause }));
+  if (answers === "no_content") {
+    if (status === 204) return undefined as Answer<E>;
+    throw wrongShape();
+  }
+  if (status === 204) throw wrongShape();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw wrongShape(err);
+  }
+  const checked = (answers as z.ZodType).safeParse(parsed);
+  if (!checked.success) throw wrongShape(checked.error);
+  return checked.data as Answer<E>;
+}
+
 /** Creates a client; it holds no connection of its own, so there is nothing to close. */
 export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fetchImpl = globalThis.fetch }: MemoryClientOptions): MemoryClient {
   const base = baseUrl.replace(/\/+$/, "");
 
-  async function call<T>({ method, path, query, body }: Call, opts: CallOptions = {}): Promise<T> {
+  async function call<E extends Expected>({ method, path, query, body, answers }: Call<E>, opts: CallOptions = {}): Promise<Answer<E>> {
     const url = new URL(base + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const timeout = AbortSignal.timeout(timeoutMs);
@@ -135,14 +177,13 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
       throw unavailable(err);
     }
 
-    if (status === 204) return undefined as T;
+    if (status >= 200 && status < 300) return successBody(answers, status, text, `${method} ${path}`);
     let parsed: unknown;
     try {
       parsed = text === "" ? undefined : JSON.parse(text);
     } catch (err) {
       throw unavailable(err);
     }
-    if (status >= 200 && status < 300 && parsed !== undefined) return parsed as T;
     if (status >= 400 && status < 500) {
       const appErr = contractError(status, parsed);
       if (appErr) throw appErr;
@@ -154,12 +195,20 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
   const entryPath = (id: string) => `/internal/memories/${encodeURIComponent(id)}`;
 
   return {
-    create: (input, opts) => call({ method: "POST", path: "/internal/memories", body: input }, opts),
+    create: (input, opts) => call({ method: "POST", path: "/internal/memories", body: input, answers: RESPONSE_SCHEMAS.create }, opts),
     list: (query, opts) =>
-      call({ method: "GET", path: "/internal/memories", query: { ...scopeQuery(query), user_id: query.user_id, limit: query.limit, before: query.before } }, opts),
-    get: (scope, id, opts) => call({ method: "GET", path: entryPath(id), query: scopeQuery(scope) }, opts),
-    remove: (scope, id, opts) => call({ method: "DELETE", path: entryPath(id), query: scopeQuery(scope) }, opts),
-    search: (input, opts) => call({ method: "POST", path: "/internal/memories/search", body: input }, opts),
-    context: (input, opts) => call({ method: "POST", path: "/internal/memories/context", body: input }, opts),
+      call(
+        {
+          method: "GET",
+          path: "/internal/memories",
+          query: { ...scopeQuery(query), user_id: query.user_id, limit: query.limit, before: query.before },
+          answers: RESPONSE_SCHEMAS.list,
+        },
+        opts,
+      ),
+    get: (scope, id, opts) => call({ method: "GET", path: entryPath(id), query: scopeQuery(scope), answers: RESPONSE_SCHEMAS.get }, opts),
+    remove: (scope, id, opts) => call({ method: "DELETE", path: entryPath(id), query: scopeQuery(scope), answers: "no_content" }, opts),
+    search: (input, opts) => call({ method: "POST", path: "/internal/memories/search", body: input, answers: RESPONSE_SCHEMAS.search }, opts),
+    context: (input, opts) => call({ method: "POST", path: "/internal/memories/context", body: input, answers: RESPONSE_SCHEMAS.context }, opts),
   };
 }

@@ -209,6 +209,16 @@ describe("GET /api/memory", () => {
     }
   });
 
+  it("pages on from the last entry of a page after that entry was deleted", async () => {
+    const u = user();
+    const [, second, third] = await seed(u, ["first", "second", "third"]);
+    const page = await list(`?user_id=${u}&limit=1`);
+    expect(page.body).toMatchObject({ memories: [{ memory_id: third }], has_more: true });
+    expect((await remove(third!)).status).toBe(204);
+    const next = await list(`?user_id=${u}&limit=1&before=${third}`);
+    expect(next).toMatchObject({ status: 200, body: { memories: [{ memory_id: second, content: "second" }], has_more: true } });
+  });
+
   it.each(["?limit=0", "?limit=101", "?limit=abc", "?limit=1.5", "?limit=-1", "?limit=", "?user_id=", "?user_id=a&user_id=b"])(
     "answers 400 invalid_request for %s",
     async (query) => {

@@ -4,7 +4,7 @@ import { loadConfig, runMain } from "@agentrun/config";
 import { createPrisma } from "@agentrun/db";
 import { createLogger } from "@agentrun/logger";
 import { createApp } from "./app";
-import { memoryConfigSchema } from "./config";
+import { memoryConfigSchema, startupWarnings } from "./config";
 
 /** How long open connections may finish after a shutdown signal before they are cut. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -13,6 +13,7 @@ runMain(async () => {
   const config = loadConfig(memoryConfigSchema);
   const port = config.MEMORY_PORT ?? config.PORT;
   const logger = createLogger({ service: "memory", level: config.LOG_LEVEL });
+  for (const warning of startupWarnings(config)) logger.warn(warning);
   const prisma = createPrisma({
     databaseUrl: config.DATABASE_URL,
     poolSize: config.DB_POOL_SIZE,

@@ -3,9 +3,10 @@
  * (organization, agent) scope.
  */
 import { createHash } from "node:crypto";
-import { newId, type PrismaClient } from "@agentrun/db";
+import type { PrismaClient } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import type { MemoryCategoryValue, MemoryEntryView, MemoryScope } from "@agentrun/contracts";
+import { memoryIdTime, newMemoryId } from "./memory-id";
 import { toMemoryView } from "./memory.view";
 
 /** What the memory domain functions need. */
@@ -34,7 +35,10 @@ export interface ListMemoriesQuery extends MemoryScope {
   /** All users of the agent when absent. */
   user_id?: string;
   limit: number;
-  /** Only entries older than this one, which must be in the listed scope. */
+  /**
+   * Only entries older than this one: an entry of the listed scope, or the id of an entry deleted
+   * since, which still marks its place.
+   */
   before?: string;
 }
 
@@ -59,7 +63,7 @@ export async function createMemory({ prisma }: MemoryServiceDeps, input: CreateM
   // Two rounds cover an existing duplicate that is deleted between our insert and our update.
   for (let attempt = 0; attempt < 2; attempt++) {
     const [inserted] = await prisma.memoryEntry.createManyAndReturn({
-      data: [{ id: newId("mem"), ...key, content, category: input.category ?? "general" }],
+      data: [{ ...newMemoryId(), ...key, content, category: input.category ?? "general" }],
       skipDuplicates: true,
     });
     if (inserted) return { memory: toMemoryView(inserted), created: true };
@@ -72,15 +76,31 @@ export async function createMemory({ prisma }: MemoryServiceDeps, input: CreateM
 }
 
 /**
+ * Where the `before` cursor stands in the list order. An existing entry must be of the listed
+ * scope; an id no entry has any more (deleted since the page that ended with it) stands where its
+ * entry stood, which its id tells. 400 for another scope's entry and for what is not a memory id.
+ */
+async function cursorPosition(prisma: PrismaClient, query: ListMemoriesQuery & { before: string }): Promise<{ id: string; createdAt: Date }> {
+  const row = await prisma.memoryEntry.findUnique({ where: { id: query.before }, select: { id: true, createdAt: true, orgId: true, agentId: true, userId: true } });
+  if (row) {
+    const inScope = row.orgId === query.org_id && row.agentId === query.agent_id && (query.user_id === undefined || row.userId === query.user_id);
+    if (!inScope) throw new AppError("invalid_request", { message: `'before' names no memory entry of this ${query.user_id === undefined ? "agent" : "user"}.` });
+    return { id: row.id, createdAt: row.createdAt };
+  }
+  const createdAt = memoryIdTime(query.before);
+  if (!createdAt) throw new AppError("invalid_request", { message: "'before' is not a memory id." });
+  return { id: query.before, createdAt };
+}
+
+/**
  * A page of the scope's memories (one user's, or every user's of the agent), newest first, and
- * whether older ones follow. `before` must name an entry of the listed scope (400 otherwise).
+ * whether older ones follow: see {@link cursorPosition} for `before`.
  */
 export async function listMemories({ prisma }: MemoryServiceDeps, query: ListMemoriesQuery): Promise<{ memories: MemoryEntryView[]; has_more: boolean }> {
   const scope = { orgId: query.org_id, agentId: query.agent_id, ...(query.user_id === undefined ? {} : { userId: query.user_id }) };
   let older = {};
   if (query.before !== undefined) {
-    const cursor = await prisma.memoryEntry.findFirst({ where: { ...scope, id: query.before }, select: { id: true, createdAt: true } });
-    if (!cursor) throw new AppError("invalid_request", { message: `'before' names no memory entry of this ${query.user_id === undefined ? "agent" : "user"}.` });
+    const cursor = await cursorPosition(prisma, { ...query, before: query.before });
     older = { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] };
   }
   const rows = await prisma.memoryEntry.findMany({ where: { ...scope, ...older }, orderBy: [...NEWEST_FIRST], take: query.limit + 1 });

@@ -151,6 +151,64 @@ describe("memory service: list", () => {
     expect(rest.body.has_more).toBe(false);
   });
 
+  it("pages on from a cursor entry deleted since its page", async () => {
+    const scope = newScope();
+    const [, second, third] = await seed(t.app, scope, "u1", ["one", "two", "three"]);
+    const first = await api().get("/internal/memories").set(AUTH).query({ ...scope, user_id: "u1", limit: "1" }).expect(200);
+    expect(first.body).toMatchObject({ memories: [{ memory_id: third }], has_more: true });
+    await api().delete(`/internal/memories/${third}`).set(AUTH).query(scope).expect(204);
+    const next = await api().get("/internal/memories").set(AUTH).query({ ...scope, user_id: "u1", limit: "1", before: third }).expect(200);
+    expect(next.body).toMatchObject({ memories: [{ memory_id: second, content: "two" }], has_more: true });
+  });
+
+  it("places a deleted cursor exactly where its entry stood, among entries of the same millisecond too", async () => {
+    const scope = newScope();
+    const user_id = "u1";
+    // Ids as newId makes them, five sharing one millisecond: the id breaks the tie.
+    const ms = Date.now() - 60_000;
+    const idAt = (time: number, rand: string) => `mem_${time.toString(16).padStart(12, "0")}7000${rand.padStart(16, "8")}`;
+    const ids = [idAt(ms - 1, "1"), ...["1", "2", "3", "4", "5"].map((r) => idAt(ms, r)), idAt(ms + 1, "1")];
+    await t.prisma.memoryEntry.createMany({
+      data: ids.map((id, i) => ({ id, orgId: scope.org_id, agentId: scope.agent_id, userId: user_id, content: `entry ${i}`, contentHash: `hash ${i}`, createdAt: new Date(Number.parseInt(id.slice(4, 16), 16)) })),
+    });
+    const newestFirst = [...ids].reverse();
+    const all = await api().get("/internal/memories").set(AUTH).query({ ...scope, user_id }).expect(200);
+    expect(all.body.memories.map((m: { memory_id: string }) => m.memory_id)).toEqual(newestFirst);
+    for (const [i, cursor] of newestFirst.entries()) {
+      await t.prisma.memoryEntry.delete({ where: { id: cursor } });
+      const rest = await api().get("/internal/memories").set(AUTH).query({ ...scope, user_id, before: cursor }).expect(200);
+      expect({ cursor, rest: rest.body.memories.map((m: { memory_id: string }) => m.memory_id) }).toEqual({ cursor, rest: newestFirst.slice(i + 1) });
+    }
+  });
+
+  it("stores each entry's creation time as the time its id carries", async () => {
+    const [id] = await seed(t.app, newScope(), "u1", ["Reads at night"]);
+    const row = await t.prisma.memoryEntry.findUniqueOrThrow({ where: { id: id! } });
+    expect(row.createdAt.getTime()).toBe(Number.parseInt(id!.slice(4, 16), 16));
+  });
+
+  it("answers 400 for a cursor of another user, agent or organization, and for one that is not a memory id", async () => {
+    const scope = newScope();
+    const [mine] = await seed(t.app, scope, "u1", ["mine"]);
+    const [theirs] = await seed(t.app, scope, "u2", ["theirs"]);
+    const [otherAgents] = await seed(t.app, { ...scope, agent_id: `${scope.agent_id}_other` }, "u1", ["another agent's"]);
+    const [otherOrgs] = await seed(t.app, { ...scope, org_id: `${scope.org_id}_other` }, "u1", ["another organization's"]);
+    for (const query of [
+      { ...scope, user_id: "u1", before: theirs },
+      { ...scope, user_id: "u1", before: otherAgents },
+      { ...scope, before: otherOrgs },
+      { ...scope, before: "mem_missing" },
+      { ...scope, before: "mem_00000000000000000000000000000000" },
+      { ...scope, before: "not an id" },
+    ]) {
+      const res = await api().get("/internal/memories").set(AUTH).query(query).expect(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+    // The agent's list without user_id takes another user's entry as its cursor.
+    const agentWide = await api().get("/internal/memories").set(AUTH).query({ ...scope, before: theirs }).expect(200);
+    expect(agentWide.body.memories.map((m: { memory_id: string }) => m.memory_id)).toEqual([mine]);
+  });
+
   it("defaults the limit to 20", async () => {
     const scope = newScope();
     await seed(t.app, scope, "u1", Array.from({ length: 21 }, (_, i) => `memory ${i}`));

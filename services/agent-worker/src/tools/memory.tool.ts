@@ -12,7 +12,8 @@ export const memorySave = defineAction({
   action: "save",
   description: "Saves a fact, preference or instruction about the current user for future conversations.",
   params: z.object({
-    content: z.string().min(1).max(MEMORY_CONTENT_MAX_CHARS).describe("What to remember, as a short sentence"),
+    // Trimmed first, as the memory service does, so blank content never leaves the worker.
+    content: z.string().trim().min(1).max(MEMORY_CONTENT_MAX_CHARS).describe("What to remember, as a short sentence"),
     category: z.enum(MEMORY_CATEGORIES).optional().describe("general, preference, fact or instruction"),
   }),
   async run({ content, category }, ctx) {

@@ -1,0 +1,20 @@
+import { loadConfig } from "@agentrun/config";
+import { isPublishedInternalToken, memoryConfigSchema, startupWarnings } from "./config";
+
+describe("memory service config", () => {
+  it("knows the default INTERNAL_TOKEN and the change-me placeholders are published", () => {
+    const defaults = loadConfig(memoryConfigSchema, {});
+    expect(isPublishedInternalToken(defaults.INTERNAL_TOKEN)).toBe(true);
+    expect(isPublishedInternalToken("change-me-internal-token")).toBe(true);
+    expect(isPublishedInternalToken("a-long-random-value-0123456789")).toBe(false);
+  });
+
+  it("warns at start-up in production when INTERNAL_TOKEN is published, and only then", () => {
+    const warnings = (env: Record<string, string>) => startupWarnings(loadConfig(memoryConfigSchema, env));
+    expect(warnings({ NODE_ENV: "production" })).toEqual([expect.stringMatching(/^INTERNAL_TOKEN is a published default/)]);
+    expect(warnings({ NODE_ENV: "production", INTERNAL_TOKEN: "change-me-internal-token" })).toHaveLength(1);
+    expect(warnings({ NODE_ENV: "production", INTERNAL_TOKEN: "a-long-random-value-0123456789" })).toEqual([]);
+    expect(warnings({})).toEqual([]);
+    expect(warnings({ NODE_ENV: "development" })).toEqual([]);
+  });
+});
