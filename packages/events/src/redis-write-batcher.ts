@@ -12,44 +12,37 @@ export interface BatchedWrite {
 }
 
 /**
- * Sends the writes of every run a process executes as one pipeline per turn of the event loop.
- * With many runs streaming at once, each run's tokens would otherwise cost a socket write of
- * their own (ioredis's auto-pipelining does not reach across the I/O callbacks of different
- * model streams): here the runs whose tokens arrived in the same turn share one write. When no
- * batch is on its way to Redis, a request goes out at once, so a lone stream does not wait for
- * the end of the turn. Order is kept: one connection, batches sent in order, each run's commands
- * in the order it added them.
+ * Sends the writes of every run a process executes as pipelines, at most one on its way at a
+ * time. With many runs streaming at once, each run's tokens would otherwise cost a socket write
+ * of their own and a wake-up for its reply (ioredis's auto-pipelining does not reach across the
+ * I/O callbacks of different model streams): here whatever the runs emit while a batch is on its
+ * way leaves as the next batch as soon as that one is answered, so under load one wake-up reads a
+ * reply and sends the next batch. When no batch is on its way, a request goes out at once, so a
+ * lone stream never waits. Order is kept: one connection, batches sent in order, each run's
+ * commands in the order it added them.
  */
 export class RedisWriteBatcher {
   private readonly waiting = new Set<BatchedWrite>();
-  private inFlight = 0;
-  private scheduled = false;
+  private inFlight = false;
 
   constructor(private readonly redis: Redis) {}
 
   /** Includes `source` in the next batch (once, however often it asks before that batch leaves). */
   request(source: BatchedWrite): void {
     this.waiting.add(source);
-    if (this.scheduled) return;
-    if (this.inFlight === 0) {
-      this.send();
-      return;
-    }
-    this.scheduled = true;
-    setImmediate(() => this.send());
+    if (!this.inFlight) this.send();
   }
 
   private send(): void {
-    this.scheduled = false;
     if (this.waiting.size === 0) return;
     const sources = [...this.waiting];
     this.waiting.clear();
     const pipeline = this.redis.pipeline();
     const counts = sources.map((s) => s.appendTo(pipeline));
-    this.inFlight++;
+    this.inFlight = true;
     pipeline.exec().then(
       (results) => {
-        this.inFlight--;
+        this.answered();
         let i = 0;
         sources.forEach((source, k) => {
           const mine = results?.slice(i, i + counts[k]!) ?? [];
@@ -58,10 +51,16 @@ export class RedisWriteBatcher {
         });
       },
       (err: Error) => {
-        this.inFlight--;
+        this.answered();
         for (const source of sources) source.written(err, []);
       },
     );
+  }
+
+  /** The batch on its way was answered: what waited for it leaves now. */
+  private answered(): void {
+    this.inFlight = false;
+    this.send();
   }
 }
 

@@ -41,8 +41,8 @@ const EXPIRE_REFRESH_MS = 3600_000;
 /**
  * Emits one run's events. Each event gets the next seq. Events go to Redis through the
  * connection's {@link RedisWriteBatcher}: at once when no batch is on its way, otherwise with the
- * next batch, which carries the writes of every run of the process from that turn of the event
- * loop; per run and batch, one RPUSH of its events onto the run's log and one PUBLISH on its
+ * next batch, which leaves when that one is answered and carries what every run of the process
+ * emitted meanwhile; per run and batch, one RPUSH of its events onto the run's log and one PUBLISH on its
  * channel (a JSON array when there are several). Readers subscribe first and then read the log,
  * so they never miss one. PostgreSQL receives the events in batches, never one write per text
  * chunk. The terminal event is not emitted here: {@link takeTerminal} hands it to the caller,
