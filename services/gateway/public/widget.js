@@ -196,25 +196,44 @@
     remember("error", message);
   }
 
+  /** Re-attach answers worth another try; any other refusal ends the answer. */
+  var RETRY_STATUS = { 429: true, 502: true, 503: true, 504: true };
+  var MAX_RETRIES = 5, MAX_RETRY_MS = 30000;
+
   /**
    * Reads a run's event stream into `view` (`res` null: re-attach to the pending run first), and
-   * re-attaches after the last event received whenever the stream ends before the run does.
+   * re-attaches after the last event received whenever the stream ends before the run does. A lost
+   * connection, 429 or 502-504 is retried after a growing delay, or the Retry-After asked for
+   * (capped); the count starts over whenever a stream brought a new event, so only MAX_RETRIES
+   * fruitless tries in a row give up. The pending run stays stored meanwhile (a reload resumes it).
    */
   async function follow(res, view) {
-    for (var attempt = 0; ; attempt++) {
+    for (var failures = 0; ; res = null) {
+      var seq = state.pending ? state.pending.seq : 0, waitMs = 0;
       if (!res) res = await reattachRequest();
-      if (res && !res.ok) return fail(view, res.status === 429 ? TEXT.limited : TEXT.failed);
       // 204: the run has ended and nothing followed the last event this page holds.
       if (res && res.status === 204) return settle(view);
-      var done = false;
-      try {
-        if (res) done = await readEvents(res, function (ev) { return onEvent(ev, view); });
-      } catch (e) { /* connection lost: re-attach below */ }
-      if (done) return;
-      if (!state.pending || attempt >= 4) return fail(view, TEXT.network);
-      await new Promise(function (r) { setTimeout(r, 500 * Math.pow(2, attempt)); });
-      res = null;
+      if (res && !res.ok) {
+        if (!RETRY_STATUS[res.status]) return fail(view, TEXT.failed);
+        waitMs = retryAfterMs(res);
+      } else if (res) {
+        try {
+          if (await readEvents(res, function (ev) { return onEvent(ev, view); })) return;
+        } catch (e) { /* connection lost: re-attach below */ }
+      }
+      if (!state.pending) return fail(view, TEXT.network);
+      failures = state.pending.seq > seq ? 0 : failures + 1;
+      if (failures >= MAX_RETRIES) return fail(view, res && res.status === 429 ? TEXT.limited : TEXT.network);
+      var backoff = 500 * Math.pow(2, failures) * (0.5 + Math.random() / 2);
+      await new Promise(function (r) { setTimeout(r, Math.min(MAX_RETRY_MS, Math.max(waitMs, backoff))); });
     }
+  }
+
+  /** The wait a refusal asks for in Retry-After (seconds or an HTTP date), in ms; 0 without one. */
+  function retryAfterMs(res) {
+    var v = res.headers.get("Retry-After");
+    var ms = !v ? 0 : /^\d+$/.test(v) ? Number(v) * 1000 : Date.parse(v) - Date.now();
+    return ms > 0 ? ms : 0;
   }
 
   /** Ends the pending run with the text it has (its terminal event was read before a reload). */

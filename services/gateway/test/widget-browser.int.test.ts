@@ -1,6 +1,6 @@
 import { mkdirSync, statSync } from "node:fs";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Page, type Route } from "playwright-core";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { generateWidgetKey } from "@agentrun/api-keys";
 import { createTenant, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
@@ -158,5 +158,79 @@ describe("the embedded widget in Chromium", () => {
     await broke.locator(".msg.error").getByText("This assistant is out of credits right now").waitFor();
     await broke.close();
     expect(pageErrors).toEqual([]);
+  });
+});
+
+// Streams cut short and re-attaches refused, staged by intercepting the page's requests: each
+// request still goes to the real gateway (route.fetch) unless the test answers it itself.
+describe("the widget re-attaching to a cut stream", () => {
+  const RUN = "**/api/v1/widget/run";
+  const EVENTS = "**/api/v1/widget/tasks/*/runs/*/events";
+
+  /** The events of an SSE body (without keepalive comments), each with its blank line. */
+  const sseEvents = (body: string) =>
+    body
+      .split("\n\n")
+      .filter((block) => block.includes("data:"))
+      .map((block) => `${block}\n\n`);
+  /** The first `n` events of an SSE body: what a stream cut right after them delivered. */
+  const firstEvents = (body: string, n: number) => sseEvents(body).slice(0, n).join("");
+  /** Passes the request to the gateway, then ends the stream after `n` events. */
+  const cutAfter = (n: number) => async (route: Route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, body: firstEvents(await response.text(), n) });
+  };
+  const refuse = (route: Route, status: number, retryAfterS: number) =>
+    route.fulfill({ status, headers: { "Retry-After": String(retryAfterS) }, contentType: "application/json", body: JSON.stringify({ error: { code: status === 429 ? "rate_limited" : "unavailable", message: "Try again later." } }) });
+
+  beforeEach(async () => {
+    page = await openDemo(await widgetKeyFor());
+    await bubble().click();
+  });
+  afterEach(async () => {
+    await page.close();
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("retries a re-attach answered 503, then 429, after the Retry-After each asks, and finishes the answer", async () => {
+    const reattaches: { at: number; lastEventId: string | undefined }[] = [];
+    await page.route(RUN, cutAfter(2));
+    await page.route(EVENTS, async (route) => {
+      reattaches.push({ at: Date.now(), lastEventId: route.request().headers()["last-event-id"] });
+      if (reattaches.length === 1) return refuse(route, 503, 2);
+      if (reattaches.length === 2) return refuse(route, 429, 1);
+      return route.continue();
+    });
+    await input().fill("[chunks:6] cut short, then refused twice");
+    await input().press("Enter");
+    await watchAnswer("Echo: cut short, then refused twice");
+    // run_started and the first chunk (seq 1 and 2) arrived before the cut.
+    expect(reattaches.map((r) => r.lastEventId)).toEqual(["2", "2", "2"]);
+    expect(reattaches[1]!.at - reattaches[0]!.at).toBeGreaterThanOrEqual(1900);
+    expect(reattaches[2]!.at - reattaches[1]!.at).toBeGreaterThanOrEqual(900);
+    await page.waitForSelector(".send:not([disabled])");
+    expect(await page.locator(".msg.error").count()).toBe(0);
+  });
+
+  it("completes a long answer whose every stream is cut after one event", async () => {
+    // How many events each re-attach could have delivered; the page gets only the first.
+    const available: number[] = [];
+    await page.route(RUN, cutAfter(2));
+    await page.route(EVENTS, async (route) => {
+      const response = await route.fetch();
+      const body = await response.text();
+      available.push(sseEvents(body).length);
+      await route.fulfill({ response, body: firstEvents(body, 1) });
+    });
+    await input().fill("[chunks:10] one event at a time");
+    await input().press("Enter");
+    await watchAnswer("Echo: one event at a time", 30_000);
+    // The text is whole before run_completed, the last event, has come: wait for the run's end.
+    await page.waitForSelector(".send:not([disabled])");
+    // One re-attach per event after the cut, many more than the tries allowed in a row without a new event.
+    const after = available[0]!;
+    expect(after).toBeGreaterThanOrEqual(8);
+    expect(available).toEqual(Array.from({ length: after }, (_, i) => after - i));
+    expect(await page.locator(".msg.error").count()).toBe(0);
   });
 });

@@ -3,7 +3,8 @@ import { generateWidgetKey } from "@agentrun/api-keys";
 import { createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 
 // Widget limits per client address and per widget key, apart from the organization's API limit.
-// TRUST_PROXY lets the test speak from several addresses through X-Forwarded-For.
+// TRUST_PROXY lets the test speak from several addresses through X-Forwarded-For; this stack also
+// checks the gateway's own origin behind a trusted proxy (without one: widget-origin.int.test.ts).
 const ORIGIN = "https://shop.example";
 const PER_IP = 3;
 const PER_KEY = 5;
@@ -110,11 +111,69 @@ describe("widget limits", () => {
     }
   });
 
+  it("does not let a request refused by an exhausted widget key use up the address's budget", async () => {
+    const exhausted = await createWidgetKey();
+    for (let i = 0; i < PER_KEY; i++) expect((await hit(exhausted, `203.0.113.${20 + i}`)).status).toBe(400);
+    // One visitor refused by that key more times than its address's own limit...
+    const refused = await hit(exhausted, "203.0.113.30");
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as any).error.message).toMatch(/widget/);
+    expect(refused.headers.get("x-ratelimit-limit")).toBe(String(PER_KEY));
+    for (let i = 0; i < PER_IP; i++) expect((await hit(exhausted, "203.0.113.30")).status).toBe(429);
+    // ...keeps its whole budget for another widget.
+    const other = await hit(await createWidgetKey(), "203.0.113.30");
+    expect(other.status).toBe(400);
+    expect(other.headers.get("x-ratelimit-remaining")).toBe(String(PER_IP - 1));
+  });
+
+  it("counts an IPv6 client as its /64, and an IPv4-mapped address as the IPv4 one", async () => {
+    const key = await createWidgetKey();
+    // Addresses that differ only in their last 64 bits share one budget.
+    for (const ip of ["2001:db8:7:7::1", "2001:db8:7:7:a:b:c:d", "2001:db8:7:7:ffff:ffff:ffff:fffe"]) expect({ ip, status: (await hit(key, ip)).status }).toEqual({ ip, status: 400 });
+    const limited = await hit(key, "2001:db8:7:7::9");
+    expect(limited.status).toBe(429);
+    expect(((await limited.json()) as any).error.message).toMatch(/address/);
+    // Another /64 is another client.
+    expect((await hit(key, "2001:db8:7:8::1")).status).toBe(400);
+
+    const mapped = await createWidgetKey();
+    for (const ip of ["203.0.113.40", "::ffff:203.0.113.40", "203.0.113.40"]) expect({ ip, status: (await hit(mapped, ip)).status }).toEqual({ ip, status: 400 });
+    expect((await hit(mapped, "::ffff:203.0.113.40")).status).toBe(429);
+
+    // Failed authentications are counted the same way.
+    const unknownKey = (ip: string) =>
+      fetch(`${stack.gatewayUrl}/api/v1/widget/run`, { method: "POST", headers: { "x-widget-key": generateWidgetKey(), origin: ORIGIN, "x-forwarded-for": ip, "content-type": "application/json" }, body: "{}" });
+    for (let i = 0; i < AUTH_FAILURES; i++) expect((await unknownKey(`2001:db8:9:9::${i + 1}`)).status).toBe(401);
+    expect((await unknownKey("2001:db8:9:9:1234::1")).status).toBe(429);
+  });
+
   it("does not count widget requests against the organization's API limit", async () => {
     const res = await fetch(`${stack.gatewayUrl}/api/tasks`, { headers: tenant.headers });
     expect(res.status).toBe(200);
     // The free plan's 10 per minute, untouched by the widget traffic above.
     expect(res.headers.get("x-ratelimit-limit")).toBe("10");
     expect(res.headers.get("x-ratelimit-remaining")).toBe("9");
+  });
+});
+
+describe("the gateway's own origin behind a trusted proxy", () => {
+  it("is the scheme and host the proxy forwards, for a GET without Origin", async () => {
+    const key = await createWidgetKey();
+    const ip = "203.0.113.50";
+    const run = await fetch(`${stack.gatewayUrl}/api/v1/widget/run`, {
+      method: "POST",
+      headers: { "x-widget-key": key, origin: ORIGIN, "x-forwarded-for": ip, "content-type": "application/json" },
+      body: JSON.stringify({ query: "hello", stream: false }),
+    });
+    expect(run.status).toBe(200);
+    const { task_id, run_id, visitor_token } = (await run.json()) as any;
+    // The page at https://shop.example is served by the gateway behind a TLS-terminating proxy:
+    // the browser's same-origin GET has no Origin, and the gateway sees another Host.
+    const events = await fetch(`${stack.gatewayUrl}/api/v1/widget/tasks/${task_id}/runs/${run_id}/events`, {
+      headers: { "x-widget-key": key, "x-visitor-token": visitor_token, "sec-fetch-site": "same-origin", "x-forwarded-for": ip, "x-forwarded-proto": "https", "x-forwarded-host": "shop.example" },
+    });
+    expect(events.status).toBe(200);
+    expect(events.headers.get("access-control-allow-origin")).toBe(ORIGIN);
+    expect(await events.text()).toContain('"type":"run_completed"');
   });
 });

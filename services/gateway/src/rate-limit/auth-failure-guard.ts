@@ -1,4 +1,5 @@
 import { AppError } from "@agentrun/errors";
+import { clientAddressKey } from "./client-address";
 import type { SlidingWindowLimiter } from "./sliding-window-limiter";
 import { rateLimitedError } from "./rate-limit-response";
 
@@ -6,7 +7,7 @@ import { rateLimitedError } from "./rate-limit-response";
 export interface AuthFailureGuard {
   /**
    * Records a failed authentication from the request's client address (`req.ip`, which honours
-   * TRUST_PROXY) and returns the error to answer: `error` (401
+   * TRUST_PROXY, bucketed by {@link clientAddressKey}) and returns the error to answer: `error` (401
    * `unauthorized`, or 403 for a widget's disallowed origin) while the address is within its
    * limit, 429 `rate_limited` beyond it.
    */
@@ -21,7 +22,8 @@ export interface AuthFailureGuardOptions {
 }
 
 /**
- * Limits failed authentications per client address (`req.ip`, which honours TRUST_PROXY).
+ * Limits failed authentications per client address (`req.ip`, which honours TRUST_PROXY; an IPv6
+ * client counts as its /64, see {@link clientAddressKey}).
  * Only failures are counted and only failures are refused: a request with a valid key is never
  * blocked by it, so a client sharing an address (NAT, proxy) with a key guesser keeps working.
  * Beyond the limit a failure is answered 429 with Retry-After instead of 401, telling a
@@ -30,7 +32,7 @@ export interface AuthFailureGuardOptions {
 export function authFailureGuard({ limiter, redisPrefix, limit }: AuthFailureGuardOptions): AuthFailureGuard {
   return {
     async reject(req, error) {
-      const r = await limiter.hit(`${redisPrefix}:rl:authfail:${req.ip ?? "unknown"}`, limit);
+      const r = await limiter.hit(`${redisPrefix}:rl:authfail:${clientAddressKey(req.ip)}`, limit);
       if (r.admitted) return error;
       return rateLimitedError(r, "Too many failed authentication attempts from this address; retry later.");
     },

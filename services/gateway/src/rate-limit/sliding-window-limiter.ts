@@ -9,45 +9,64 @@ import { AppError } from "@agentrun/errors";
  * can pass around a window edge), sliding-window-rate-limiter is ESM-only, rolling-rate-limiter is
  * unmaintained and needs a native module.
  *
- * The sorted set holds one member per admitted request, scored by its admission time on the Redis
+ * Each sorted set holds one member per admitted request, scored by its admission time on the Redis
  * clock (`TIME`, allowed before writes since Redis 5 replicates a script's effects), so instances
  * with skewed clocks still agree. A refused request is not recorded: a client that keeps retrying
- * while limited does not extend its own wait.
+ * while limited does not extend its own wait. With several keys a request is admitted only when
+ * every window has room, and then recorded in all of them; refused, it is recorded in none.
  *
- * KEYS[1] the log; ARGV[1] window (ms); ARGV[2] limit; ARGV[3] a member unique to this request;
- * ARGV[4] "1" to admit the request if it fits, "0" only to read the window's state.
- * Returns {admitted (1|0), requests in the window (including this one when admitted), ms until
- * one more request would be admitted (0 if one would be now)}.
+ * KEYS the logs; ARGV[1] window (ms); ARGV[2] a member unique to this request; ARGV[3] "1" to admit
+ * the request if it fits, "0" only to read the windows' state; ARGV[3 + i] the limit of KEYS[i].
+ * Returns {admitted (1|0), then per key: requests in the window (including this one when
+ * admitted), ms until one more request would be admitted (0 if one would be now)}.
  */
 const SLIDING_WINDOW_LUA = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local count = redis.call('ZCARD', KEYS[1])
-local admitted = 0
-if ARGV[4] == '1' and count < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], window)
-  count = count + 1
-  admitted = 1
+local admit = ARGV[3] == '1'
+local counts = {}
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  counts[i] = redis.call('ZCARD', key)
+  if counts[i] >= tonumber(ARGV[3 + i]) then admit = false end
 end
-local wait = 0
-if count >= limit then
-  -- One more request fits once the entry at index (count - limit) has left the window.
-  local entry = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
-  -- Nothing to wait for leaves the window when the limit is 0: a full window, then ask again.
-  wait = entry[2] and (tonumber(entry[2]) + window - now) or window
+local reply = {admit and 1 or 0}
+for i, key in ipairs(KEYS) do
+  local limit = tonumber(ARGV[3 + i])
+  if admit then
+    redis.call('ZADD', key, now, ARGV[2])
+    redis.call('PEXPIRE', key, window)
+    counts[i] = counts[i] + 1
+  end
+  local wait = 0
+  if counts[i] >= limit then
+    -- One more request fits once the entry at index (count - limit) has left the window.
+    local entry = redis.call('ZRANGE', key, counts[i] - limit, counts[i] - limit, 'WITHSCORES')
+    -- Nothing to wait for leaves the window when the limit is 0: a full window, then ask again.
+    wait = entry[2] and (tonumber(entry[2]) + window - now) or window
+  end
+  reply[2 * i] = counts[i]
+  reply[2 * i + 1] = wait
 end
-return {admitted, count, wait}
+return reply
 `;
 
-const COMMAND = "agentrunSlidingWindow";
+const COMMAND = "agentrunSlidingWindows";
 
 interface WithSlidingWindow {
-  [COMMAND](key: string, windowMs: number, limit: number, member: string, admit: "1" | "0"): Promise<[number, number, number]>;
+  /** Without a fixed `numberOfKeys`, the first argument is the number of keys. */
+  [COMMAND](numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
 }
+
+/** One window of a {@link SlidingWindowLimiter.hitAll}: its Redis key and its limit. */
+export interface RateLimitWindow {
+  key: string;
+  limit: number;
+}
+
+/** One result per window, in the windows' order. */
+type ResultsOf<W extends readonly RateLimitWindow[]> = { [I in keyof W]: RateLimitResult };
 
 /** A window's state, as {@link SlidingWindowLimiter.peek} reads it. */
 export interface RateLimitState {
@@ -58,7 +77,7 @@ export interface RateLimitState {
   retryAfterMs: number;
 }
 
-/** The outcome of one {@link SlidingWindowLimiter.hit}. */
+/** The outcome of one {@link SlidingWindowLimiter.hit}, or for one window of a {@link SlidingWindowLimiter.hitAll}. */
 export interface RateLimitResult extends RateLimitState {
   admitted: boolean;
 }
@@ -91,13 +110,24 @@ export class SlidingWindowLimiter {
     this.windowMs = opts.windowMs ?? 60_000;
     this.timeoutMs = opts.timeoutMs ?? 1000;
     // ioredis runs it with EVALSHA and falls back to EVAL when the server lost the script.
-    if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: SLIDING_WINDOW_LUA });
+    if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { lua: SLIDING_WINDOW_LUA });
     this.redis = redis as Redis & WithSlidingWindow;
   }
 
   /** Admits one request under `key` if fewer than `limit` were admitted within the window. */
-  hit(key: string, limit: number): Promise<RateLimitResult> {
-    return this.run(key, limit, "1");
+  async hit(key: string, limit: number): Promise<RateLimitResult> {
+    const [result] = await this.run([{ key, limit }], "1");
+    return result;
+  }
+
+  /**
+   * Admits one request under every window's key if each has room, recording it in all of them;
+   * otherwise records it in none. One atomic script, so a request refused by one window never
+   * uses up another's budget. The results follow `windows`' order and share `admitted`. The keys
+   * must live on one Redis server (no cluster spreading them over slots).
+   */
+  hitAll<const W extends readonly RateLimitWindow[]>(windows: W): Promise<ResultsOf<W>> {
+    return this.run(windows, "1");
   }
 
   /**
@@ -105,24 +135,29 @@ export class SlidingWindowLimiter {
    * recording anything.
    */
   async peek(key: string, limit: number): Promise<RateLimitState> {
-    const { remaining, retryAfterMs } = await this.run(key, limit, "0");
+    const [{ remaining, retryAfterMs }] = await this.run([{ key, limit }], "0");
     return { limit, remaining, retryAfterMs };
   }
 
-  private async run(key: string, limit: number, admit: "1" | "0"): Promise<RateLimitResult> {
-    let reply: [number, number, number];
+  private async run<const W extends readonly RateLimitWindow[]>(windows: W, admit: "1" | "0"): Promise<ResultsOf<W>> {
+    let reply: number[];
     let timer: NodeJS.Timeout | undefined;
     try {
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
       });
-      reply = await Promise.race([this.redis[COMMAND](key, this.windowMs, limit, randomUUID(), admit), timeout]);
+      const args = [...windows.map((w) => w.key), this.windowMs, randomUUID(), admit, ...windows.map((w) => w.limit)];
+      reply = await Promise.race([this.redis[COMMAND](windows.length, ...args), timeout]);
     } catch (err) {
       throw new AppError("unavailable", { message: "The rate limiter is unavailable; retry shortly.", cause: err });
     } finally {
       clearTimeout(timer);
     }
-    const [admitted, count, waitMs] = reply;
-    return { admitted: admitted === 1, limit, remaining: Math.max(0, limit - count), retryAfterMs: Math.max(0, waitMs) };
+    const admitted = reply[0] === 1;
+    return windows.map(({ limit }, i) => {
+      const count = reply[1 + 2 * i] ?? 0;
+      const waitMs = reply[2 + 2 * i] ?? 0;
+      return { admitted, limit, remaining: Math.max(0, limit - count), retryAfterMs: Math.max(0, waitMs) };
+    }) as ResultsOf<W>;
   }
 }

@@ -16,15 +16,22 @@ export const WIDGET_ALLOWED_METHODS = "GET, POST, OPTIONS";
 export const PREFLIGHT_MAX_AGE_S = 600;
 
 /**
- * The origin a request comes from: its `Origin` header, or, for a same-origin browser request
- * without one (browsers omit Origin on same-origin GETs, e.g. a widget hosted on the gateway's
- * own domain re-attaching to a run), the gateway's own origin. Null when neither applies: a
- * widget request must show which page it serves.
+ * The origin a request comes from: its `Origin` header, or else the gateway's own origin, as
+ * `req.protocol` and `req.host` see it (TRUST_PROXY decides whether X-Forwarded-Proto and
+ * X-Forwarded-Host count). Browsers omit Origin only on same-origin GET and HEAD requests (e.g. a
+ * widget hosted on the gateway's own domain re-attaching to a run): a cross-origin request that
+ * carries X-Widget-Key is a CORS request, which always has one. Fetch Metadata is not sent
+ * everywhere (not to plain-http hosts other than localhost, not by older Safari), so a GET or
+ * HEAD without Origin is taken as same-origin unless `Sec-Fetch-Site` says otherwise; other
+ * methods need `Sec-Fetch-Site: same-origin`. Null otherwise: a widget request must show which
+ * page it serves.
  */
 export function requestOrigin(req: Request): string | null {
   const origin = req.get("origin");
   if (origin !== undefined) return normalizeOrigin(origin);
-  if (req.get("sec-fetch-site") === "same-origin") return normalizeOrigin(`${req.protocol}://${req.get("host") ?? ""}`);
+  const site = req.get("sec-fetch-site");
+  const safeMethod = req.method === "GET" || req.method === "HEAD";
+  if (site === "same-origin" || (site === undefined && safeMethod)) return normalizeOrigin(`${req.protocol}://${req.host ?? ""}`);
   return null;
 }
 

@@ -1,6 +1,7 @@
 import type { RequestHandler } from "express";
 import type { SlidingWindowLimiter } from "../rate-limit/sliding-window-limiter";
 import { rateLimitedError, setRateLimitHeaders } from "../rate-limit/rate-limit-response";
+import { clientAddressKey } from "../rate-limit/client-address";
 import { widgetOf } from "./widget-context";
 
 export interface WidgetLimitOptions {
@@ -15,21 +16,30 @@ export interface WidgetLimitOptions {
 /**
  * Limits widget requests per client address and per widget key, over the shared sliding window,
  * apart from the organization's API plan limit: a public page must not let one visitor, or one
- * embedding site, use up what the organization's own integrations need. The address is checked
- * first, so one abusive visitor is refused before it eats into the key's budget. The headers
- * report whichever limit is closer to refusing.
+ * embedding site, use up what the organization's own integrations need. A request is admitted
+ * only when both windows have room, and a refused one counts in neither (one atomic check): a
+ * visitor refused by an exhausted key keeps its budget for other keys, and one refused for its
+ * address does not eat into the key's. The address is `req.ip` bucketed by
+ * {@link clientAddressKey} (an IPv6 client counts as its /64). The headers report whichever limit
+ * is closer to refusing; on a refusal, the one that frees up last.
  */
 export function widgetLimits({ limiter, redisPrefix, perKey, perIp }: WidgetLimitOptions): RequestHandler {
   return async (req, res, next) => {
     const { key } = widgetOf(req);
-    const byIp = await limiter.hit(`${redisPrefix}:rl:widget-ip:${req.ip ?? "unknown"}`, perIp);
-    if (!byIp.admitted) {
-      setRateLimitHeaders(res, byIp);
-      throw rateLimitedError(byIp, `Over the limit of ${perIp} widget requests per minute from this address.`);
+    const [byIp, byKey] = await limiter.hitAll([
+      { key: `${redisPrefix}:rl:widget-ip:${clientAddressKey(req.ip)}`, limit: perIp },
+      { key: `${redisPrefix}:rl:widget-key:${key.id}`, limit: perKey },
+    ]);
+    if (byIp.admitted) {
+      setRateLimitHeaders(res, byIp.remaining < byKey.remaining ? byIp : byKey);
+      return next();
     }
-    const byKey = await limiter.hit(`${redisPrefix}:rl:widget-key:${key.id}`, perKey);
-    setRateLimitHeaders(res, byKey.admitted && byIp.remaining < byKey.remaining ? byIp : byKey);
-    if (!byKey.admitted) throw rateLimitedError(byKey, `Over the limit of ${perKey} requests per minute for this widget.`);
-    next();
+    // Only a full window has a wait; when both are full, the request fits once the longer one ends.
+    const [refusing, message] =
+      byIp.retryAfterMs >= byKey.retryAfterMs
+        ? [byIp, `Over the limit of ${perIp} widget requests per minute from this address.`]
+        : [byKey, `Over the limit of ${perKey} requests per minute for this widget.`];
+    setRateLimitHeaders(res, refusing);
+    throw rateLimitedError(refusing, message);
   };
 }
