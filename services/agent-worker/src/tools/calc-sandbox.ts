@@ -3,43 +3,60 @@ import { Worker } from "node:worker_threads";
 import type { CalcReply } from "./calc-thread";
 
 export interface CalcLimits {
-  /** Longest one expression may compute. */
+  /** Longest one expression may compute, counted from when a thread takes it. */
   timeoutMs: number;
-  /** Heap of the calc thread (V8's old generation). */
+  /** Longest an expression may wait for a free thread; one still waiting then fails unevaluated. */
+  maxWaitMs: number;
+  /** Heap of each calc thread (V8's old generation). */
   maxHeapMb: number;
+  /** Calc threads computing at once. */
+  threads: number;
 }
 
 /** Why an evaluation has no value: the expression's own error, or a limit it hit. */
 export class CalcFailure extends Error {
   override name = "CalcFailure";
   constructor(
-    readonly reason: "invalid" | "timeout" | "memory" | "aborted",
+    readonly reason: "invalid" | "timeout" | "memory" | "busy" | "aborted",
     message: string,
   ) {
     super(message);
   }
 }
 
-interface Pending {
+interface Job {
   id: number;
   expression: string;
   resolve: (value: number | boolean | string) => void;
   reject: (err: CalcFailure) => void;
   signal: AbortSignal;
   onAbort: () => void;
+  /** Fails the job as busy unless a thread takes it within `maxWaitMs` of its asking. */
+  waitTimer: NodeJS.Timeout;
+}
+
+interface Thread {
+  worker: Worker;
+  /** Loaded: it takes calculations. */
+  ready: boolean;
+  /** What it computes, and the timer that stops it at `timeoutMs`. */
+  current: { job: Job; timer: NodeJS.Timeout } | null;
 }
 
 /**
- * Evaluates calc expressions on one thread of their own, one at a time, in order. An expression
- * that computes past `timeoutMs` or outgrows the thread's heap ends the thread (the next
- * expression starts a new one) and fails alone; the worker's event loop, its heap and the other
- * runs never wait for it. A run that is cancelled stops its expression the same way.
+ * Evaluates calc expressions on up to `threads` threads of their own, one expression per thread
+ * at a time, in the order asked. An expression that computes past `timeoutMs` or outgrows its
+ * thread's heap ends that thread (a new one starts when needed) and fails alone; one that no
+ * thread takes within `maxWaitMs` fails without being evaluated, so a burst of slow expressions
+ * delays another run's calculation by at most that long. The worker's event loop and heap never
+ * wait for a calculation. A run that is cancelled stops its expression the same way.
+ *
+ * The threads start with an empty `process.env`: an expression that escaped mathjs would not
+ * find the worker's keys and tokens there.
  */
 export class CalcSandbox {
-  /** The thread, and whether it has loaded and takes calculations. */
-  private thread: { worker: Worker; ready: boolean } | null = null;
-  private readonly queue: Pending[] = [];
-  private current: { job: Pending; timer: NodeJS.Timeout } | null = null;
+  private readonly threads: Thread[] = [];
+  private readonly queue: Job[] = [];
   private nextId = 1;
 
   constructor(private readonly limits: CalcLimits) {}
@@ -47,40 +64,57 @@ export class CalcSandbox {
   evaluate(expression: string, signal: AbortSignal): Promise<number | boolean | string> {
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(new CalcFailure("aborted", "stopped"));
-      const job: Pending = { id: this.nextId++, expression, resolve, reject, signal, onAbort: () => this.fail(job, new CalcFailure("aborted", "stopped")) };
+      const job: Job = {
+        id: this.nextId++,
+        expression,
+        resolve,
+        reject,
+        signal,
+        onAbort: () => this.fail(job, new CalcFailure("aborted", "stopped")),
+        waitTimer: setTimeout(() => this.fail(job, new CalcFailure("busy", `the calculator is busy (no thread was free within ${this.limits.maxWaitMs} ms); try again later`)), this.limits.maxWaitMs),
+      };
       signal.addEventListener("abort", job.onAbort, { once: true });
       this.queue.push(job);
       this.pump();
     });
   }
 
-  /** Hands the next waiting calculation to the thread, once it is free and loaded. */
+  /** Hands waiting calculations to free loaded threads, and starts threads for those left. */
   private pump(): void {
-    if (this.current || this.queue.length === 0) return;
-    const thread = this.thread ?? this.start();
-    if (!thread.ready) return;
-    const job = this.queue.shift()!;
+    for (const thread of this.threads) {
+      if (this.queue.length === 0) return;
+      if (thread.ready && !thread.current) this.run(thread, this.queue.shift()!);
+    }
+    // Each thread still loading takes one of the waiting calculations once loaded.
+    const loading = this.threads.filter((t) => !t.ready).length;
+    for (let n = Math.min(this.queue.length - loading, this.limits.threads - this.threads.length); n > 0; n--) this.start();
+  }
+
+  private run(thread: Thread, job: Job): void {
+    clearTimeout(job.waitTimer);
     const timer = setTimeout(() => this.fail(job, new CalcFailure("timeout", `took longer than ${this.limits.timeoutMs} ms`)), this.limits.timeoutMs);
-    this.current = { job, timer };
+    thread.current = { job, timer };
     thread.worker.postMessage({ id: job.id, expression: job.expression });
   }
 
-  private start(): { worker: Worker; ready: boolean } {
+  private start(): void {
     // The thread runs TypeScript through tsx's require hook, like the services themselves.
     const entry = path.join(__dirname, "calc-thread.ts");
     const worker = new Worker(`require("tsx/cjs"); require(${JSON.stringify(entry)});`, {
       eval: true,
+      // Not a copy of the worker's (API keys, tokens, database URL): nothing in the thread needs one.
+      env: {},
       resourceLimits: { maxOldGenerationSizeMb: this.limits.maxHeapMb, maxYoungGenerationSizeMb: Math.min(32, this.limits.maxHeapMb) },
     });
-    const thread = { worker, ready: false };
+    const thread: Thread = { worker, ready: false, current: null };
     worker.on("message", (reply: CalcReply) => {
       if ("ready" in reply) {
         thread.ready = true;
         return this.pump();
       }
-      if (this.current?.job.id !== reply.id) return;
-      const { job } = this.current;
-      this.finish(job);
+      const job = thread.current?.job;
+      if (job?.id !== reply.id) return;
+      this.finish(thread);
       if ("error" in reply) job.reject(new CalcFailure("invalid", reply.error));
       else job.resolve(reply.result);
       this.pump();
@@ -92,8 +126,7 @@ export class CalcSandbox {
     worker.on("exit", () => this.lost(thread, new CalcFailure("invalid", "the calculation stopped")));
     // Unref'd after its listeners (attaching one refs it again): it never keeps the worker alive.
     worker.unref();
-    this.thread = thread;
-    return thread;
+    this.threads.push(thread);
   }
 
   /**
@@ -101,42 +134,50 @@ export class CalcSandbox {
    * `failure`. One that could not even load fails every waiting calculation instead of being
    * started again for each.
    */
-  private lost(thread: { worker: Worker; ready: boolean }, failure: CalcFailure): void {
-    if (this.thread !== thread) return;
-    this.thread = null;
-    const job = this.current?.job;
+  private lost(thread: Thread, failure: CalcFailure): void {
+    const i = this.threads.indexOf(thread);
+    if (i < 0) return;
+    this.threads.splice(i, 1);
+    const job = thread.current?.job;
     if (job) {
-      this.finish(job);
+      this.finish(thread);
       job.reject(failure);
       return this.pump();
     }
+    if (thread.ready) return this.pump();
     for (const waiting of this.queue.splice(0)) {
-      waiting.signal.removeEventListener("abort", waiting.onAbort);
+      this.release(waiting);
       waiting.reject(new CalcFailure("invalid", `the calculator is unavailable: ${failure.message}`));
     }
   }
 
-  /** Ends `job` with `err` (a limit it hit, or its run stopped); the thread computing it is stopped. */
-  private fail(job: Pending, err: CalcFailure): void {
-    if (this.current?.job === job) {
-      this.finish(job);
-      const thread = this.thread;
-      this.thread = null;
-      void thread?.worker.terminate();
+  /** Ends `job` with `err` (a limit it hit, or its run stopped); a thread computing it is stopped. */
+  private fail(job: Job, err: CalcFailure): void {
+    const thread = this.threads.find((t) => t.current?.job === job);
+    if (thread) {
+      this.finish(thread);
+      this.threads.splice(this.threads.indexOf(thread), 1);
+      void thread.worker.terminate();
     } else {
       const i = this.queue.indexOf(job);
       if (i < 0) return;
       this.queue.splice(i, 1);
-      job.signal.removeEventListener("abort", job.onAbort);
+      this.release(job);
     }
     job.reject(err);
     this.pump();
   }
 
-  /** `job`, the current calculation, has its answer or its failure: the thread is free. */
-  private finish(job: Pending): void {
-    clearTimeout(this.current!.timer);
+  /** `thread`'s calculation has its answer or its failure: the thread is free. */
+  private finish(thread: Thread): void {
+    clearTimeout(thread.current!.timer);
+    this.release(thread.current!.job);
+    thread.current = null;
+  }
+
+  /** `job` is settled: nothing of it may fire any more. */
+  private release(job: Job): void {
+    clearTimeout(job.waitTimer);
     job.signal.removeEventListener("abort", job.onAbort);
-    this.current = null;
   }
 }

@@ -1,6 +1,6 @@
 import net from "node:net";
 import { createMemoryClient } from "@agentrun/memory-client";
-import { calcEvaluate } from "./calc.tool";
+import { CALC_MAX_WAIT_MS, calcEvaluate } from "./calc.tool";
 import { ToolError, type ToolContext } from "./tool";
 
 let ctx: ToolContext;
@@ -15,6 +15,19 @@ beforeAll(async () => {
 });
 
 const evaluate = (expression: string) => calcEvaluate.run({ expression }, ctx);
+
+/** Computes for far longer than a calculation may. */
+const SLOW = "f(x) = x < 2 ? x : f(x - 1) + f(x - 2); f(40)";
+
+/** `expression` evaluated for a run of its own: how it settled, and when (ms since `t0`). */
+async function outcome(expression: string, t0: number): Promise<{ at: number; value?: unknown; error?: unknown }> {
+  try {
+    const value = await calcEvaluate.run({ expression }, { ...ctx, signal: new AbortController().signal });
+    return { at: Date.now() - t0, value };
+  } catch (error) {
+    return { at: Date.now() - t0, error };
+  }
+}
 
 /** The ToolError `evaluate(expression)` rejects with. */
 async function failure(expression: string): Promise<ToolError> {
@@ -153,5 +166,29 @@ describe("calc_evaluate limits", () => {
     // Each run has its own signal, as in the worker.
     const outs = await Promise.all(Array.from({ length: 20 }, (_, i) => calcEvaluate.run({ expression: `${i} * 2` }, { ...ctx, signal: new AbortController().signal })));
     expect(outs.map((o) => (o as { result: number }).result)).toEqual(Array.from({ length: 20 }, (_, i) => i * 2));
+  });
+});
+
+describe("calc_evaluate under load from other runs", () => {
+  it("answers a quick calculation while three slow ones take their turns", async () => {
+    const t0 = Date.now();
+    const slow = Array.from({ length: 3 }, () => outcome(SLOW, t0));
+    const [quick, ...stopped] = await Promise.all([outcome("1 + 1", t0), ...slow]);
+    expect(quick.value).toEqual({ expression: "1 + 1", result: 2 });
+    expect(stopped.map((s) => (s.error as ToolError).code)).toEqual(["too_expensive", "too_expensive", "too_expensive"]);
+    // Behind one slow expression's time limit at most, not behind all three.
+    expect(quick.at).toBeLessThan(Math.max(...stopped.map((s) => s.at)));
+  });
+
+  it("refuses as too_expensive, unevaluated, a calculation that found no free thread in time", async () => {
+    const t0 = Date.now();
+    const slow = Array.from({ length: 8 }, () => outcome(SLOW, t0));
+    const [quick, ...stopped] = await Promise.all([outcome("1 + 1", t0), ...slow]);
+    expect(quick.error).toBeInstanceOf(ToolError);
+    expect(quick.error).toMatchObject({ code: "too_expensive", message: expect.stringMatching(/^Cannot evaluate '1 \+ 1': the calculator is busy/) });
+    expect(quick.at).toBeGreaterThanOrEqual(CALC_MAX_WAIT_MS - 10);
+    expect(quick.at).toBeLessThan(CALC_MAX_WAIT_MS + 1000);
+    expect(stopped.every((s) => (s.error as ToolError).code === "too_expensive")).toBe(true);
+    await expect(evaluate("2 + 2")).resolves.toEqual({ expression: "2 + 2", result: 4 });
   });
 });
