@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
 import type { RequestHandler } from "express";
+import { hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
 import { AppError } from "@agentrun/errors";
 import type { AuthCache } from "../auth/auth-cache";
 import type { ApiKeyContext, AuthContext } from "../request-context";
@@ -13,14 +13,15 @@ const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
  * 404 unknown, 403 another organization's), in the contract's order. Failed authentications are
  * counted per client address by `failures`, which turns them into 429 beyond its limit. The
  * accepted key is on `req.apiKey` before the agent check, so that a refusal of the agent can
- * still report the organization's rate-limit state.
+ * still report the organization's rate-limit state. A token without the shape of an API key is
+ * refused like an unknown key, without a lookup: guessing costs no database query.
  */
 export function authenticate(cache: AuthCache, failures: AuthFailureGuard): RequestHandler {
   return async (req, _res, next) => {
     const match = BEARER.exec(req.get("authorization") ?? "");
     const refuse = (message: string) => failures.reject(req, new AppError("unauthorized", { message }));
     if (!match?.[1]) throw await refuse("Missing or malformed Authorization header; expected 'Bearer <API key>'.");
-    const key = await cache.apiKey(createHash("sha256").update(match[1]).digest("hex"));
+    const key = looksLikeApiKey(match[1]) ? await cache.apiKey(hashApiKey(match[1])) : null;
     if (!key || key.revoked) throw await refuse("The API key is invalid or revoked.");
     cache.markUsed(key.keyId);
     const apiKey: ApiKeyContext = { orgId: key.orgId, keyId: key.keyId, plan: key.plan, rpmLimit: key.rpmLimit };

@@ -1,6 +1,19 @@
 import type { Request, Response } from "express";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 
+/**
+ * Longest a stream waits for its client to take what was written once the response is full (the
+ * response's high-water mark, where `write` asks the writer to wait for `drain`). A client that
+ * takes nothing for this long is disconnected, which releases the stream as if it had gone away;
+ * it re-attaches with Last-Event-ID and loses nothing.
+ */
+export const STALLED_CLIENT_TIMEOUT_MS = 10_000;
+
+export interface SseOptions {
+  /** See {@link STALLED_CLIENT_TIMEOUT_MS}. @defaultValue STALLED_CLIENT_TIMEOUT_MS */
+  stalledClientTimeoutMs?: number;
+}
+
 /** Streams open in this process, so that shutdown can end them cleanly. */
 const openStreams = new Set<SseStream>();
 
@@ -13,8 +26,9 @@ export function endAllStreams(): number {
 
 export interface SseStream {
   send(event: RunEvent): void;
+  /** Ends the response once the events already sent have been written. */
   end(): void;
-  /** Aborted when the client goes away. */
+  /** Aborted when the client goes away, or is disconnected for not reading. */
   signal: AbortSignal;
 }
 
@@ -22,8 +36,14 @@ export interface SseStream {
  * Starts a text/event-stream response. Call only after every check that can fail: from here on
  * the status is 200. Each event is framed `id: <seq>` + `data: <json>`; a `: ping` comment keeps
  * idle connections (and proxies) alive.
+ *
+ * Writes follow the client's pace: once the response is full, further events wait (as the event
+ * objects the caller already holds, not as a second, serialized copy) until it drains, so a long
+ * replay never sits whole in the response's buffer. A client that stops reading is disconnected
+ * after `stalledClientTimeoutMs`.
  */
-export function openSse(req: Request, res: Response, heartbeatMs: number): SseStream {
+export function openSse(req: Request, res: Response, heartbeatMs: number, options: SseOptions = {}): SseStream {
+  const stalledClientTimeoutMs = options.stalledClientTimeoutMs ?? STALLED_CLIENT_TIMEOUT_MS;
   const controller = new AbortController();
   res.status(200);
   res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
@@ -33,43 +53,102 @@ export function openSse(req: Request, res: Response, heartbeatMs: number): SseSt
   // The headers leave with the first event when there is one right away (a new run's
   // run_started: one write instead of two); otherwise at the end of this turn of the event loop.
   setImmediate(() => {
-    if (!res.headersSent && !res.writableEnded) res.flushHeaders();
+    if (!res.headersSent && !gone()) res.flushHeaders();
   });
   req.socket.setNoDelay(true);
+  // No idle timeout (a stream may rightly be quiet between pings): a client that stops reading
+  // is caught by the stall timer below instead.
   req.socket.setTimeout(0);
 
-  const ping = setInterval(() => res.write(": ping\n\n"), heartbeatMs);
-  ping.unref();
-  const close = () => {
-    clearInterval(ping);
-    openStreams.delete(stream);
-    controller.abort();
+  const gone = () => res.writableEnded || res.destroyed;
+  /** Events sent while the response is full, in order. */
+  const waiting: RunEvent[] = [];
+  /** A write returned false and `drain` has not come yet. */
+  let full = false;
+  let ending = false;
+
+  let stalled: NodeJS.Timeout | null = null;
+  const stall = () => {
+    if (stalled) return;
+    // Destroying the response closes its socket, drops what is buffered and emits `close`.
+    stalled = setTimeout(() => res.destroy(), stalledClientTimeoutMs);
+    stalled.unref();
   };
-  res.on("close", close);
+  const unstall = () => {
+    if (stalled) clearTimeout(stalled);
+    stalled = null;
+  };
 
   let corked = false;
   const uncork = () => {
     corked = false;
     res.uncork();
   };
+  const write = (chunk: string) => {
+    // Writes of one turn of the event loop (one Redis message can carry a burst) leave together.
+    if (!corked) {
+      corked = true;
+      res.cork();
+      process.nextTick(uncork);
+    }
+    if (!res.write(chunk)) {
+      full = true;
+      stall();
+    }
+  };
+  const finish = () => {
+    if (gone()) return;
+    res.end();
+    // The socket outlives the response (keep-alive) and has no idle timeout: a client that never
+    // takes the end of the stream must not keep it buffered. `finish` disarms this.
+    stall();
+  };
+  const writeEvent = (event: RunEvent) => {
+    write(`id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`);
+    // The response ends with its terminal event, in the same write; nothing follows it.
+    if (isTerminalEvent(event)) {
+      waiting.length = 0;
+      stream.end();
+    }
+  };
+  const pump = () => {
+    let i = 0;
+    while (!full && !gone() && i < waiting.length) writeEvent(waiting[i++]!);
+    waiting.splice(0, i);
+    if (ending && waiting.length === 0) finish();
+  };
+  res.on("drain", () => {
+    full = false;
+    unstall();
+    pump();
+  });
+  res.on("finish", unstall);
+
+  const ping = setInterval(() => {
+    if (!full) write(": ping\n\n");
+  }, heartbeatMs);
+  ping.unref();
+  const close = () => {
+    clearInterval(ping);
+    unstall();
+    waiting.length = 0;
+    openStreams.delete(stream);
+    controller.abort();
+  };
+  res.on("close", close);
+
   const stream: SseStream = {
     signal: controller.signal,
     send(event) {
-      if (res.writableEnded) return;
-      // Events that arrive together (one Redis message can carry a burst) leave in one write.
-      if (!corked) {
-        corked = true;
-        res.cork();
-        process.nextTick(uncork);
-      }
-      res.write(`id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`);
-      // The response ends with its terminal event, in the same write.
-      if (isTerminalEvent(event)) stream.end();
+      if (gone() || ending) return;
+      if (full || waiting.length > 0) waiting.push(event);
+      else writeEvent(event);
     },
     end() {
       clearInterval(ping);
       openStreams.delete(stream);
-      if (!res.writableEnded) res.end();
+      ending = true;
+      if (waiting.length === 0) finish();
     },
   };
   openStreams.add(stream);
