@@ -1,7 +1,8 @@
 import { hashApiKey } from "@agentrun/api-keys";
 import type { PrismaClient } from "@agentrun/db";
 import { createTenant, testEnv, testPrisma } from "@agentrun/testing";
-import { AuthCache, LookupCache, MAX_CACHED_LOOKUPS } from "./auth-cache";
+import { AuthCache } from "./auth-cache";
+import { LookupCache, MAX_CACHED_LOOKUPS } from "./lookup-cache";
 
 describe("LookupCache", () => {
   it("keeps what was found while more than its size of distinct misses come and go", () => {

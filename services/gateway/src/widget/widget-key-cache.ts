@@ -1,5 +1,6 @@
 import type { PrismaClient, Plan } from "@agentrun/db";
 import { parsePricing } from "@agentrun/credits";
+import { LookupCache } from "../auth/lookup-cache";
 
 /** A widget key as the widget routes need it. */
 export interface WidgetKeyRecord {
@@ -14,14 +15,6 @@ export interface WidgetKeyRecord {
   allowedOrigins: ReadonlySet<string>;
   revoked: boolean;
 }
-
-interface Entry<T> {
-  value: T;
-  expires: number;
-}
-
-/** Bounds each map, so that a caller cycling random keys or origins cannot grow it without limit. */
-const MAX_ENTRIES = 10_000;
 
 /**
  * `scheme://host[:port]` of an origin or URL, lower-cased and without a default port, as browsers
@@ -39,21 +32,29 @@ export function normalizeOrigin(value: string): string | null {
 /**
  * Short-lived lookups of widget keys, and of whether any active key allows an origin (what a
  * CORS preflight, which carries no widget key, can be decided on). The TTL is the API keys' one,
- * so a revoked widget key or a removed origin stops working within it on every instance.
+ * so a revoked widget key or a removed origin stops working within it on every instance. Keys and
+ * origins that match nothing are bounded apart from those that do (see {@link LookupCache}), so a
+ * caller cycling random ones never pushes out the site's real key or origin.
  */
 export class WidgetKeyCache {
-  private readonly keys = new Map<string, Entry<WidgetKeyRecord | null>>();
-  private readonly origins = new Map<string, Entry<boolean>>();
+  private readonly keys: LookupCache<WidgetKeyRecord>;
+  /** An allowed origin is cached as true, one no key allows as a miss. */
+  private readonly origins: LookupCache<true>;
 
+  /** @param maxEntries - size of each of its maps (see {@link LookupCache}). */
   constructor(
     private readonly prisma: PrismaClient,
-    private readonly ttlMs: number,
-  ) {}
+    ttlMs: number,
+    maxEntries?: number,
+  ) {
+    this.keys = new LookupCache(ttlMs, maxEntries);
+    this.origins = new LookupCache(ttlMs, maxEntries);
+  }
 
   /** The key `pk_…`, or null when no key has that value. */
   async byKey(key: string): Promise<WidgetKeyRecord | null> {
     const hit = this.keys.get(key);
-    if (hit && hit.expires > Date.now()) return hit.value;
+    if (hit !== undefined) return hit;
     const row = await this.prisma.widgetKey.findUnique({
       where: { key },
       select: { id: true, agentId: true, allowedOrigins: true, revokedAt: true, agent: { select: { orgId: true, pricing: true, org: { select: { plan: true, rpmLimit: true } } } } },
@@ -70,24 +71,17 @@ export class WidgetKeyCache {
           revoked: row.revokedAt !== null,
         }
       : null;
-    this.remember(this.keys, key, value);
+    this.keys.set(key, value);
     return value;
   }
 
   /** True when at least one unrevoked widget key lists `origin` (already normalized). */
   async anyKeyAllows(origin: string): Promise<boolean> {
     const hit = this.origins.get(origin);
-    if (hit && hit.expires > Date.now()) return hit.value;
+    if (hit !== undefined) return hit === true;
     // The admin CLI stores origins normalized (URL.origin), so an exact match suffices.
     const row = await this.prisma.widgetKey.findFirst({ where: { revokedAt: null, allowedOrigins: { has: origin } }, select: { id: true } });
-    const value = row !== null;
-    this.remember(this.origins, origin, value);
-    return value;
-  }
-
-  private remember<T>(map: Map<string, Entry<T>>, key: string, value: T): void {
-    if (this.ttlMs <= 0) return;
-    if (map.size >= MAX_ENTRIES) map.clear();
-    map.set(key, { value, expires: Date.now() + this.ttlMs });
+    this.origins.set(origin, row ? true : null);
+    return row !== null;
   }
 }
