@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { createTenant, testEnv, testPrisma } from "@agentrun/testing";
 import { WidgetKeyCache } from "./widget-key-cache";
@@ -14,7 +15,7 @@ afterAll(async () => {
 
 it("keeps a real widget key and origin cached while unknown ones come and go beyond its size", async () => {
   const tenant = await createTenant(prisma);
-  const key = `pk_${newId("x").slice(2)}`;
+  const key = `pk_${randomUUID().replace(/-/g, "")}`;
   const origin = `https://shop-${Date.now()}.example`;
   await prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key, allowedOrigins: [origin] } });
   const cache = new WidgetKeyCache(prisma, 60_000, 20);
