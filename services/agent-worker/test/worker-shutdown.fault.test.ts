@@ -62,19 +62,37 @@ const logLines = (worker: ServiceProcess) =>
     .filter((l) => l.startsWith("{"))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
-it("exits within SHUTDOWN_GRACE_MS plus the margin when SIGTERM arrives during a Redis outage, and says what did not close", async () => {
+it("exits 1 within SHUTDOWN_GRACE_MS plus the margin when SIGTERM arrives during a Redis outage, and says what did not close", async () => {
   const worker = await startWorker();
   await redis.stop();
-  // Redis comes back while the worker is shutting down: it must still exit.
+  try {
+    const res = await sigtermAndWait(worker, 15_000);
+    expect(res).not.toBeNull();
+    expect(res!.code).toBe(1);
+    expect(res!.tookMs).toBeLessThan(GRACE_MS + 5000 + 3000);
+    const line = logLines(worker).find((l) => l.msg === "shutdown timed out: not everything closed");
+    expect(line).toMatchObject({ level: 50, notClosed: expect.arrayContaining(["BullMQ worker"]) });
+  } finally {
+    await redis.start();
+  }
+});
+
+it("still exits within the bound when Redis comes back while it shuts down", async () => {
+  const worker = await startWorker();
+  await redis.stop();
   const res = await sigtermAndWait(worker, 15_000, async () => {
     await new Promise((r) => setTimeout(r, 1500));
     await redis.start();
   });
   expect(res).not.toBeNull();
-  expect(res!.code).toBe(1);
   expect(res!.tookMs).toBeLessThan(GRACE_MS + 5000 + 3000);
-  const line = logLines(worker).find((l) => l.msg === "shutdown timed out: not everything closed");
-  expect(line).toMatchObject({ level: 50, notClosed: expect.arrayContaining(["BullMQ worker"]) });
+  // Whether everything closed depends on how soon the connections come back; either way it says so.
+  const messages = logLines(worker).map((l) => l.msg);
+  if (res!.code === 0) expect(messages).toContain("agent worker stopped");
+  else {
+    expect(res!.code).toBe(1);
+    expect(messages).toContain("shutdown timed out: not everything closed");
+  }
 });
 
 it("exits 0 on SIGTERM when Redis is up", async () => {
