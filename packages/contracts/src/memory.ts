@@ -36,6 +36,12 @@ export const memoryEntrySchema = z.object({
 });
 export type MemoryEntryView = z.infer<typeof memoryEntrySchema>;
 
+/** A page of memory entries, as `GET /api/memory` and the memory service's list answer it. */
+export const memoryListSchema = z.object({
+  memories: z.array(memoryEntrySchema).meta({ description: "Newest first." }),
+  has_more: z.boolean().meta({ description: "Older entries follow: ask again with `before` set to the last entry's memory_id." }),
+});
+
 /** The scope every internal memory call names. */
 export const memoryScopeSchema = z.object({ org_id: z.string().min(1), agent_id: z.string().min(1) });
 export type MemoryScope = z.infer<typeof memoryScopeSchema>;

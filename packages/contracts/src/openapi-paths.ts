@@ -2,12 +2,11 @@
 import { z } from "zod";
 import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject, ZodOpenApiResponsesObject } from "zod-openapi";
 import { runEventSchema } from "./events";
-import { memoryCreateSchema, memoryEntrySchema, memoryListQuerySchema } from "./memory";
+import { memoryCreateSchema, memoryEntrySchema, memoryListQuerySchema, memoryListSchema } from "./memory";
 import { runRequestSchema } from "./runs";
 import { eventsQuerySchema, idempotencyKeySchema, lastEventIdSchema, messageListQuerySchema, taskCreateSchema, taskListQuerySchema } from "./tasks";
 import {
   AFTER_THE_END,
-  memoryListSchema,
   memoryPathSchema,
   messageListSchema,
   runAcceptedSchema,

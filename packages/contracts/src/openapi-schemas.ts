@@ -6,7 +6,6 @@
 import { z } from "zod";
 import { RUN_STATUSES, TASK_STATUSES, idParam } from "./common";
 import { runErrorSchema } from "./events";
-import { memoryEntrySchema } from "./memory";
 
 /** An OpenAPI header object for a non-negative integer header. */
 export const intHeader = (description: string) => ({ description, schema: { type: "integer" as const, minimum: 0 } });
@@ -83,11 +82,6 @@ export const messageViewSchema = z.object({
 });
 
 export const messageListSchema = z.object({ messages: z.array(messageViewSchema).meta({ description: "Oldest first." }), has_more: z.boolean() });
-
-export const memoryListSchema = z.object({
-  memories: z.array(memoryEntrySchema).meta({ description: "Newest first." }),
-  has_more: z.boolean().meta({ description: "Older entries follow: ask again with `before` set to the last entry's memory_id." }),
-});
 
 export const taskPathSchema = z.object({ task_id: idParam });
 export const runPathSchema = z.object({ task_id: idParam, run_id: idParam });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import {
   memoryEntrySchema,
+  memoryListSchema,
   type MemoryEntryView,
   type MemoryScope,
   type internalMemoryContextSchema,
@@ -73,7 +74,7 @@ export interface MemoryClient {
  */
 const RESPONSE_SCHEMAS = {
   create: z.object({ memory: memoryEntrySchema, created: z.boolean() }),
-  list: z.object({ memories: z.array(memoryEntrySchema), has_more: z.boolean() }),
+  list: memoryListSchema,
   get: z.object({ memory: memoryEntrySchema }),
   search: z.object({ memories: z.array(memoryEntrySchema.extend({ score: z.number() })) }),
   context: z.object({ memories: z.array(memoryEntrySchema) }),
