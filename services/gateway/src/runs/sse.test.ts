@@ -30,6 +30,16 @@ const chunk = (seq: number): RunEvent => ({ seq, type: "text_chunk", run_id: "ru
 const completed = (seq: number): RunEvent => ({ seq, type: "run_completed", run_id: "run_x", credits_used: 1, duration_ms: 1 }) as RunEvent;
 /** What the response may hold unsent: its high-water mark and the one event that crossed it. */
 const bound = (res: Response) => res.writableHighWaterMark + CONTENT + 1024;
+/** Opens the stream as a reading client; resolves with everything it received once it ends. */
+const readStream = () =>
+  new Promise<string>((resolve, reject) => {
+    http.get({ port, host: "127.0.0.1", path: "/stream" }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (text += c));
+      res.on("end", () => resolve(text));
+    }).on("error", reject);
+  });
 const seqsIn = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
 
 it("holds no more than the high-water mark for a client that stops reading, and disconnects it", async () => {
@@ -62,14 +72,7 @@ it("holds no more than the high-water mark for a client that stops reading, and 
 
 it("gives a reader every event of a long burst, in order, ending after the last", async () => {
   const next = nextStream();
-  const got = new Promise<string>((resolve, reject) => {
-    http.get({ port, host: "127.0.0.1", path: "/stream" }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (text += c));
-      res.on("end", () => resolve(text));
-    }).on("error", reject);
-  });
+  const got = readStream();
   const { stream, res } = await next;
   const events = [...Array.from({ length: 300 }, (_, i) => chunk(i + 1)), completed(301)];
   for (const e of events) stream.send(e);
@@ -79,14 +82,7 @@ it("gives a reader every event of a long burst, in order, ending after the last"
 
 it("writes what is waiting before an end the caller asks for", async () => {
   const next = nextStream();
-  const got = new Promise<string>((resolve, reject) => {
-    http.get({ port, host: "127.0.0.1", path: "/stream" }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (text += c));
-      res.on("end", () => resolve(text));
-    }).on("error", reject);
-  });
+  const got = readStream();
   const { stream } = await next;
   for (let seq = 1; seq <= 50; seq++) stream.send(chunk(seq));
   // As on shutdown: no terminal event; what was sent still arrives, and the response ends.
