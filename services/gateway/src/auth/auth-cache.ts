@@ -35,25 +35,21 @@ export class AuthCache {
     this.agents = new LookupCache(ttlMs);
   }
 
-  async apiKey(keyHash: string): Promise<ApiKeyRecord | null> {
-    const hit = this.keys.get(keyHash);
-    if (hit !== undefined) return hit;
-    const row = await this.prisma.apiKey.findUnique({
-      where: { keyHash },
-      select: { id: true, orgId: true, revokedAt: true, org: { select: { plan: true, rpmLimit: true } } },
+  apiKey(keyHash: string): Promise<ApiKeyRecord | null> {
+    return this.keys.getOrLoad(keyHash, async () => {
+      const row = await this.prisma.apiKey.findUnique({
+        where: { keyHash },
+        select: { id: true, orgId: true, revokedAt: true, org: { select: { plan: true, rpmLimit: true } } },
+      });
+      return row ? { keyId: row.id, orgId: row.orgId, plan: row.org.plan, rpmLimit: row.org.rpmLimit, revoked: row.revokedAt !== null } : null;
     });
-    const value = row ? { keyId: row.id, orgId: row.orgId, plan: row.org.plan, rpmLimit: row.org.rpmLimit, revoked: row.revokedAt !== null } : null;
-    this.keys.set(keyHash, value);
-    return value;
   }
 
-  async agent(agentId: string): Promise<AgentRecord | null> {
-    const hit = this.agents.get(agentId);
-    if (hit !== undefined) return hit;
-    const row = await this.prisma.agent.findUnique({ where: { id: agentId }, select: { id: true, orgId: true, pricing: true } });
-    const value = row ? { id: row.id, orgId: row.orgId, runReservation: parsePricing(row.pricing).base } : null;
-    this.agents.set(agentId, value);
-    return value;
+  agent(agentId: string): Promise<AgentRecord | null> {
+    return this.agents.getOrLoad(agentId, async () => {
+      const row = await this.prisma.agent.findUnique({ where: { id: agentId }, select: { id: true, orgId: true, pricing: true } });
+      return row ? { id: row.id, orgId: row.orgId, runReservation: parsePricing(row.pricing).base } : null;
+    });
   }
 
   markUsed(keyId: string): void {

@@ -47,6 +47,15 @@ export class LookupCache<T> {
     }
   }
 
+  /** The cached result of `key`, or what `load` finds (null: nothing), which is then cached. */
+  async getOrLoad(key: string, load: () => Promise<T | null>): Promise<T | null> {
+    const hit = this.get(key);
+    if (hit !== undefined) return hit;
+    const value = await load();
+    this.set(key, value);
+    return value;
+  }
+
   /** Entries held, found and missing (expired ones included until they are read or evicted). */
   get size(): { found: number; missing: number } {
     return { found: this.found.size, missing: this.missing.size };

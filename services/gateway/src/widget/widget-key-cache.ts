@@ -52,36 +52,33 @@ export class WidgetKeyCache {
   }
 
   /** The key `pk_…`, or null when no key has that value. */
-  async byKey(key: string): Promise<WidgetKeyRecord | null> {
-    const hit = this.keys.get(key);
-    if (hit !== undefined) return hit;
-    const row = await this.prisma.widgetKey.findUnique({
-      where: { key },
-      select: { id: true, agentId: true, allowedOrigins: true, revokedAt: true, agent: { select: { orgId: true, pricing: true, org: { select: { plan: true, rpmLimit: true } } } } },
+  byKey(key: string): Promise<WidgetKeyRecord | null> {
+    return this.keys.getOrLoad(key, async () => {
+      const row = await this.prisma.widgetKey.findUnique({
+        where: { key },
+        select: { id: true, agentId: true, allowedOrigins: true, revokedAt: true, agent: { select: { orgId: true, pricing: true, org: { select: { plan: true, rpmLimit: true } } } } },
+      });
+      if (!row) return null;
+      return {
+        id: row.id,
+        agentId: row.agentId,
+        orgId: row.agent.orgId,
+        plan: row.agent.org.plan,
+        rpmLimit: row.agent.org.rpmLimit,
+        runReservation: parsePricing(row.agent.pricing).base,
+        allowedOrigins: new Set(row.allowedOrigins.map(normalizeOrigin).filter((o): o is string => o !== null)),
+        revoked: row.revokedAt !== null,
+      };
     });
-    const value: WidgetKeyRecord | null = row
-      ? {
-          id: row.id,
-          agentId: row.agentId,
-          orgId: row.agent.orgId,
-          plan: row.agent.org.plan,
-          rpmLimit: row.agent.org.rpmLimit,
-          runReservation: parsePricing(row.agent.pricing).base,
-          allowedOrigins: new Set(row.allowedOrigins.map(normalizeOrigin).filter((o): o is string => o !== null)),
-          revoked: row.revokedAt !== null,
-        }
-      : null;
-    this.keys.set(key, value);
-    return value;
   }
 
   /** True when at least one unrevoked widget key lists `origin` (already normalized). */
   async anyKeyAllows(origin: string): Promise<boolean> {
-    const hit = this.origins.get(origin);
-    if (hit !== undefined) return hit === true;
-    // The admin CLI stores origins normalized (URL.origin), so an exact match suffices.
-    const row = await this.prisma.widgetKey.findFirst({ where: { revokedAt: null, allowedOrigins: { has: origin } }, select: { id: true } });
-    this.origins.set(origin, row ? true : null);
-    return row !== null;
+    const allowed = await this.origins.getOrLoad(origin, async () => {
+      // The admin CLI stores origins normalized (URL.origin), so an exact match suffices.
+      const row = await this.prisma.widgetKey.findFirst({ where: { revokedAt: null, allowedOrigins: { has: origin } }, select: { id: true } });
+      return row ? true : null;
+    });
+    return allowed === true;
   }
 }
