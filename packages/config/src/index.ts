@@ -57,8 +57,19 @@ export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trac
  */
 export const redisPrefix = z.string().regex(/^[A-Za-z0-9_:-]+$/).default("agentrun");
 
+/** INTERNAL_TOKEN's default, published with the code. */
+export const DEV_INTERNAL_TOKEN = "agentrun-dev-internal-token";
+
 /** Shared secret between services for the internal APIs (memory service). */
-export const internalToken = z.string().min(16).default("agentrun-dev-internal-token");
+export const internalToken = z.string().min(16).default(DEV_INTERNAL_TOKEN);
+
+/**
+ * Whether a secret is a published value, which production must not run with: its development
+ * default (`dev`), or a `change-me…` placeholder such as docker-compose.yml's.
+ */
+export function isPublishedSecret(value: string, dev: string): boolean {
+  return value === dev || value.startsWith("change-me");
+}
 
 /**
  * Parses `env` with `schema`. On failure throws a {@link ConfigError} whose message lists every

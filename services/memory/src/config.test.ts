@@ -1,12 +1,12 @@
-import { loadConfig } from "@agentrun/config";
-import { isPublishedInternalToken, memoryConfigSchema, startupWarnings } from "./config";
+import { DEV_INTERNAL_TOKEN, isPublishedSecret, loadConfig } from "@agentrun/config";
+import { memoryConfigSchema, startupWarnings } from "./config";
 
 describe("memory service config", () => {
   it("knows the default INTERNAL_TOKEN and the change-me placeholders are published", () => {
     const defaults = loadConfig(memoryConfigSchema, {});
-    expect(isPublishedInternalToken(defaults.INTERNAL_TOKEN)).toBe(true);
-    expect(isPublishedInternalToken("change-me-internal-token")).toBe(true);
-    expect(isPublishedInternalToken("a-long-random-value-0123456789")).toBe(false);
+    expect(isPublishedSecret(defaults.INTERNAL_TOKEN, DEV_INTERNAL_TOKEN)).toBe(true);
+    expect(isPublishedSecret("change-me-internal-token", DEV_INTERNAL_TOKEN)).toBe(true);
+    expect(isPublishedSecret("a-long-random-value-0123456789", DEV_INTERNAL_TOKEN)).toBe(false);
   });
 
   it("warns at start-up in production when INTERNAL_TOKEN is published, and only then", () => {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { databaseUrl, dbPreparedStatements, internalToken, logLevel, ownPort, port } from "@agentrun/config";
+import { DEV_INTERNAL_TOKEN, databaseUrl, dbPreparedStatements, internalToken, isPublishedSecret, logLevel, ownPort, port } from "@agentrun/config";
 
 /** The memory service's environment; parsed once in index.ts. */
 export const memoryConfigSchema = z.object({
@@ -23,19 +23,11 @@ export const memoryConfigSchema = z.object({
 
 export type MemoryConfig = z.infer<typeof memoryConfigSchema>;
 
-/** INTERNAL_TOKEN's default, published with the code. */
-const DEFAULT_INTERNAL_TOKEN = internalToken.parse(undefined);
-
 /**
- * Whether INTERNAL_TOKEN is a published value: the default, or a `change-me…` placeholder such as
- * docker-compose.yml's. Whoever knows it can read and change every memory through the internal API.
+ * What index.ts logs as warnings at start-up: in production, an INTERNAL_TOKEN that is published
+ * (see `isPublishedSecret`), with which anyone can read and change every memory.
  */
-export function isPublishedInternalToken(token: string): boolean {
-  return token === DEFAULT_INTERNAL_TOKEN || token.startsWith("change-me");
-}
-
-/** What index.ts logs as warnings at start-up. */
 export function startupWarnings(config: Pick<MemoryConfig, "NODE_ENV" | "INTERNAL_TOKEN">): string[] {
-  if (config.NODE_ENV !== "production" || !isPublishedInternalToken(config.INTERNAL_TOKEN)) return [];
+  if (config.NODE_ENV !== "production" || !isPublishedSecret(config.INTERNAL_TOKEN, DEV_INTERNAL_TOKEN)) return [];
   return ["INTERNAL_TOKEN is a published default: anyone who reaches the memory service can read and change every memory; set a long random value"];
 }

@@ -2,6 +2,7 @@ import { Router } from "express";
 import { VISITOR_TOKEN_HEADER, visitorUserId, widgetRunRequestSchema } from "@agentrun/contracts";
 import { newId } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
+import { isPublishedSecret } from "@agentrun/config";
 import { DEV_WIDGET_TOKEN_SECRET } from "../config";
 import type { GatewayDeps } from "../deps";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
@@ -36,7 +37,7 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
   const tokens = new VisitorTokens(config.WIDGET_TOKEN_SECRET, config.WIDGET_TOKEN_TTL_S);
   const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: config.REDIS_PREFIX, hub: deps.hub };
   // The development default, or the placeholder of docker-compose.yml.
-  if (config.NODE_ENV === "production" && (config.WIDGET_TOKEN_SECRET === DEV_WIDGET_TOKEN_SECRET || config.WIDGET_TOKEN_SECRET.startsWith("change-me"))) {
+  if (config.NODE_ENV === "production" && isPublishedSecret(config.WIDGET_TOKEN_SECRET, DEV_WIDGET_TOKEN_SECRET)) {
     deps.logger.warn("WIDGET_TOKEN_SECRET is a published default: visitor tokens can be forged; set a long random value");
   }
 
