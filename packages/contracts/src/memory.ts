@@ -10,10 +10,13 @@ export const MEMORY_CONTENT_MAX_CHARS = 4000;
 export const memoryCategorySchema = z.enum(MEMORY_CATEGORIES);
 export const memoryUserIdSchema = z.string().min(1).max(256);
 
+/** A memory's content, trimmed: what the API, the memory service and the memory tool accept. */
+export const memoryContentSchema = z.string().trim().min(1, "must not be empty").max(MEMORY_CONTENT_MAX_CHARS);
+
 /** Body of `POST /api/memory`. */
 export const memoryCreateSchema = z
   .object({
-    content: z.string().trim().min(1, "must not be empty").max(MEMORY_CONTENT_MAX_CHARS),
+    content: memoryContentSchema,
     category: memoryCategorySchema.optional().meta({ description: "`general` for a new entry when absent; an exact duplicate keeps its category unless one is given." }),
     user_id: memoryUserIdSchema,
   })
@@ -48,7 +51,7 @@ export type MemoryScope = z.infer<typeof memoryScopeSchema>;
 
 export const internalMemoryCreateSchema = memoryScopeSchema.extend({
   user_id: memoryUserIdSchema,
-  content: z.string().trim().min(1).max(MEMORY_CONTENT_MAX_CHARS),
+  content: memoryContentSchema,
   category: memoryCategorySchema.optional(),
 });
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MEMORY_CATEGORIES, MEMORY_CONTENT_MAX_CHARS } from "@agentrun/contracts";
+import { MEMORY_CATEGORIES, memoryContentSchema } from "@agentrun/contracts";
 import { defineAction, ToolError, type ToolContext } from "./tool";
 
 function userOf(ctx: ToolContext): string {
@@ -13,7 +13,7 @@ export const memorySave = defineAction({
   description: "Saves a fact, preference or instruction about the current user for future conversations.",
   params: z.object({
     // Trimmed first, as the memory service does, so blank content never leaves the worker.
-    content: z.string().trim().min(1).max(MEMORY_CONTENT_MAX_CHARS).describe("What to remember, as a short sentence"),
+    content: memoryContentSchema.describe("What to remember, as a short sentence"),
     category: z.enum(MEMORY_CATEGORIES).optional().describe("general, preference, fact or instruction"),
   }),
   async run({ content, category }, ctx) {
