@@ -22,19 +22,6 @@ async function outcome<T>(promise: Promise<T>, t0: number): Promise<{ at: number
 const reason = (o: { error?: unknown }) => (o.error instanceof CalcFailure ? o.error.reason : o.error);
 
 /**
- * Waits until `sandbox` has a loaded thread. Loading one may take longer than a short
- * `maxWaitMs`, which then refuses the calculations asked meanwhile as busy.
- */
-async function warm(sandbox: CalcSandbox): Promise<void> {
-  for (let i = 0; i < 50; i++) {
-    const { value, error } = await outcome(sandbox.evaluate("0", running()), 0);
-    if (value === 0) return;
-    if (reason({ error }) !== "busy") throw error;
-  }
-  throw new Error("no calc thread loaded");
-}
-
-/**
  * The value of the JavaScript `expression` evaluated inside the newest thread of this process,
  * read through the inspector as a debugger would: nothing in the thread helps.
  */
@@ -87,9 +74,24 @@ describe("CalcSandbox threads", () => {
   });
 });
 
+describe("CalcSandbox.warm", () => {
+  it("loads every thread, so that as many calculations as threads start computing at once", async () => {
+    const sandbox = new CalcSandbox(LIMITS);
+    await sandbox.warm();
+    const t0 = Date.now();
+    const stopped = await Promise.all([1, 2].map(() => outcome(sandbox.evaluate(SLOW, running()), t0)));
+    expect(stopped.map(reason)).toEqual(["timeout", "timeout"]);
+    // Side by side: both stopped at the one time limit, neither waited for a thread.
+    for (const s of stopped) expect(s.at).toBeLessThan(2 * LIMITS.timeoutMs);
+  });
+});
+
 describe("CalcSandbox under load", () => {
   it("gives a quick calculation a thread while slow ones take their turns", async () => {
-    const sandbox = new CalcSandbox(LIMITS);
+    // A time limit long beside a thread's loading (up to about 2 s on a loaded machine): the two
+    // threads that replace the first two slow ones load side by side, and the one that is ready
+    // first takes the third slow expression, so the quick one must not wait for its limit too.
+    const sandbox = new CalcSandbox({ ...LIMITS, timeoutMs: 3000, maxWaitMs: 30_000 });
     const t0 = Date.now();
     const slow = [1, 2, 3].map(() => outcome(sandbox.evaluate(SLOW, running()), t0));
     const quick = outcome(sandbox.evaluate("1 + 1", running()), t0);
@@ -102,7 +104,7 @@ describe("CalcSandbox under load", () => {
 
   it("refuses a calculation no thread takes within maxWaitMs, without waiting for the slow one", async () => {
     const sandbox = new CalcSandbox({ ...LIMITS, timeoutMs: 2000, maxWaitMs: 300, threads: 1 });
-    await warm(sandbox);
+    await sandbox.warm();
     const t0 = Date.now();
     const slow = outcome(sandbox.evaluate(SLOW, running()), t0);
     const waiting = await outcome(sandbox.evaluate("1 + 1", running()), t0);
@@ -112,13 +114,13 @@ describe("CalcSandbox under load", () => {
     expect(waiting.at).toBeGreaterThanOrEqual(290);
     expect(waiting.at).toBeLessThan(1500);
     expect(reason(await slow)).toBe("timeout");
-    await warm(sandbox);
+    await sandbox.warm();
     await expect(sandbox.evaluate("2 + 2", running())).resolves.toBe(4);
   });
 
   it("lets a cancelled calculation leave the queue without running", async () => {
     const sandbox = new CalcSandbox({ ...LIMITS, threads: 1 });
-    await warm(sandbox);
+    await sandbox.warm();
     const t0 = Date.now();
     const slow = outcome(sandbox.evaluate(SLOW, running()), t0);
     const controller = new AbortController();

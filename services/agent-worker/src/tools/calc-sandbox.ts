@@ -41,6 +41,9 @@ interface Thread {
   ready: boolean;
   /** What it computes, and the timer that stops it at `timeoutMs`. */
   current: { job: Job; timer: NodeJS.Timeout } | null;
+  /** Settles once the thread is loaded, or has ended without loading. */
+  loaded: Promise<void>;
+  settleLoaded: () => void;
 }
 
 /**
@@ -79,6 +82,15 @@ export class CalcSandbox {
     });
   }
 
+  /**
+   * Starts the threads not started yet and resolves once every thread has loaded (or ended), so
+   * that the next calculations wait for no thread's loading.
+   */
+  async warm(): Promise<void> {
+    while (this.threads.length < this.limits.threads) this.start();
+    await Promise.all(this.threads.map((t) => t.loaded));
+  }
+
   /** Hands waiting calculations to free loaded threads, and starts threads for those left. */
   private pump(): void {
     for (const thread of this.threads) {
@@ -106,10 +118,13 @@ export class CalcSandbox {
       env: {},
       resourceLimits: { maxOldGenerationSizeMb: this.limits.maxHeapMb, maxYoungGenerationSizeMb: Math.min(32, this.limits.maxHeapMb) },
     });
-    const thread: Thread = { worker, ready: false, current: null };
+    let settleLoaded = () => {};
+    const loaded = new Promise<void>((resolve) => (settleLoaded = resolve));
+    const thread: Thread = { worker, ready: false, current: null, loaded, settleLoaded };
     worker.on("message", (reply: CalcReply) => {
       if ("ready" in reply) {
         thread.ready = true;
+        thread.settleLoaded();
         return this.pump();
       }
       const job = thread.current?.job;
@@ -135,6 +150,7 @@ export class CalcSandbox {
    * started again for each.
    */
   private lost(thread: Thread, failure: CalcFailure): void {
+    thread.settleLoaded();
     const i = this.threads.indexOf(thread);
     if (i < 0) return;
     this.threads.splice(i, 1);

@@ -18,6 +18,9 @@ export const CALC_MAX_WAIT_MS = 3000;
 // The worker process's calc threads, started as calculations need them.
 const sandbox = new CalcSandbox({ timeoutMs: CALC_TIMEOUT_MS, maxWaitMs: CALC_MAX_WAIT_MS, maxHeapMb: CALC_MAX_HEAP_MB, threads: CALC_THREADS });
 
+/** Starts the process's calc threads now and resolves once they are loaded. */
+export const warmCalcThreads = () => sandbox.warm();
+
 export const calcEvaluate = defineAction({
   tool: "calc",
   action: "evaluate",
