@@ -78,7 +78,9 @@ describe("cancel", () => {
 describe("one run at a time per task", () => {
   it("decides two simultaneous runs on one task atomically: one starts, one gets 409", async () => {
     const { body } = await post("/tasks", { title: "race" });
-    const results = await Promise.all([post("/run", { query: "a", task_id: body.task_id, stream: false }), post("/run", { query: "b", task_id: body.task_id, stream: false })]);
+    // Each run takes a second, so the one that starts is still running when the other is decided
+    // however late a loaded machine gets to it.
+    const results = await Promise.all([post("/run", { query: "[sleep:1000] a", task_id: body.task_id, stream: false }), post("/run", { query: "[sleep:1000] b", task_id: body.task_id, stream: false })]);
     expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
     expect(results.find((r) => r.status === 409)!.body.error.code).toBe("run_in_progress");
     expect(await prisma.run.count({ where: { taskId: body.task_id } })).toBe(1);
