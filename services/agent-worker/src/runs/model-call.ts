@@ -2,6 +2,7 @@ import type OpenAI from "openai";
 import { storableText } from "@agentrun/db";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { untilAborted } from "../until-aborted";
+import { completionChunks, type StreamedResponse } from "./completion-chunks";
 import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
 
 export interface ModelToolCall {
@@ -92,28 +93,29 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     );
     // The SDK waits out a retry's back-off (as long as the provider's Retry-After asks) without
     // looking at its signal.
-    const stream = await untilAborted(request, signal);
-    for await (const chunk of stream) {
+    const response = await untilAborted(request.asResponse(), signal);
+    for await (const chunks of completionChunks(response as unknown as StreamedResponse)) {
       armIdle();
       answering = true;
-      if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
-      const delta = chunk.choices?.[0]?.delta;
-      if (!delta) continue;
-      if (delta.content) {
-        const content = pendingHigh + delta.content;
-        const last = content.charCodeAt(content.length - 1);
-        pendingHigh = last >= 0xd800 && last <= 0xdbff ? content.slice(-1) : "";
-        forward(pendingHigh ? content.slice(0, -1) : content);
-      }
-      for (const tc of delta.tool_calls ?? []) {
-        const call = calls.get(tc.index) ?? { id: "", name: "", arguments: "" };
-        if (tc.id) call.id = tc.id;
-        if (tc.function?.name) call.name += storableText(tc.function.name);
-        if (tc.function?.arguments) call.arguments += tc.function.arguments;
-        calls.set(tc.index, call);
+      for (const chunk of chunks) {
+        if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
+        const delta = chunk.choices?.[0]?.delta;
+        if (delta?.content) {
+          const content = pendingHigh + delta.content;
+          const last = content.charCodeAt(content.length - 1);
+          pendingHigh = last >= 0xd800 && last <= 0xdbff ? content.slice(-1) : "";
+          forward(pendingHigh ? content.slice(0, -1) : content);
+        }
+        for (const tc of delta?.tool_calls ?? []) {
+          const call = calls.get(tc.index) ?? { id: "", name: "", arguments: "" };
+          if (tc.id) call.id = tc.id;
+          if (tc.function?.name) call.name += storableText(tc.function.name);
+          if (tc.function?.arguments) call.arguments += tc.function.arguments;
+          calls.set(tc.index, call);
+        }
       }
     }
-    // The SDK ends a stream quietly when its signal aborts, so check the signal explicitly.
+    // A body cut by an abort may end without an error: check the signal explicitly.
     if (signal.aborted) throw signal.reason ?? new Error("aborted");
     forward(pendingHigh);
   } catch (err) {

@@ -1,0 +1,71 @@
+import OpenAI from "openai";
+import { completionChunks, type StreamedResponse } from "./completion-chunks";
+
+const chunk = (content: string, extra: object = {}) => ({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content } }], ...extra });
+const event = (value: unknown) => `data: ${typeof value === "string" ? value : JSON.stringify(value)}\n\n`;
+
+/** A body that yields `parts` as separate reads. */
+function response(parts: (string | Uint8Array)[]): StreamedResponse {
+  return {
+    headers: new Headers({ "x-request-id": "req_1" }),
+    body: (async function* () {
+      for (const p of parts) yield p;
+    })(),
+  };
+}
+
+/** Every read's chunks, as the consumer sees them. */
+async function reads(parts: (string | Uint8Array)[], maxEventChars?: number) {
+  const out: string[][] = [];
+  for await (const chunks of completionChunks(response(parts), maxEventChars)) out.push(chunks.map((c) => c.choices[0]?.delta.content ?? ""));
+  return out;
+}
+
+describe("completionChunks", () => {
+  it("gives the chunks of one read together, and those of the next read apart", async () => {
+    expect(await reads([event(chunk("a")) + event(chunk("b")), event(chunk("c")), event("[DONE]")])).toEqual([["a", "b"], ["c"]]);
+  });
+
+  it("assembles an event split across reads, also inside a multi-byte character", async () => {
+    const bytes = new TextEncoder().encode(event(chunk("héllo 🦊")));
+    const cut = bytes.indexOf(0xf0) + 2; // inside the fox's four bytes
+    expect(await reads([bytes.slice(0, 10), bytes.slice(10, cut), bytes.slice(cut), event("[DONE]")])).toEqual([["héllo 🦊"]]);
+  });
+
+  it("reads CRLF framing and skips comments and events without data", async () => {
+    expect(await reads([`: keep-alive\r\n\r\ndata: ${JSON.stringify(chunk("x"))}\r\n\r\nevent: ping\n\n`, "data: [DONE]\r\n\r\n"])).toEqual([["x"]]);
+  });
+
+  it("ignores what follows [DONE] but reads the body to its end", async () => {
+    let finished = false;
+    const body = (async function* () {
+      yield event(chunk("a")) + event("[DONE]");
+      yield event(chunk("late"));
+      finished = true;
+    })();
+    const seen: string[] = [];
+    for await (const chunks of completionChunks({ headers: new Headers(), body })) seen.push(...chunks.map((c) => c.choices[0]!.delta.content!));
+    expect(seen).toEqual(["a"]);
+    expect(finished).toBe(true);
+  });
+
+  it("throws the SDK's APIError for a chunk carrying an error, with the provider's message", async () => {
+    const err = await reads([event(chunk("a")), event({ error: { message: "overloaded", type: "server_error" } })]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect((err as InstanceType<typeof OpenAI.APIError>).message).toContain("overloaded");
+  });
+
+  it("throws SyntaxError for a chunk whose JSON does not parse", async () => {
+    await expect(reads([event(chunk("a")), 'data: {"id":"c1","choices":[{"delta":\n\n'])).rejects.toBeInstanceOf(SyntaxError);
+  });
+
+  it("throws SyntaxError when one event outgrows the bound instead of buffering it", async () => {
+    const endless = ["data: ", "x".repeat(600), "x".repeat(600)];
+    await expect(reads(endless, 1000)).rejects.toThrow(/exceeded 1000 characters/);
+    expect(await reads([event(chunk("y".repeat(500))), event("[DONE]")], 1000)).toEqual([["y".repeat(500)]]);
+  });
+
+  it("refuses a response without a body", async () => {
+    await expect(completionChunks({ headers: new Headers(), body: null }).next()).rejects.toThrow(/no body/);
+  });
+});
