@@ -10,7 +10,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { spawnSync } from "node:child_process";
 import type { Tenant } from "@agentrun/testing";
-import { parseArgs, USAGE } from "./lib/args";
+import { parseArgs, USAGE, warmupSeconds } from "./lib/args";
 import { installSignalHandlers, onCleanup, runCleanups, shutdownSignal } from "./lib/cleanup";
 import type { BenchContext, Scenario } from "./lib/context";
 import { autovacuumEnabled, benchDatabaseUrl, benchRedisUrl, dropRedisPrefix, dropStaleBenchKeys, endLeftoverRuns, prepareDatabase, vacuumHotTables } from "./lib/env";
@@ -19,6 +19,7 @@ import { printTable, writeResults, type ScenarioResult } from "./lib/report";
 import { benchTenant, startBenchStack, type BenchStack } from "./lib/stack";
 import { loopbackRoundTripUs, speedProbeMs } from "./lib/speed-probe";
 import { round } from "./lib/stats";
+import { warmStreamingStack, type WarmupOutcome } from "./lib/warmup";
 import { concurrency256 } from "./scenarios/concurrency-256";
 import { idle10k } from "./scenarios/idle-10k";
 import { latency1 } from "./scenarios/latency-1";
@@ -89,6 +90,7 @@ async function main(): Promise<void> {
   if (!autovacuum) console.log("  PostgreSQL runs with autovacuum off: the harness vacuums the run tables before each scenario");
 
   let shared = null as Promise<{ bench: BenchStack; tenant: Tenant }> | null;
+  const warmups: (WarmupOutcome & { stack: string })[] = [];
   const ctx: BenchContext = {
     args,
     signal: shutdownSignal,
@@ -101,7 +103,15 @@ async function main(): Promise<void> {
       (shared ??= (async () => {
         log(`starting the stack: gateway, ${args.workers} worker(s) × concurrency ${args.workerConcurrency}, memory, scripted model`);
         const bench = await startBenchStack({ databaseUrl, redisPrefix, workers: args.workers, workerConcurrency: args.workerConcurrency, profileDir: profileDir && path.join(profileDir, "streaming") });
-        return { bench, tenant: await benchTenant(bench.prisma) };
+        const tenant = await benchTenant(bench.prisma);
+        const warmupS = warmupSeconds(args);
+        if (warmupS > 0) {
+          log(`warming the stack up: ${warmupS} s of 64 streams (instant and 20 ms-token answers), not measured`);
+          const w = await warmStreamingStack(ctx, bench, tenant, warmupS * 1000);
+          warmups.push({ stack: "streaming", ...w });
+          log(`warm-up: ${w.runs} runs in ${round(w.ms / 1000, 1)} s${w.errors ? `, ${w.errors} failed (${w.firstError})` : ""}`);
+        }
+        return { bench, tenant };
       })()),
   };
 
@@ -146,7 +156,7 @@ async function main(): Promise<void> {
   console.log(`\nmachine speed probe: before ${showProbe(speedProbe.before)}; after ${showProbe(speedProbe.after)}`);
   const profiles = profileDir ? summarizeProfiles(profileDir) : undefined;
   if (profiles) console.log(`\n${profiles.text}`);
-  const file = writeResults(RESULTS_DIR, startedAt, { startedAt: startedAt.toISOString(), totalS, args, machine: machine(autovacuum, speedProbe), redisPrefix, results, profiles: profiles?.summary });
+  const file = writeResults(RESULTS_DIR, startedAt, { startedAt: startedAt.toISOString(), totalS, args, machine: machine(autovacuum, speedProbe), redisPrefix, warmups, results, profiles: profiles?.summary });
   console.log(`\nwritten ${path.relative(process.cwd(), file)}`);
   const misses = results.flatMap((r) => (r.error ? [r.name] : r.metrics.filter((m) => m.pass === false).map((m) => `${r.name}: ${m.name}`)));
   console.log(misses.length ? `${misses.length} target(s) missed` : "every target met");

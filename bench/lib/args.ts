@@ -14,6 +14,11 @@ export interface BenchArgs {
   burst: boolean;
   /** Number of idle streams of `idle-10k`. */
   idleStreams: number;
+  /**
+   * Seconds of load a freshly started stack gets before anything is measured on it (see
+   * bench/lib/warmup.ts); undefined: 20, or 5 with --quick.
+   */
+  warmupS?: number;
   help: boolean;
 }
 
@@ -29,6 +34,8 @@ export const USAGE = `npm run bench -- [--only=a,b] [--quick] [--workers=N] [--w
   --profile               CPU-profile the gateway and workers and print their hottest functions
   --burst                 streaming clients all start at once and stay in step (default: their
                           first requests are spread over about one run's duration)
+  --warmup=SECONDS        load on a freshly started stack before measuring it, so that the
+                          services' hot code is compiled (default 20; 5 with --quick; 0: none)
 
 Environment: BENCH_DATABASE_ADMIN_URL (default postgresql://postgres@127.0.0.1:5432/postgres),
 REDIS_URL (default redis://127.0.0.1:6379), BENCH_SERVICE_LOG_LEVEL (default error).`;
@@ -64,6 +71,9 @@ export function parseArgs(argv: string[]): BenchArgs {
       case "--burst":
         args.burst = true;
         break;
+      case "--warmup":
+        args.warmupS = int("warmup", value, 0, 600);
+        break;
       case "--help":
       case "-h":
         args.help = true;
@@ -74,3 +84,6 @@ export function parseArgs(argv: string[]): BenchArgs {
   }
   return args;
 }
+
+/** Seconds of warm-up load of a freshly started stack (see {@link BenchArgs.warmupS}). */
+export const warmupSeconds = (args: BenchArgs) => args.warmupS ?? (args.quick ? 5 : 20);
