@@ -42,22 +42,8 @@
     try { localStorage.setItem(STORE_KEY, JSON.stringify(state)); } catch (e) { /* private mode: session lasts the page */ }
   }
 
-  var STYLES = [
-    ":host{all:initial;--ar-accent:#2563eb}*{box-sizing:border-box}",
-    ".bubble{position:fixed;right:20px;bottom:20px;width:56px;height:56px;border-radius:50%;border:0;padding:0;background:var(--ar-accent);color:#fff;cursor:pointer;box-shadow:0 4px 14px rgba(0,0,0,.25);display:flex;align-items:center;justify-content:center;z-index:2147483000}",
-    ".bubble:focus-visible,.close:focus-visible,.send:focus-visible{outline:3px solid #93c5fd;outline-offset:2px}",
-    ".panel{position:fixed;right:20px;bottom:88px;width:370px;max-width:calc(100vw - 40px);height:540px;max-height:calc(100vh - 110px);background:#fff;border-radius:14px;box-shadow:0 12px 40px rgba(0,0,0,.22);display:flex;flex-direction:column;overflow:hidden;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#111827;z-index:2147483000}",
-    ".panel[hidden]{display:none}.head{display:flex;align-items:center;justify-content:space-between;padding:12px 12px 12px 16px;background:var(--ar-accent);color:#fff}.head h2{margin:0;font-size:15px;font-weight:600}",
-    ".close{background:transparent;border:0;color:#fff;font:22px/1 sans-serif;cursor:pointer;padding:4px 8px;border-radius:6px}.log{flex:1;overflow-y:auto;padding:16px;display:flex;flex-direction:column;gap:8px;background:#f9fafb}",
-    ".msg{max-width:85%;padding:8px 12px;border-radius:14px;white-space:pre-wrap;overflow-wrap:anywhere}.user{align-self:flex-end;background:var(--ar-accent);color:#fff;border-bottom-right-radius:4px}",
-    ".assistant{align-self:flex-start;background:#fff;border:1px solid #e5e7eb;border-bottom-left-radius:4px}.error{align-self:flex-start;background:#fef2f2;color:#991b1b;border:1px solid #fecaca}",
-    ".status{display:block;margin-top:4px;font-size:12px;font-style:italic;color:#6b7280}.status[hidden]{display:none}.dots::after{content:'…';display:inline-block;animation:ar-blink 1s infinite}@keyframes ar-blink{50%{opacity:.2}}",
-    ".composer{display:flex;gap:8px;padding:12px;border-top:1px solid #e5e7eb;background:#fff}",
-    ".composer textarea{flex:1;resize:none;font:inherit;color:inherit;padding:8px 10px;border:1px solid #d1d5db;border-radius:10px;max-height:120px;background:#fff}",
-    ".composer textarea:focus{outline:2px solid var(--ar-accent);border-color:transparent}.send{border:0;border-radius:10px;padding:0 14px;background:var(--ar-accent);color:#fff;font:600 14px system-ui,sans-serif;cursor:pointer}",
-    ".send:disabled{opacity:.5;cursor:default}.sr-only{position:absolute;width:1px;height:1px;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}",
-    "@media (prefers-reduced-motion:reduce){*{animation:none!important}}",
-  ].join("");
+  // public/widget.css, inlined by the gateway as it serves this file.
+  var STYLES = "{{WIDGET_STYLES}}";
 
   var ICON = '<svg width="26" height="26" viewBox="0 0 24 24" fill="none" aria-hidden="true" focusable="false"><path d="M4 5h16v11H8l-4 4V5z" stroke="currentColor" stroke-width="2" stroke-linejoin="round"/></svg>';
 

@@ -284,7 +284,14 @@ describe("the widget's assets", () => {
     expect(res.headers.get("cache-control")).toMatch(/max-age=300/);
     expect(res.headers.get("etag")).toBeTruthy();
     expect(res.headers.get("cross-origin-resource-policy")).toBe("cross-origin");
-    expect(await res.text()).toContain("data-widget-key");
+    const script = await res.text();
+    expect(script).toContain("data-widget-key");
+    // widget.css inlined as the styles' string.
+    expect(script).not.toContain("{{WIDGET_STYLES}}");
+    expect(script).toContain(".bubble{position:fixed;");
+    // A browser revalidating (fetch itself would add "no-cache" to a request with If-None-Match).
+    const again = await fetch(`${stack.gatewayUrl}/widget.js`, { headers: { "if-none-match": res.headers.get("etag")!, "cache-control": "max-age=0" } });
+    expect(again.status).toBe(304);
   });
 
   it("serves the demo page with the key from ?key=, and nothing else from the query", async () => {

@@ -35,6 +35,20 @@ async function loadDemoPage(): Promise<DemoPage> {
   return { template, csp: demoCsp(`sha256-${createHash("sha256").update(style, "utf8").digest("base64")}`) };
 }
 
+/** Where widget.js takes the styles of widget.css (a JSON string literal in its source). */
+const STYLES_PLACEHOLDER = '"{{WIDGET_STYLES}}"';
+
+/**
+ * widget.js as served: its source with widget.css inlined as a string, so that embedding pages
+ * make one request and their CSP has no stylesheet to block (the widget adopts the styles as a
+ * constructed stylesheet of its shadow root).
+ */
+async function loadWidgetScript(): Promise<Buffer> {
+  const [source, css] = await Promise.all([readFile(path.join(PUBLIC_DIR, "widget.js"), "utf8"), readFile(path.join(PUBLIC_DIR, "widget.css"), "utf8")]);
+  if (!source.includes(STYLES_PLACEHOLDER)) throw new Error(`widget.js has no ${STYLES_PLACEHOLDER} for its styles`);
+  return Buffer.from(source.replace(STYLES_PLACEHOLDER, () => JSON.stringify(css)), "utf8");
+}
+
 /** True when the `/widget-demo` page is served: WIDGET_DEMO, else everywhere but production. */
 export function widgetDemoEnabled(config: Pick<GatewayConfig, "WIDGET_DEMO" | "NODE_ENV">): boolean {
   return config.WIDGET_DEMO ?? config.NODE_ENV !== "production";
@@ -48,21 +62,20 @@ export function widgetDemoEnabled(config: Pick<GatewayConfig, "WIDGET_DEMO" | "N
 export function widgetAssetRoutes(config: Pick<GatewayConfig, "WIDGET_DEMO" | "NODE_ENV">): Router {
   const router = Router();
   let demoPage: Promise<DemoPage> | null = null;
+  let widgetScript: Promise<Buffer> | null = null;
 
-  router.get("/widget.js", (_req, res, next) => {
-    res.sendFile(
-      "widget.js",
-      {
-        root: PUBLIC_DIR,
-        maxAge: WIDGET_SCRIPT_MAX_AGE_S * 1000,
-        headers: {
-          "Content-Type": "application/javascript; charset=utf-8",
-          // Pages on other sites load it with a plain <script> tag.
-          "Cross-Origin-Resource-Policy": "cross-origin",
-        },
-      },
-      (err) => err && next(err),
-    );
+  router.get("/widget.js", async (_req, res) => {
+    widgetScript ??= loadWidgetScript().catch((err: unknown) => {
+      widgetScript = null; // read again at the next request
+      throw err;
+    });
+    const script = await widgetScript;
+    // Pages on other sites load it with a plain <script> tag. `send` adds an ETag from the body
+    // and answers a matching If-None-Match with 304.
+    res
+      .type("application/javascript; charset=utf-8")
+      .set({ "Cache-Control": `public, max-age=${WIDGET_SCRIPT_MAX_AGE_S}`, "Cross-Origin-Resource-Policy": "cross-origin" })
+      .send(script);
   });
 
   if (widgetDemoEnabled(config)) {
