@@ -28,6 +28,8 @@ export interface Directives {
   hang: boolean;
   /** `[no-usage]`: no usage in the answer, like a provider that ignores `include_usage`. */
   noUsage?: true;
+  /** `[preface]`: the tool-call answer streams the message's text before its tool calls. */
+  preface?: true;
 }
 
 /** The result of {@link parseDirectives}. */
@@ -40,7 +42,7 @@ export interface ParsedMessage {
 /** How many pieces an answer streams in when no `[chunks:N]` is given. */
 export const DEFAULT_CHUNKS = 4;
 
-const FLAG = /^\[(echo-system|history|malformed|hang|no-usage)\]/;
+const FLAG = /^\[(echo-system|history|malformed|hang|no-usage|preface)\]/;
 const NUMERIC = /^\[(sleep|chunks|error|usage):(\d{1,9})\]/;
 const CALL_HEAD = /^\[call:([A-Za-z0-9_.-]+)\s*/;
 
@@ -74,6 +76,7 @@ function matchDirective(s: string, out: Directives): number {
     if (name === "echo-system" || name === "history") out.text.push(name);
     else if (name === "malformed") out.malformed = true;
     else if (name === "no-usage") out.noUsage = true;
+    else if (name === "preface") out.preface = true;
     else out.hang = true;
     return flag[0].length;
   }

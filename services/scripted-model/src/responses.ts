@@ -17,7 +17,7 @@ export function completionObject(meta: CompletionMeta, plan: Plan): Record<strin
       ? { role: "assistant", content: answer.text, refusal: null }
       : {
           role: "assistant",
-          content: null,
+          content: answer.text ?? null,
           refusal: null,
           tool_calls: answer.calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })),
         };
@@ -40,12 +40,12 @@ export function finishReason(answer: Answer): "stop" | "tool_calls" {
  * The deltas that carry the answer, one per stream chunk. Text: the answer split into `chunks`
  * pieces, the first also carrying the role. Tool calls: per call, its arguments split into
  * `chunks` pieces; the first delta of a call carries its id, type and name, as OpenAI streams them.
+ * Tool calls with a preface text stream that text first, as text deltas.
  */
 export function answerDeltas(answer: Answer, chunks: number): Record<string, unknown>[] {
-  if (answer.kind === "text") {
-    return splitChunks(answer.text, chunks).map((content, i) => (i === 0 ? { role: "assistant", content } : { content }));
-  }
-  const deltas: Record<string, unknown>[] = [];
+  const textDeltas = (text: string) => splitChunks(text, chunks).map((content, i) => (i === 0 ? { role: "assistant", content } : { content }));
+  if (answer.kind === "text") return textDeltas(answer.text);
+  const deltas: Record<string, unknown>[] = answer.text ? textDeltas(answer.text) : [];
   answer.calls.forEach((call, index) => {
     splitChunks(call.arguments, chunks).forEach((args, i) => {
       if (i > 0) {
@@ -53,7 +53,7 @@ export function answerDeltas(answer: Answer, chunks: number): Record<string, unk
         return;
       }
       const head = { tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: args } }] };
-      deltas.push(index === 0 ? { role: "assistant", content: null, ...head } : head);
+      deltas.push(index === 0 && !answer.text ? { role: "assistant", content: null, ...head } : head);
     });
   });
   return deltas;

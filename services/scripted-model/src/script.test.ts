@@ -50,6 +50,16 @@ describe("planResponse", () => {
     expect(plan.usage.completion_tokens).toBe(3);
   });
 
+  it("puts the message's text before the tool calls with [preface], counting it in the usage", () => {
+    const plan = planResponse([user("[preface][call:clock_now] Let me check. ")]);
+    expect(plan.answer).toEqual({ kind: "tool_calls", calls: [{ id: "call_1", name: "clock_now", arguments: "{}" }], text: "Let me check." });
+    // Let me check. (13) + clock_now (9) + {} (2) = 24 chars → 6 tokens
+    expect(plan.usage.completion_tokens).toBe(6);
+    // Without text there is no preface; without [preface] the text is not sent with the calls.
+    expect(planResponse([user("[preface][call:clock_now]")]).answer).not.toHaveProperty("text");
+    expect(planResponse([user("[call:clock_now] Let me check.")]).answer).not.toHaveProperty("text");
+  });
+
   it("reports each tool result after the calls came back, names taken from the assistant's tool calls", () => {
     const plan = planResponse([
       user("[call:a][call:b]"),

@@ -12,7 +12,8 @@ export interface PlannedToolCall {
   arguments: string;
 }
 
-export type Answer = { kind: "text"; text: string } | { kind: "tool_calls"; calls: PlannedToolCall[] };
+/** A text answer, or tool calls (with `[preface]`, preceded by text in the same answer). */
+export type Answer = { kind: "text"; text: string } | { kind: "tool_calls"; calls: PlannedToolCall[]; text?: string };
 
 export interface Usage {
   prompt_tokens: number;
@@ -28,7 +29,8 @@ export interface Plan {
 
 /**
  * Plans the answer to `messages`. Precedence: call directives without tool results after the last
- * user message → tool calls; call directives with tool results → one `Tool NAME returned: ...`
+ * user message → tool calls (with `[preface]`, after the message's text without directives);
+ * call directives with tool results → one `Tool NAME returned: ...`
  * line per result; otherwise text directives (`[echo-system]`, `[history]`) in the order written,
  * joined by "\n"; otherwise `Echo: <message without directives>`.
  */
@@ -45,6 +47,7 @@ export function planResponse(messages: ChatCompletionRequest["messages"]): Plan 
     answer = {
       kind: "tool_calls",
       calls: directives.calls.map((c, i) => ({ id: `call_${offset + i + 1}`, name: c.name, arguments: c.arguments })),
+      ...(directives.preface && rest ? { text: rest } : {}),
     };
   } else if (directives.calls.length > 0) {
     answer = { kind: "text", text: describeToolResults(toolResults, after, directives) };
@@ -102,7 +105,7 @@ export function computeUsage(messages: ChatMessage[], answer: Answer, forced?: n
     for (const tc of m.tool_calls ?? []) if (tc.function) promptChars += charCount(tc.function.name) + charCount(tc.function.arguments);
   }
   const outputChars =
-    answer.kind === "text" ? charCount(answer.text) : answer.calls.reduce((n, c) => n + charCount(c.name) + charCount(c.arguments), 0);
+    answer.kind === "text" ? charCount(answer.text) : answer.calls.reduce((n, c) => n + charCount(c.name) + charCount(c.arguments), charCount(answer.text ?? ""));
   const prompt = estimateTokens(promptChars);
   const completion = estimateTokens(outputChars);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };

@@ -141,6 +141,19 @@ describe("scripted model via the openai SDK", () => {
     expect(contentOf(followUp)).toBe("Tool calc_evaluate returned: 4\nTool memory_search returned: []");
   });
 
+  it("streams a [preface] text before the tool calls of the same answer, and sends it as content without streaming", async () => {
+    const messages: ChatCompletionMessageParam[] = [{ role: "user", content: `[preface][chunks:2]${callDirective} Let me calculate.` }];
+    const chunks = await collect(await client.chat.completions.create({ model: "scripted", stream: true, messages, tools }));
+    const firstCall = chunks.findIndex((c) => c.choices[0]?.delta.tool_calls);
+    expect(contentOf(chunks.slice(0, firstCall))).toBe("Let me calculate.");
+    expect(chunks.slice(firstCall).some((c) => c.choices[0]?.delta.content)).toBe(false);
+    expect(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0]?.finish_reason).toBe("tool_calls");
+
+    const whole = await client.chat.completions.create({ model: "scripted", messages, tools });
+    expect(whole.choices[0]?.message.content).toBe("Let me calculate.");
+    expect(whole.choices[0]?.message.tool_calls?.[0]).toMatchObject({ id: "call_1", function: { name: "calc_evaluate" } });
+  });
+
   it("answers [echo-system] with all system messages", async () => {
     const res = await client.chat.completions.create({
       model: "scripted",
