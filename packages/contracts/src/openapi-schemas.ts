@@ -29,7 +29,7 @@ export const runViewSchema = z.object({
   task_id: z.string(),
   status: z.enum(RUN_STATUSES),
   query: z.string(),
-  output: z.string(),
+  output: z.string().meta({ description: "The agent's final text: what the model said in its last call (text said before calling tools is a message of its own)." }),
   credits_used: z.number().int(),
   duration_ms: z.number().int().nullable(),
   created_at: timestamp,

@@ -191,6 +191,26 @@ describe("messages", () => {
   });
 });
 
+describe("a model that speaks before calling tools", () => {
+  it("keeps what it said before the tools as its own message, and gives the run its final text as output", async () => {
+    const first = await run("[preface][call:clock_now] Let me look at the clock.");
+    expect(first.body.status).toBe("completed");
+    expect(first.body.output).toMatch(/^Tool clock_now returned: /);
+    const taskId = first.body.task_id;
+    const messages = (await api("GET", `/messages?task_id=${taskId}`)).body.messages;
+    expect(messages.map((m: any) => [m.role, m.role === "tool" ? m.tool : m.content])).toEqual([
+      ["user", "[preface][call:clock_now] Let me look at the clock."],
+      ["assistant", "Let me look at the clock."],
+      ["tool", "clock"],
+      ["assistant", first.body.output],
+    ]);
+    // The stream carries both texts, in order around the tool events.
+    const events = await api("GET", `/tasks/${taskId}/runs/${first.body.run_id}/events`, undefined, tenant, { accept: "application/json" });
+    const kinds = events.body.events.map((e: any) => (e.type === "text_chunk" ? "text" : e.type));
+    expect(kinds.filter((k: string, i: number) => k !== kinds[i - 1])).toEqual(["run_started", "text", "tool_call", "tool_result", "text", "run_completed"]);
+  });
+});
+
 describe("run events", () => {
   it("replays a finished run as SSE and as JSON, and resumes after a seq", async () => {
     const live = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[chunks:5] replay me" }, headers: tenant.headers });

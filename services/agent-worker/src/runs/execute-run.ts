@@ -93,6 +93,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
 interface RunProgress {
   records: MessageRecord[];
   usage: { promptTokens: number; completionTokens: number; toolCalls: number; modelCalls: number };
+  /** The text of the latest model call: the run's output once it ends. */
   output: string;
   pricing: unknown;
 }
@@ -126,6 +127,8 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
   for (let step = 0; ; step++) {
     if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
     usage.modelCalls++;
+    // The run's output is its final text: what the last model call says.
+    progress.output = "";
     const turn = await callModel({
       client: target.client,
       model: target.model,
@@ -148,6 +151,8 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
     if (turn.toolCalls.length === 0) return;
     // No model call is left to read what these tools would return: end here, without their effects.
     if (step + 1 >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
+    // What the model said before calling tools is a message of its own, before theirs.
+    if (turn.text) records.push({ role: "assistant", content: turn.text });
 
     messages.push({
       role: "assistant",
