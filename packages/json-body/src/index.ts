@@ -8,12 +8,39 @@ import { AppError } from "@agentrun/errors";
  */
 const mayHoldNul = Symbol("mayHoldNul");
 
+/** Set by the parser when the raw body nests arrays and objects deeper than {@link MAX_JSON_DEPTH}. */
+const tooDeep = Symbol("tooDeep");
+
+/**
+ * How deeply a body may nest arrays and objects. What the API takes is at most a few levels deep;
+ * a far deeper body would overflow the stack of every recursive step after the parser (validation,
+ * serialisation, storage) and fail as a 500 instead of a 400.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** Whether the JSON text in `buf` nests arrays and objects more than `max` levels deep. */
+export function nestsDeeperThan(buf: Uint8Array, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i];
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next byte is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
 /**
  * Parses JSON bodies after authentication (so an anonymous caller gets 401, not a parse error).
  * A request with a body that is not application/json is refused with 415. PostgreSQL stores no
  * U+0000 in text or JSON, nor a lone UTF-16 surrogate in JSON, so a request holding U+0000 in its
  * URL, or either anywhere in its body, is refused with 400 `invalid_request` (rather than failing
- * where it is stored).
+ * where it is stored). So is a body nested deeper than {@link MAX_JSON_DEPTH} levels.
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
   const parse = express.json({
@@ -22,6 +49,7 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     type: () => true,
     verify: (req, _res, buf) => {
       if (buf.includes("\\u0000") || buf.includes("\\ud") || buf.includes("\\uD")) (req as Request & { [mayHoldNul]?: true })[mayHoldNul] = true;
+      if (nestsDeeperThan(buf, MAX_JSON_DEPTH)) (req as Request & { [tooDeep]?: true })[tooDeep] = true;
     },
   });
   const checkType: RequestHandler = (req, _res, next) => {
@@ -31,14 +59,17 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     if (!req.is("application/json")) throw new AppError("unsupported_media_type");
     next();
   };
-  const checkNul: RequestHandler = (req, _res, next) => {
+  const checkParsed: RequestHandler = (req, _res, next) => {
+    if ((req as Request & { [tooDeep]?: true })[tooDeep]) {
+      throw new AppError("invalid_request", { message: `The JSON body must not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep.` });
+    }
     if ((req as Request & { [mayHoldNul]?: true })[mayHoldNul]) {
       const found = unstorablePath(req.body, []);
       if (found) throw unstorableRefused(found.path.length ? found.path.join(".") : "body", found.text, found.path.join("."));
     }
     next();
   };
-  return [checkType, parse, checkNul];
+  return [checkType, parse, checkParsed];
 }
 
 /** 400 for `text` (a string or key at `where`) holding U+0000 or a lone surrogate. */

@@ -65,6 +65,26 @@ describe("400 invalid_request", () => {
     expect(body.error.message).toMatch(/X-Agent-Id/);
   });
 
+  it.each([
+    ["a run's metadata", "/api/run", (deep: string) => `{"query":"x","stream":false,"context":{"metadata":{"a":${deep}}}}`],
+    ["a task's metadata", "/api/tasks", (deep: string) => `{"metadata":{"a":${deep}}}`],
+    ["a memory's body", "/api/memory", (deep: string) => `{"content":"x","user_id":"u","extra":${deep}}`],
+  ])("JSON nested thousands of levels deep in %s (a stack overflow anywhere after the parser)", async (_name, path, body) => {
+    const nest = (n: number) => "[".repeat(n) + "]".repeat(n);
+    const post = (text: string) => call(path, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: text });
+    const before = await prisma.run.count({ where: { orgId: tenant.orgId } });
+    for (const levels of [40, 5000]) {
+      const err = await expectError(await post(body(nest(levels))), 400, "invalid_request");
+      expect(err.error.message).toMatch(/more than 32 levels deep/);
+    }
+    expect(await prisma.run.count({ where: { orgId: tenant.orgId } })).toBe(before);
+  });
+
+  it("JSON nested within 32 levels is data like any other", async () => {
+    const res = await call("/api/tasks", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: `{"metadata":{"a":${"[".repeat(29)}${"]".repeat(29)}}}` });
+    expect(res.status).toBe(201);
+  });
+
   it("malformed percent-encoding in the path", async () => {
     await expectError(await call("/api/memory/%E0%A4%A", { method: "DELETE" }), 400, "invalid_request");
   });
