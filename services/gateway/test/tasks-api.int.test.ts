@@ -233,6 +233,30 @@ describe("run events", () => {
     }
   });
 
+  it("answers JSON or SSE by Accept, honouring q-values and media parameters; SSE for a wildcard or no Accept", async () => {
+    const { body } = await run("[chunks:2] negotiate");
+    const url = `${stack.gatewayUrl}/api/tasks/${body.task_id}/runs/${body.run_id}/events`;
+    const typeFor = async (accept?: string) => {
+      const res = await fetch(url, { headers: { ...tenant.headers, ...(accept === undefined ? {} : { accept }) } });
+      await res.text();
+      return res.headers.get("content-type")?.split(";")[0];
+    };
+    const cases: [string | undefined, string][] = [
+      ["application/json", "application/json"],
+      ["application/json; charset=utf-8", "application/json"],
+      ["Application/JSON", "application/json"],
+      ["text/event-stream;q=0.5, application/json", "application/json"],
+      ["application/json, text/plain, */*", "application/json"],
+      ["application/*", "application/json"],
+      ["text/event-stream", "text/event-stream"],
+      ["application/json;q=0.5, text/event-stream", "text/event-stream"],
+      ["*/*", "text/event-stream"],
+      ["text/html", "text/event-stream"],
+      [undefined, "text/event-stream"],
+    ];
+    for (const [accept, type] of cases) expect([accept, await typeFor(accept)]).toEqual([accept, type]);
+  });
+
   it("answers 204 to a re-attach after a finished run's terminal event, so that EventSource stops reconnecting", async () => {
     const live = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[chunks:3] done" }, headers: tenant.headers });
     const { run_id, task_id } = live.events[0]!.data;

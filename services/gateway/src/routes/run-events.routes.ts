@@ -1,4 +1,4 @@
-import { Router } from "express";
+import { Router, type Request } from "express";
 import { readStoredEvents } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
@@ -6,6 +6,13 @@ import { resumeAfter, streamRunEvents } from "../runs/run-events-stream";
 import { cancelRun } from "../tasks/cancel-run";
 import { ownedRun } from "../tasks/task-access";
 import { toRunView } from "../views/run.view";
+
+/**
+ * What the events endpoint answers in, by `Accept` (q-values and media parameters honoured): the
+ * live framing is listed first, so it is the answer to a wildcard, to a tie and to no `Accept`.
+ */
+const EVENT_FORMATS = ["text/event-stream", "application/json", "application/json; charset=utf-8"];
+const wantsJson = (req: Request) => (req.accepts(EVENT_FORMATS) || "").startsWith("application/json");
 
 /** Replaying and following a run's events, and cancelling a run. */
 export function runEventsRoutes(deps: GatewayDeps): Router {
@@ -17,7 +24,7 @@ export function runEventsRoutes(deps: GatewayDeps): Router {
     const afterSeq = resumeAfter(req);
     const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);
 
-    if (req.accepts(["text/event-stream", "application/json"]) === "application/json" && !req.get("accept")?.includes("text/event-stream")) {
+    if (wantsJson(req)) {
       res.json({ events: await readStoredEvents(store, run.id, afterSeq) });
       return;
     }
