@@ -46,6 +46,7 @@ const COMMON_ERRORS: ZodOpenApiResponsesObject = {
   "500": ref("responses", "InternalError"),
   "503": ref("responses", "Unavailable"),
 };
+/** Every request that sends a body, whatever the method: it must be JSON (415) within the limit (413). */
 const BODY_ERRORS: ZodOpenApiResponsesObject = { "413": ref("responses", "PayloadTooLarge"), "415": ref("responses", "UnsupportedMediaType") };
 
 /** An operation that needs the API key and X-Agent-Id. */
@@ -118,7 +119,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
         description: "Cancels a run in progress first (and runs started while it is deleted). Afterwards every read of the task is 404. 409 `run_in_progress` when runs kept starting on the task through three rounds of cancelling.",
         requestParams: { path: taskPathSchema },
         responses: { "204": noContent("Deleted.") },
-      }, { "409": ref("responses", "Conflict") }),
+      }, { "409": ref("responses", "Conflict"), ...BODY_ERRORS }),
     },
     "/api/tasks/{task_id}/runs": {
       get: authed("Tasks", {
@@ -154,7 +155,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
         summary: "Cancel a queued or running run",
         requestParams: { path: runPathSchema },
         responses: { "202": json(runViewSchema, "The run; it ends with run_cancelled.") },
-      }),
+      }, BODY_ERRORS),
     },
     "/api/messages": {
       get: authed("Messages", {
@@ -193,7 +194,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
         summary: "Delete a memory entry",
         requestParams: { path: memoryPathSchema },
         responses: { "204": noContent("Deleted.") },
-      }),
+      }, BODY_ERRORS),
     },
     "/api/openapi.json": {
       get: {
