@@ -187,6 +187,15 @@ describe("404", () => {
     const body = await expectError(await call(path, { method, headers: headers ?? tenant.headers }), 404, "not_found");
     expect(body.error.message).toContain(method);
   });
+
+  it.each([
+    ["an unknown route", "GET", "/api/nope/"],
+    ["OPTIONS", "OPTIONS", "/api/nope/"],
+  ])("not_found names at most 200 characters of a long path: %s", async (_, method, prefix) => {
+    const path = prefix + "x".repeat(8000);
+    const body = await expectError(await call(`${path}?q=1`, { method }), 404, "not_found");
+    expect(body.error.message).toBe(`No route for ${method} ${path.slice(0, 200)}….`);
+  });
 });
 
 it("409 run_in_progress: a run is requested on a task whose run is still going", async () => {

@@ -65,5 +65,15 @@ export function errorHandler(): ErrorRequestHandler {
  * was asked for, so a wrong method is easy to spot.
  */
 export function notFound(): RequestHandler {
-  return (req, _res, next) => next(new AppError("not_found", { message: `No route for ${req.method} ${req.path}.` }));
+  return (req, _res, next) => next(noRoute(req.method, req.originalUrl));
+}
+
+/** Longest part of a request's path an error message repeats. */
+const PATH_ECHO_MAX = 200;
+
+/** 404 `not_found` for `method` on the path of `url` (without its query), named in the message up to 200 characters. */
+export function noRoute(method: string, url: string): AppError {
+  const path = url.split("?")[0] ?? "";
+  const shown = path.length > PATH_ECHO_MAX ? `${path.slice(0, PATH_ECHO_MAX)}…` : path;
+  return new AppError("not_found", { message: `No route for ${method} ${shown}.` });
 }

@@ -1,5 +1,5 @@
 import type { RequestHandler } from "express";
-import { AppError } from "@agentrun/errors";
+import { noRoute } from "./error.middleware";
 
 /**
  * Answers OPTIONS with 404 `not_found`, like any other method a path does not serve. Without it,
@@ -10,7 +10,7 @@ import { AppError } from "@agentrun/errors";
  */
 export function refuseOptions(): RequestHandler {
   return (req, _res, next) => {
-    if (req.method === "OPTIONS") throw new AppError("not_found", { message: `No route for OPTIONS ${req.originalUrl.split("?")[0]}.` });
+    if (req.method === "OPTIONS") throw noRoute("OPTIONS", req.originalUrl);
     next();
   };
 }

@@ -4,6 +4,7 @@ import { newId } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import { isPublishedSecret } from "@agentrun/config";
 import { DEV_WIDGET_TOKEN_SECRET } from "../config";
+import { noRoute } from "../middleware/error.middleware";
 import type { GatewayDeps } from "../deps";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 import { jsonBody } from "@agentrun/json-body";
@@ -80,6 +81,6 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: config.SSE_HEARTBEAT_MS });
   });
 
-  router.use((req, _res, next) => next(new AppError("not_found", { message: `No route for ${req.method} ${req.originalUrl.split("?")[0]}.` })));
+  router.use((req, _res, next) => next(noRoute(req.method, req.originalUrl)));
   return router;
 }
