@@ -144,7 +144,7 @@ it("reserves the agent's own base price: concurrent runs cannot spend more than 
   const poor = await createTenant(prisma, { credits: 5, pricing });
   const refused = await runOf(poor, "hi");
   expect(refused.status).toBe(402);
-  expect(refused.body.error.code).toBe("insufficient_credits");
+  expect(refused.body.error).toEqual({ code: "insufficient_credits", message: "The organization's credit balance is below this agent's base price of 10 credits." });
   expect(await balanceOf(poor.orgId)).toBe(5);
 
   const t = await createTenant(prisma, { credits: 25, pricing });

@@ -29,11 +29,15 @@ export interface CreatedRun {
 }
 
 /** SQLSTATEs raised by agentrun_create_run (see its migration) and what they mean to the caller. */
-const REFUSALS: Record<string, () => AppError> = {
+const REFUSALS: Record<string, (reservation: number) => AppError> = {
   AR404: () => new AppError("task_not_found"),
   AR403: () => new AppError("forbidden", { message: "This task belongs to another organization, agent or visitor." }),
   AR409: () => new AppError("run_in_progress", { message: "The task already has a queued or running run; wait for it to end or cancel it." }),
-  AR402: () => new AppError("insufficient_credits"),
+  // A run needs a positive balance that covers the agent's base price (1 credit unless priced).
+  AR402: (reservation) =>
+    reservation > 1
+      ? new AppError("insufficient_credits", { message: `The organization's credit balance is below this agent's base price of ${reservation} credits.` })
+      : new AppError("insufficient_credits"),
 };
 
 /**
@@ -57,7 +61,7 @@ export async function createRun(prisma: PrismaClient, input: CreateRunInput): Pr
       ${auth.runReservation}::int, ${newId("led")}, ${JSON.stringify(started)}::jsonb)`;
   } catch (err) {
     const refusal = REFUSALS[sqlStateOf(err) ?? ""];
-    if (refusal) throw refusal();
+    if (refusal) throw refusal(auth.runReservation);
     throw err;
   }
   return { runId, taskId, started };
