@@ -164,8 +164,10 @@ async function main(): Promise<void> {
   const demo = await seedDemo();
   const memoryUrl = `http://127.0.0.1:${config.MEMORY_PORT}`;
   const modelUrl = `http://127.0.0.1:${config.SCRIPTED_MODEL_PORT}/v1`;
-  start("scripted-model", { SCRIPTED_MODEL_PORT: String(config.SCRIPTED_MODEL_PORT) });
-  start("memory", { MEMORY_PORT: String(config.MEMORY_PORT) });
+  // The scripted model and the memory service (whose internal token is a published default
+  // here) are reached only from this machine, unless the operator says otherwise.
+  start("scripted-model", { SCRIPTED_MODEL_PORT: String(config.SCRIPTED_MODEL_PORT), SCRIPTED_MODEL_HOST: process.env.SCRIPTED_MODEL_HOST ?? "127.0.0.1" });
+  start("memory", { MEMORY_PORT: String(config.MEMORY_PORT), MEMORY_HOST: process.env.MEMORY_HOST ?? "127.0.0.1" });
   for (let i = 0; i < config.WORKERS; i++) start("agent-worker", { MEMORY_URL: memoryUrl, SCRIPTED_MODEL_URL: modelUrl });
   start("gateway", { PORT: String(config.PORT), MEMORY_URL: memoryUrl });
   process.on("SIGINT", () => void stopAll(0));

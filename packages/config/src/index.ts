@@ -26,6 +26,14 @@ export const port = (def: number) => portNumber.default(def);
  */
 export const ownPort = portNumber.optional();
 
+/**
+ * The address a service beside the gateway listens on (`MEMORY_HOST`, `SCRIPTED_MODEL_HOST`):
+ * unset, every interface (what a container needs); `127.0.0.1` keeps it to this machine, as
+ * `npm run dev` does.
+ * @defaultValue unset
+ */
+export const listenHost = z.string().trim().min(1).max(255).optional();
+
 /** The local defaults that `npm run dev` uses. */
 export const DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/agentrun";
 export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";

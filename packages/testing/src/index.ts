@@ -3,6 +3,7 @@ export { testEnv, type TestEnv } from "./env";
 export { createTestRun, createTenant, testPrisma, type Tenant, type TenantOptions } from "./tenant";
 export { startStack, type Stack, type StackOptions } from "./stack";
 export { freePort, startService, waitForOk, type ServiceProcess } from "./processes";
+export { reachableAddresses } from "./listen-host";
 export { postRun, runJson } from "./runs";
 export { readSse, type SseEvent, type SseResponse, type StreamOptions } from "./sse-client";
 export { startPrivateRedis, startPrivatePostgres, type PrivateRedis, type PrivatePostgres } from "./private-servers";

@@ -54,8 +54,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     ...opts.env,
   };
   // Their own port variables win over PORT, so an exported MEMORY_PORT or SCRIPTED_MODEL_PORT cannot move them.
-  const model = startService("scripted-model", { ...env, SCRIPTED_MODEL_PORT: String(modelPort) });
-  const memory = opts.memory === false ? null : startService("memory", { ...env, MEMORY_PORT: String(memoryPort) });
+  const model = startService("scripted-model", { ...env, SCRIPTED_MODEL_PORT: String(modelPort), SCRIPTED_MODEL_HOST: "127.0.0.1" });
+  const memory = opts.memory === false ? null : startService("memory", { ...env, MEMORY_PORT: String(memoryPort), MEMORY_HOST: "127.0.0.1" });
   const gateway = startService("gateway", { ...env, PORT: String(gatewayPort), ...opts.gatewayEnv });
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const workers: ServiceProcess[] = [];

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEV_INTERNAL_TOKEN, databaseUrl, dbPreparedStatements, internalToken, isPublishedSecret, logLevel, ownPort, port } from "@agentrun/config";
+import { DEV_INTERNAL_TOKEN, databaseUrl, dbPreparedStatements, internalToken, isPublishedSecret, listenHost, logLevel, ownPort, port } from "@agentrun/config";
 
 /** The memory service's environment; parsed once in index.ts. */
 export const memoryConfigSchema = z.object({
@@ -7,6 +7,8 @@ export const memoryConfigSchema = z.object({
   MEMORY_PORT: ownPort,
   /** @defaultValue 3002 */
   PORT: port(3002),
+  /** The address to listen on. @defaultValue every interface */
+  MEMORY_HOST: listenHost,
   DATABASE_URL: databaseUrl,
   /** Shared secret the gateway and the worker present as `Authorization: Bearer …`. */
   INTERNAL_TOKEN: internalToken,

@@ -23,9 +23,9 @@ runMain(async () => {
 
   const server = createServer(createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN }));
   // A port in use rejects here, so runMain reports it as one line.
-  server.listen(port);
+  server.listen(port, config.MEMORY_HOST);
   await once(server, "listening");
-  logger.info({ port }, "memory service listening");
+  logger.info({ port, host: config.MEMORY_HOST ?? "every interface" }, "memory service listening");
 
   let stopping = false;
   const shutdown = async (signal: NodeJS.Signals): Promise<void> => {

@@ -1,4 +1,4 @@
-/** Boots the scripted model: `SCRIPTED_MODEL_PORT` or `PORT` (default 4010), `LOG_LEVEL`. */
+/** Boots the scripted model: `SCRIPTED_MODEL_PORT` or `PORT` (default 4010), `SCRIPTED_MODEL_HOST`, `LOG_LEVEL`. */
 import { createServer } from "node:http";
 import { loadConfig, runMain } from "@agentrun/config";
 import { createLogger } from "@agentrun/logger";
@@ -13,8 +13,8 @@ async function main(): Promise<void> {
   const config = loadConfig(configSchema);
   const logger = createLogger({ service: "scripted-model", level: config.LOG_LEVEL });
   const server = createServer(createApp({ logger }));
-  const { port } = await listen(server, config.PORT);
-  logger.info({ port }, "scripted model listening");
+  const { port } = await listen(server, config.PORT, config.HOST);
+  logger.info({ port, host: config.HOST ?? "every interface" }, "scripted model listening");
 
   let stopping = false;
   const shutdown = (signal: string) => {
