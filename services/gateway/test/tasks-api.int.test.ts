@@ -191,6 +191,35 @@ describe("messages", () => {
   });
 });
 
+describe("the user's message", () => {
+  it("is in the history, stamped when asked, while the run is in progress; stored once", async () => {
+    const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:150][chunks:4] slow question" }, headers: tenant.headers });
+    await live.waitFor((e) => e.type === "run_started");
+    const taskId = live.events[0].task_id;
+    const during = (await api("GET", `/messages?task_id=${taskId}`)).body.messages;
+    expect(during.map((m: any) => [m.role, m.content])).toEqual([["user", "[sleep:150][chunks:4] slow question"]]);
+    // Stamped in the transaction that accepted the run.
+    const [runView] = (await api("GET", `/tasks/${taskId}/runs`)).body.runs;
+    expect(during[0].created_at).toBe(runView.created_at);
+    expect((await live.result).events.at(-1)?.data.type).toBe("run_completed");
+    const after = (await api("GET", `/messages?task_id=${taskId}`)).body.messages;
+    expect(after.map((m: any) => m.role)).toEqual(["user", "assistant"]);
+    expect(after[0]).toEqual(during[0]);
+    expect(Date.parse(after[1].created_at) - Date.parse(after[0].created_at)).toBeGreaterThanOrEqual(500);
+  });
+
+  it("comes first even when the run ends within milliseconds with many messages", async () => {
+    const calls = Array.from({ length: 6 }, (_, i) => `[call:calc_evaluate {"expression":"${i}+1"}]`).join("");
+    const first = await run(calls);
+    const next = await run(calls, { task_id: first.body.task_id });
+    const messages = (await api("GET", `/messages?task_id=${first.body.task_id}`)).body.messages;
+    expect(messages.map((m: any) => m.role)).toEqual([...["user", ...Array(6).fill("tool"), "assistant"], ...["user", ...Array(6).fill("tool"), "assistant"]]);
+    expect(messages.map((m: any) => m.run_id)).toEqual([...Array(8).fill(first.body.run_id), ...Array(8).fill(next.body.run_id)]);
+    const times = messages.map((m: any) => Date.parse(m.created_at));
+    for (let i = 1; i < times.length; i++) expect(times[i]).toBeGreaterThan(times[i - 1]);
+  });
+});
+
 describe("a model that speaks before calling tools", () => {
   it("keeps what it said before the tools as its own message, and gives the run its final text as output", async () => {
     const first = await run("[preface][call:clock_now] Let me look at the clock.");

@@ -44,7 +44,7 @@ const REFUSALS: Record<string, (reservation: number) => AppError> = {
  * Records a new run as `queued` in one database round trip (the `agentrun_create_run`
  * function): creates the task or claims the existing one with a conditional update (so two
  * concurrent requests cannot both start a run on it), reserves the agent's base price with a ledger
- * entry, and inserts the run and its `run_started` event (seq 1). Refusals follow the contract's
+ * entry, and inserts the run, its `run_started` event (seq 1) and the user's message. Refusals follow the contract's
  * order: task 404/403, then 409, then 402.
  */
 export async function createRun(prisma: PrismaClient, input: CreateRunInput): Promise<CreatedRun> {
@@ -58,7 +58,7 @@ export async function createRun(prisma: PrismaClient, input: CreateRunInput): Pr
       ${runId}, ${taskId}, ${input.taskId === undefined}, ${auth.orgId}, ${auth.agentId},
       ${input.query}, ${[...input.query].slice(0, TITLE_MAX_CHARS).join("")}, ${input.context?.user_id ?? null},
       ${metadata}::jsonb, ${context}::jsonb, ${input.visitorId ?? null},
-      ${auth.runReservation}::int, ${newId("led")}, ${JSON.stringify(started)}::jsonb)`;
+      ${auth.runReservation}::int, ${newId("led")}, ${JSON.stringify(started)}::jsonb, ${newId("msg")})`;
   } catch (err) {
     const refusal = REFUSALS[sqlStateOf(err) ?? ""];
     if (refusal) throw refusal(auth.runReservation);
