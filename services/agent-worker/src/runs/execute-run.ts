@@ -185,8 +185,10 @@ function endOf(err: unknown, signal: AbortSignal, log: RunDeps["logger"]): RunEn
     return { status: stop.status, error: stop.code ? { code: stop.code, message: stop.message ?? "" } : undefined };
   }
   const failure = err instanceof RunFailure ? err : new RunFailure("internal_error", "The run failed unexpectedly.", { cause: err });
-  log[failure.code === "internal_error" ? "error" : "info"]({ err, code: failure.code }, "run failed");
-  // A provider's error text is stored with the run: no U+0000 or lone surrogate in it.
+  // What the provider said is an operator's concern: in this log, never in the run's error.
+  const level = failure.code === "internal_error" ? "error" : failure.detail === undefined ? "info" : "warn";
+  log[level]({ err, code: failure.code, detail: failure.detail }, "run failed");
+  // Stored with the run as a last line of defence: no U+0000 or lone surrogate in it.
   return { status: "failed", error: { code: failure.code, message: storableText(failure.message) } };
 }
 

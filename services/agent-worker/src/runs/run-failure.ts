@@ -22,15 +22,22 @@ export function finalFailureOf(err: Error): { code: string; message: string } {
   return { code: "internal_error", message: "The run could not be executed." };
 }
 
-/** A failure that ends a run with a code the caller sees in `run_failed`. */
+/**
+ * A failure that ends a run with a code the caller sees in `run_failed`. Its message is stored
+ * with the run and streamed to the caller (an anonymous widget visitor, say): fixed text of ours,
+ * never what a provider or a library wrote. That text, when there is some, is `detail`.
+ */
 export class RunFailure extends Error {
   override name = "RunFailure";
+  /** What the outside world said about the failure (a provider's error text): for the worker's log only. */
+  readonly detail?: string;
   constructor(
     readonly code: string,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; detail?: string },
   ) {
     super(message, options);
+    this.detail = options?.detail;
   }
 }
 
@@ -40,19 +47,41 @@ export function stopReasonOf(signal: AbortSignal | undefined): StopReason | null
   return r === "cancel" || r === "shutdown" || r === "idle_timeout" || r === "superseded" ? r : null;
 }
 
-/** Maps a model call error to the run's error code and a message fit for the caller. */
+/** A provider's error code is shown to the caller only when it is a short identifier (`invalid_api_key`). */
+const PROVIDER_CODE = /^[a-z0-9_.-]{1,64}$/i;
+
+/** ` (code)` for a provider error whose `code` is an identifier; nothing for free text or no code. */
+function codeSuffix(err: InstanceType<typeof OpenAI.APIError>): string {
+  const code: unknown = err.code;
+  const text = typeof code === "number" && Number.isInteger(code) ? String(code) : code;
+  return typeof text === "string" && PROVIDER_CODE.test(text) ? ` (${text})` : "";
+}
+
+/** The text an error carries, for the log. */
+const textOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/**
+ * Maps a model call error to the run's error code and a fixed message fit for the caller: the
+ * HTTP status and the provider's error code at most. A provider or proxy may echo the request
+ * (its key included) in its error text, so that text goes to `detail`, for the worker's log.
+ */
 export function modelFailure(err: unknown, idleTimeoutMs: number): RunFailure {
   if (err instanceof RunFailure) return err;
+  const detail = textOf(err);
   if (err instanceof OpenAI.APIConnectionTimeoutError) return new RunFailure("model_timeout", "The model did not answer in time.", { cause: err });
   if (err instanceof OpenAI.APIUserAbortError) return new RunFailure("model_timeout", `The model sent nothing for ${idleTimeoutMs} ms.`, { cause: err });
-  if (err instanceof OpenAI.APIError && err.status !== undefined) {
-    const detail = (err.error as { message?: string } | undefined)?.message ?? err.message;
-    if (err.status === 429) return new RunFailure("model_rate_limited", `The model refused the request as rate limited (429): ${detail}`, { cause: err });
-    return new RunFailure("model_error", `The model answered ${err.status}: ${detail}`, { cause: err });
+  if (err instanceof OpenAI.APIConnectionError) {
+    return new RunFailure("model_error", "The model could not be reached.", { cause: err, detail: err.cause ? textOf(err.cause) : detail });
   }
-  if (err instanceof OpenAI.APIConnectionError) return new RunFailure("model_error", "The model could not be reached.", { cause: err });
+  if (err instanceof OpenAI.APIError) {
+    const code = codeSuffix(err);
+    if (err.status === 429) return new RunFailure("model_rate_limited", `The model answered 429${code}: the request was rate limited.`, { cause: err, detail });
+    if (err.status !== undefined) return new RunFailure("model_error", `The model answered ${err.status}${code}.`, { cause: err, detail });
+    // An `error` object in a streamed chunk: the model failed while answering.
+    return new RunFailure("model_error", `The model reported an error while answering${code}.`, { cause: err, detail });
+  }
   if (err instanceof SyntaxError || (err instanceof OpenAI.OpenAIError && /JSON|parse/i.test(err.message))) {
-    return new RunFailure("model_bad_response", "The model sent a malformed streaming response.", { cause: err });
+    return new RunFailure("model_bad_response", "The model sent a malformed streaming response.", { cause: err, detail });
   }
-  return new RunFailure("model_error", `The model call failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  return new RunFailure("model_error", "The model call failed.", { cause: err, detail });
 }
