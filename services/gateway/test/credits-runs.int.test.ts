@@ -1,4 +1,4 @@
-import { runJson, readSse, createTenant, eventually, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { runJson, readSse, createTenant, eventually, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { Redis } from "ioredis";
 
@@ -136,6 +136,29 @@ it("bills a model that reports no usage by an estimate of four characters per to
   expect(run.creditsUsed).toBe(1 + Math.ceil((run.promptTokens + run.completionTokens) / 1000));
   expect(res.body.credits_used).toBe(run.creditsUsed);
   expect(run.creditsUsed).toBeGreaterThanOrEqual(3);
+  await expectBooksBalanced(t.orgId);
+});
+
+it("charges a run cancelled after the model accepted its call, before the first chunk, for the prompt it was sent", async () => {
+  const t = await createTenant(prisma, { credits: 100 });
+  // The scripted model sends its headers at once, then waits 2 s before each chunk.
+  const query = `[sleep:2000] ${"z".repeat(30_000 - "[sleep:2000] ".length)}`;
+  const w = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query }, headers: t.headers });
+  await w.waitFor((e) => e.type === "run_started");
+  const { run_id, task_id } = w.events[0];
+  await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: run_id } })).status === "running");
+  // Time for the model call to go out and be accepted, well before the first chunk.
+  await new Promise((r) => setTimeout(r, 500));
+  const cancel = await fetch(`${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/cancel`, { method: "POST", headers: t.headers });
+  expect(cancel.status).toBe(202);
+  expect((await w.result).events.map((e) => e.data.type)).toEqual(["run_started", "run_cancelled"]);
+
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: run_id } });
+  expect(run).toMatchObject({ status: "cancelled", output: "", completionTokens: 0 });
+  // The prompt is the query alone (no instructions, no memories): 7,500 tokens at four characters each.
+  expect(run.promptTokens).toBe(Math.ceil(query.length / 4));
+  expect(run.creditsUsed).toBe(1 + Math.ceil(7500 / 1000));
+  expect(await balanceOf(t.orgId)).toBe(100 - 9);
   await expectBooksBalanced(t.orgId);
 });
 

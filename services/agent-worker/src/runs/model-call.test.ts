@@ -17,6 +17,8 @@ describe("callModel", () => {
   let gapMs = 0;
   // Answers to give before the script, one per request (e.g. a 503 that asks for a retry).
   let refusals: { status: number; headers: Record<string, string> }[] = [];
+  // Pause before the response headers, as a model that has not accepted the request yet.
+  let headersAfterMs = 0;
   let requests = 0;
 
   beforeAll(async () => {
@@ -28,7 +30,11 @@ describe("callModel", () => {
         res.end(JSON.stringify({ error: { message: "busy", type: "server_error" } }));
         return;
       }
+      if (headersAfterMs) await new Promise((r) => setTimeout(r, headersAfterMs));
+      if (res.destroyed) return;
       res.writeHead(200, { "content-type": "text/event-stream" });
+      // The headers leave at once, before the first chunk, as a provider's do.
+      res.flushHeaders();
       for (const part of script) {
         if (gapMs) await new Promise((r) => setTimeout(r, gapMs));
         if (res.destroyed) return;
@@ -49,6 +55,7 @@ describe("callModel", () => {
     script = [];
     gapMs = 0;
     refusals = [];
+    headersAfterMs = 0;
     requests = 0;
   });
 
@@ -95,6 +102,40 @@ describe("callModel", () => {
     script = [chunk({ content: "abcdefghi" })];
     // "12345678" → 2 prompt tokens; "abcdefghi" → 3 completion tokens.
     expect((await call()).usages).toEqual([{ promptTokens: 2, completionTokens: 3 }]);
+  });
+
+  /** A call cancelled `afterMs` after it started: how it failed and the usage it reported. */
+  async function cancelledAfter(afterMs: number) {
+    const run = new AbortController();
+    const timer = setTimeout(() => run.abort("cancel"), afterMs);
+    const usages: ModelUsage[] = [];
+    const { err } = await failure({ signal: run.signal, onUsage: (u) => usages.push(u) });
+    clearTimeout(timer);
+    return { err, usages };
+  }
+
+  it("reports the prompt's estimate for a call cancelled after the model accepted it, before its first chunk", async () => {
+    script = [chunk({ content: "late" })];
+    gapMs = 2000;
+    const { err, usages } = await cancelledAfter(200);
+    expect(err).toMatchObject({ code: "cancel" });
+    // "12345678" → 2 prompt tokens; nothing streamed yet.
+    expect(usages).toEqual([{ promptTokens: 2, completionTokens: 0 }]);
+  });
+
+  it("reports what was streamed for a call cancelled while the model was answering", async () => {
+    script = [chunk({ content: "abcdefghi" }), chunk({ content: "late" })];
+    gapMs = 300;
+    const { usages } = await cancelledAfter(450);
+    expect(usages).toEqual([{ promptTokens: 2, completionTokens: 3 }]);
+  });
+
+  it("reports nothing for a call cancelled before the model accepted it (no response headers yet)", async () => {
+    script = [chunk({ content: "late" })];
+    headersAfterMs = 2000;
+    const { err, usages } = await cancelledAfter(200);
+    expect(err).toMatchObject({ code: "cancel" });
+    expect(usages).toEqual([]);
   });
 
   it("ends a call still streaming at timeoutMs with model_timeout, though chunks keep arriving within the idle timeout", async () => {

@@ -39,8 +39,9 @@ export interface ModelCallOptions {
   onText: (delta: string) => void;
   /**
    * Called once per call that consumed tokens, even when the call is then stopped (cancel,
-   * shutdown). When the model reported no usage (a stop before its last chunk, or a provider that
-   * ignores `include_usage`), reports an estimate.
+   * shutdown) after the model accepted it (its response headers arrived). When the model reported
+   * no usage (a stop before its last chunk, or a provider that ignores `include_usage`), reports
+   * an estimate.
    */
   onUsage: (usage: ModelUsage) => void;
 }
@@ -52,7 +53,10 @@ export interface ModelCallOptions {
  * streamed body) has not ended within `timeoutMs`: a retry gets what is left of that time.
  * A call that ends without the model's usage (stopped before the last chunk, which carries it,
  * or answered by a provider that ignores `include_usage`) reports an estimate of what it
- * consumed: the prompt it read and the answer it streamed, at four characters per token.
+ * consumed: the prompt it read and the answer it streamed, at four characters per token. A call
+ * stopped once the model accepted it (its response headers arrived) reports its estimate even
+ * before the first chunk: the model is reading the prompt. One stopped before reports nothing:
+ * its request may never have reached the model.
  */
 export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const idle = new AbortController();
@@ -67,7 +71,8 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const turn: ModelTurn = { text: "", toolCalls: [] };
   const calls = new Map<number, ModelToolCall>();
   let usage: ModelUsage | undefined;
-  let answering = false;
+  // Set once the response headers arrived: the model accepted the request and reads its prompt.
+  let accepted = false;
   // A high surrogate ending a delta, held back until the next delta brings its pair.
   let pendingHigh = "";
   // Once per call: the model's usage, or the estimate when it sent none.
@@ -94,9 +99,9 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     // The SDK waits out a retry's back-off (as long as the provider's Retry-After asks) without
     // looking at its signal.
     const response = await untilAborted(request.asResponse(), signal);
+    accepted = true;
     for await (const chunks of completionChunks(response as unknown as StreamedResponse)) {
       armIdle();
-      answering = true;
       for (const chunk of chunks) {
         if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
         const delta = chunk.choices?.[0]?.delta;
@@ -121,7 +126,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   } catch (err) {
     const reason = stopReasonOf(opts.signal);
     if (reason) {
-      if (answering) reportUsage();
+      if (accepted) reportUsage();
       throw new RunFailure(reason, `stopped: ${reason}`, { cause: err });
     }
     if (idle.signal.aborted) throw new RunFailure("model_timeout", `The model sent nothing for ${opts.idleTimeoutMs} ms.`, { cause: err });
