@@ -68,7 +68,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
           operationId: "createRun",
           summary: "Run the agent on a query",
           description:
-            "Starts a run on a new task, or continues `task_id`. Reserves the agent's base price (1 credit unless its pricing says otherwise); the run costs `1 + tool calls + ceil(total tokens / 1000)` credits unless the agent's pricing says otherwise. A client that disconnects does not stop the run.",
+            "Starts a run on a new task, or continues `task_id`. Reserves the agent's base price (1 credit unless its pricing says otherwise); the run costs `1 + tool calls + ceil(total tokens / 1000)` credits unless the agent's pricing says otherwise (a tool call is charged when its tool ran, not when it was refused before running or failed by the service's own outage). A client that disconnects does not stop the run.",
           requestParams: {
             header: z.object({
               "Idempotency-Key": idempotencyKeySchema.optional().meta({ description: "The same key with the same body within 24 h returns the same run instead of starting another." }),

@@ -8,6 +8,7 @@ export interface Pricing {
 export const DEFAULT_PRICING: Pricing = { base: 1, per_tool_call: 1, per_1k_tokens: 1 };
 
 export interface RunUsage {
+  /** Tool calls charged: those whose tool ran (not those refused before running). */
   toolCalls: number;
   totalTokens: number;
 }

@@ -18,13 +18,28 @@ export interface MessageRecord {
   result?: unknown;
 }
 
+/** What a run consumed. */
+export interface FinishRunUsage {
+  promptTokens: number;
+  completionTokens: number;
+  /** Tool calls the model made, stored as the run's `tool_call_count`. */
+  toolCalls: number;
+  /**
+   * The tool calls that are charged: those whose tool ran. Calls refused before running, or
+   * failed by the service's own outage, are counted in `toolCalls` only.
+   */
+  chargedToolCalls: number;
+  /** Model calls started. */
+  modelCalls: number;
+}
+
 export interface FinishRunInput {
   runId: string;
   status: FinalStatus;
   output?: string;
   error?: { code: string; message: string };
   /** What the run consumed. A run cancelled before its first model call (`modelCalls` 0) costs nothing. */
-  usage?: { promptTokens: number; completionTokens: number; toolCalls: number; modelCalls: number };
+  usage?: FinishRunUsage;
   /** The agent's pricing override, if any. */
   pricing?: unknown;
   /** Messages of this run, in order (the user's query first). */
@@ -149,12 +164,12 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
   const { prisma } = deps;
   const terminal = writer.takeTerminal(terminalFor(input));
 
-  const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0, modelCalls: 0 };
+  const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0, chargedToolCalls: 0, modelCalls: 0 };
   // Failed runs are refunded, except one stopped by its agent's own step limit: like a cancelled
   // one, it pays for what it consumed. A cancelled run that never reached the model pays nothing.
   const free =
     (input.status === "failed" && input.error?.code !== "max_steps_exceeded") || (input.status === "cancelled" && usage.modelCalls === 0);
-  const cost = free ? 0 : runCost({ toolCalls: usage.toolCalls, totalTokens: usage.promptTokens + usage.completionTokens }, input.pricing);
+  const cost = free ? 0 : runCost({ toolCalls: usage.chargedToolCalls, totalTokens: usage.promptTokens + usage.completionTokens }, input.pricing);
   const messages = input.messages.map((m) => ({
     id: newId("msg"),
     role: m.role,

@@ -181,3 +181,47 @@ it("reserves the agent's own base price: concurrent runs cannot spend more than 
   expect(ledger.filter((e) => e.reason === "run_reservation").map((e) => e.amount)).toEqual([-10, -10]);
   expect(balance).toBe(25 - 22);
 });
+
+it("charges only the tool calls whose tool ran: not unknown or disabled tools, nor arguments the tool refused", async () => {
+  const t = await createTenant(prisma, { credits: 100, tools: ["calc", "clock"] });
+  const res = await runOf(
+    t,
+    '[usage:2500] [call:weather_get {}] [call:http_get {"url":"http://example.com/"}] [call:calc_evaluate {"expression":5}] [call:calc_evaluate {"expression":"2+"}] [call:clock_now {}]',
+  );
+  expect(res.body.status).toBe("completed");
+  expect(res.body.tool_calls.map((c: { result: { error?: { code: string } } }) => c.result.error?.code ?? "ok")).toEqual([
+    "unknown_tool",
+    "unknown_tool",
+    "invalid_arguments",
+    "invalid_expression",
+    "ok",
+  ]);
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: res.body.run_id } });
+  // Every call the model made is on the run; the calculation that failed and the clock ran.
+  expect(run.toolCallCount).toBe(5);
+  expect(run.promptTokens + run.completionTokens).toBe(5000);
+  expect(run.creditsUsed).toBe(1 + 2 + 5);
+  expect(res.body.credits_used).toBe(8);
+  expect(await balanceOf(t.orgId)).toBe(100 - 8);
+  await expectBooksBalanced(t.orgId);
+});
+
+// Last: it stops the stack's memory service.
+it("does not charge a memory tool call failed by the memory service being down", async () => {
+  await stack.memory!.stop();
+  const t = await createTenant(prisma, { credits: 100 });
+  const res = await runJson(stack.gatewayUrl, t.headers, {
+    query: '[usage:2500] [call:memory_save {"content":"Likes green tea"}] [call:calc_evaluate {"expression":"1+1"}]',
+    context: { user_id: "u1" },
+  });
+  expect(res.body.status).toBe("completed");
+  expect(res.body.tool_calls.map((c: { result: unknown }) => c.result)).toEqual([
+    { error: { code: "unavailable", message: expect.any(String) } },
+    { expression: "1+1", result: 2 },
+  ]);
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: res.body.run_id } });
+  expect(run.toolCallCount).toBe(2);
+  expect(run.creditsUsed).toBe(1 + 1 + 5);
+  expect(await balanceOf(t.orgId)).toBe(100 - 7);
+  await expectBooksBalanced(t.orgId);
+});

@@ -3,7 +3,7 @@ import { runContextSchema, type RunContext } from "@agentrun/contracts";
 import { RunEventWriter, runCancelKey, runHeartbeatKey } from "@agentrun/events";
 import { storableText } from "@agentrun/db";
 import { isUnavailableError } from "@agentrun/errors";
-import { finishRun, type MessageRecord } from "@agentrun/run-state";
+import { finishRun, type FinishRunUsage, type MessageRecord } from "@agentrun/run-state";
 import { claimRun, type ClaimedRun } from "./claim-run";
 import { callModel } from "./model-call";
 import { buildMessages, type PromptMemory } from "./prompt";
@@ -59,7 +59,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
       control.stop("superseded");
     },
   });
-  const progress: RunProgress = { records: [], usage: { promptTokens: 0, completionTokens: 0, toolCalls: 0, modelCalls: 0 }, output: "", pricing: undefined };
+  const progress: RunProgress = { records: [], usage: { promptTokens: 0, completionTokens: 0, toolCalls: 0, chargedToolCalls: 0, modelCalls: 0 }, output: "", pricing: undefined };
   const { records } = progress;
   // Set when this worker's end was not stored because the run was ended or taken over elsewhere.
   let endedElsewhere = false;
@@ -92,7 +92,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
 /** What a run has produced and consumed so far: the messages to store, its usage, its text. */
 interface RunProgress {
   records: MessageRecord[];
-  usage: { promptTokens: number; completionTokens: number; toolCalls: number; modelCalls: number };
+  usage: FinishRunUsage;
   /** The text of the latest model call: the run's output once it ends. */
   output: string;
   pricing: unknown;
@@ -165,6 +165,7 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
         writer.emit({ type: "tool_call", tool, action, params, call_id: call.id }),
       );
       usage.toolCalls++;
+      if (outcome.charged) usage.chargedToolCalls++;
       writer.emit({ type: "tool_result", tool: outcome.tool, action: outcome.action, result: outcome.result, call_id: call.id });
       const content = JSON.stringify(outcome.result);
       messages.push({ role: "tool", tool_call_id: call.id, content });

@@ -179,6 +179,8 @@ describe("calc_evaluate under load from other runs", () => {
     expect(quick.value).toEqual({ expression: "1 + 1", result: 2 });
     const stopped = await slow;
     expect((stopped.error as ToolError).code).toBe("too_expensive");
+    // It computed until it was stopped: charged.
+    expect((stopped.error as ToolError).charged).toBe(true);
     // Answered at once, not after the slow one's time limit (queueing order: calc-sandbox.test.ts).
     expect(quick.at).toBeLessThan(stopped.at);
   });
@@ -188,7 +190,8 @@ describe("calc_evaluate under load from other runs", () => {
     const slow = Array.from({ length: 8 }, () => outcome(SLOW, t0));
     const [quick, ...stopped] = await Promise.all([outcome("1 + 1", t0), ...slow]);
     expect(quick.error).toBeInstanceOf(ToolError);
-    expect(quick.error).toMatchObject({ code: "too_expensive", message: expect.stringMatching(/^Cannot evaluate '1 \+ 1': the calculator is busy/) });
+    // Never evaluated: not charged.
+    expect(quick.error).toMatchObject({ code: "too_expensive", message: expect.stringMatching(/^Cannot evaluate '1 \+ 1': the calculator is busy/), charged: false });
     expect(quick.at).toBeGreaterThanOrEqual(CALC_MAX_WAIT_MS - 10);
     expect(quick.at).toBeLessThan(CALC_MAX_WAIT_MS + 1000);
     expect(stopped.every((s) => (s.error as ToolError).code === "too_expensive")).toBe(true);

@@ -35,7 +35,8 @@ export const calcEvaluate = defineAction({
       // A stopped run: the registry reports the stop, not a tool error.
       if (err.reason === "aborted") throw ctx.signal.reason ?? err;
       const code = err.reason === "invalid" ? "invalid_expression" : "too_expensive";
-      throw new ToolError(code, `Cannot evaluate '${expression}': ${err.message}.`);
+      // An expression that found no free thread was never evaluated: not charged.
+      throw new ToolError(code, `Cannot evaluate '${expression}': ${err.message}.`, { charged: err.reason !== "busy" });
     }
     if (typeof result === "string" && result.length > CALC_MAX_RESULT_CHARS) {
       throw new ToolError("too_expensive", `'${expression}' gives an answer of ${result.length} characters; at most ${CALC_MAX_RESULT_CHARS} are returned.`);

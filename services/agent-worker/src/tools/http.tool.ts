@@ -16,6 +16,9 @@ export interface HttpToolLimits {
 
 const systemLookup = (hostname: string) => lookup(hostname, { all: true });
 
+/** A URL the agent may not fetch is refused before any request: not charged. */
+const REFUSED = { charged: false };
+
 /** A host name as compared with the allow-list: lower case, no trailing dot; IPv6 literals without brackets, in one spelling. */
 function normalizeHost(host: string): string {
   const h = host.toLowerCase().trim().replace(/\.$/, "").replace(/^\[(.*)\]$/, "$1");
@@ -55,7 +58,7 @@ async function resolvePublic(hostname: string, limits: HttpToolLimits, signal: A
   // The lookup counts against the timeout and stops with the run, like the request after it.
   const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await untilAborted((limits.lookup ?? systemLookup)(hostname), signal);
   const bad = addrs.find((a) => !addressAllowed(a.address, limits.allowPrivate));
-  if (bad || addrs.length === 0) throw new ToolError("address_not_allowed", `${hostname} resolves to a private or reserved address.`);
+  if (bad || addrs.length === 0) throw new ToolError("address_not_allowed", `${hostname} resolves to a private or reserved address.`, REFUSED);
   return addrs[0]!;
 }
 
@@ -67,8 +70,8 @@ export function httpGetAction(limits: HttpToolLimits) {
     params: z.object({ url: z.string().url().max(2048).describe("Absolute http(s) URL") }),
     async run({ url }, ctx: ToolContext) {
       const target = new URL(url);
-      if (target.protocol !== "http:" && target.protocol !== "https:") throw new ToolError("invalid_url", "Only http and https URLs can be fetched.");
-      if (!hostAllowed(target.hostname, ctx.httpAllowlist)) throw new ToolError("host_not_allowed", `The agent may not fetch from ${target.hostname}.`);
+      if (target.protocol !== "http:" && target.protocol !== "https:") throw new ToolError("invalid_url", "Only http and https URLs can be fetched.", REFUSED);
+      if (!hostAllowed(target.hostname, ctx.httpAllowlist)) throw new ToolError("host_not_allowed", `The agent may not fetch from ${target.hostname}.`, REFUSED);
       // A timer of our own rather than AbortSignal.timeout, which can be collected (and never
       // fire) while only the combined signal refers to it.
       const timeout = new AbortController();

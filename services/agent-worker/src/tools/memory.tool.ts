@@ -3,7 +3,8 @@ import { MEMORY_CATEGORIES, memoryContentSchema } from "@agentrun/contracts";
 import { defineAction, ToolError, type ToolContext } from "./tool";
 
 function userOf(ctx: ToolContext): string {
-  if (!ctx.userId) throw new ToolError("no_user", "Memory needs the run's context.user_id; none was given.");
+  // Refused before the memory service is asked: not charged.
+  if (!ctx.userId) throw new ToolError("no_user", "Memory needs the run's context.user_id; none was given.", { charged: false });
   return ctx.userId;
 }
 

@@ -1,9 +1,14 @@
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
 import net from "node:net";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { BUILT_IN_TOOLS, ToolRegistry } from "./registry";
 import type { ToolContext } from "./tool";
 
 let memoryUrl: string;
+// A site the http tool may reach (allowPrivate), and a memory service that never answers.
+let site: Server;
+let siteUrl: string;
 const registry = new ToolRegistry({ timeoutMs: 300, maxBytes: 1000, allowPrivate: false });
 const ALL = [...BUILT_IN_TOOLS];
 
@@ -13,6 +18,18 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
   memoryUrl = `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`;
   await new Promise((resolve) => srv.close(resolve));
+  site = createServer((req, res) => {
+    if (req.url === "/fail") res.writeHead(500).end("down");
+    // /hang and the memory service's routes never answer.
+  });
+  site.listen(0, "127.0.0.1");
+  await once(site, "listening");
+  siteUrl = `http://127.0.0.1:${(site.address() as net.AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  site.closeAllConnections();
+  await new Promise((resolve) => site.close(resolve));
 });
 
 const ctxFor = (extra: Partial<ToolContext> = {}): ToolContext => ({
@@ -68,7 +85,7 @@ describe("ToolRegistry.call", () => {
   it("runs an enabled function and reports its tool, action, params and result", async () => {
     const started: unknown[] = [];
     const outcome = await registry.call("calc_evaluate", '{"expression":"6*7"}', ["calc"], ctxFor(), (c) => started.push(c));
-    expect(outcome).toEqual({ tool: "calc", action: "evaluate", params: { expression: "6*7" }, result: { expression: "6*7", result: 42 }, ok: true });
+    expect(outcome).toEqual({ tool: "calc", action: "evaluate", params: { expression: "6*7" }, result: { expression: "6*7", result: 42 }, ok: true, charged: true });
     expect(started).toEqual([{ tool: "calc", action: "evaluate", params: { expression: "6*7" } }]);
   });
 
@@ -136,5 +153,49 @@ describe("ToolRegistry.call", () => {
     const reason = new Error("run cancelled");
     run.abort(reason);
     await expect(registry.call("memory_save", '{"content":"likes tea"}', ["memory"], ctxFor({ userId: "u1", signal: run.signal }))).rejects.toBe(reason);
+  });
+});
+
+describe("which calls are charged", () => {
+  // The http tool may reach the local site here; everything else as in production.
+  const open = new ToolRegistry({ timeoutMs: 300, maxBytes: 1000, allowPrivate: true });
+  const hangingMemory = () => createMemoryClient({ baseUrl: siteUrl, token: "t", timeoutMs: 300 });
+  const host = () => new URL(siteUrl).hostname;
+
+  it.each<[string, string, string, readonly string[], Partial<ToolContext>]>([
+    ["a call that answered", "calc_evaluate", '{"expression":"6*7"}', ["calc"], {}],
+    ["an invalid expression", "calc_evaluate", '{"expression":"2+"}', ["calc"], {}],
+    ["an unknown time zone", "clock_now", '{"timezone":"Mars/Olympus"}', ["clock"], {}],
+  ])("charges %s: the tool ran", async (_name, fn, args, enabled, extra) => {
+    const outcome = await open.call(fn, args, enabled, ctxFor(extra));
+    expect(outcome.charged).toBe(true);
+  });
+
+  it("charges an http_get to an allowed host that answers 500 or does not answer: the tool ran", async () => {
+    const failed = await open.call("http_get", JSON.stringify({ url: `${siteUrl}/fail` }), ["http"], ctxFor({ httpAllowlist: [host()] }));
+    expect(failed).toMatchObject({ ok: true, result: { status: 500 }, charged: true });
+    const silent = await open.call("http_get", JSON.stringify({ url: `${siteUrl}/hang` }), ["http"], ctxFor({ httpAllowlist: [host()] }));
+    expect(silent).toMatchObject({ ok: false, result: { error: { code: "timeout" } }, charged: true });
+  });
+
+  it.each<[string, string, string, readonly string[], Partial<ToolContext>, string]>([
+    ["an unknown function", "weather_get", "{}", ALL, {}, "unknown_tool"],
+    ["a function of a tool the agent did not enable", "calc_evaluate", '{"expression":"1+1"}', ["clock"], {}, "unknown_tool"],
+    ["arguments that are not JSON", "calc_evaluate", "{oops", ["calc"], {}, "invalid_arguments"],
+    ["arguments that do not fit the tool", "calc_evaluate", '{"expression":5}', ["calc"], {}, "invalid_arguments"],
+    ["a host not on the allow-list", "http_get", '{"url":"http://example.com/"}', ["http"], {}, "host_not_allowed"],
+    ["a URL that is not http or https", "http_get", '{"url":"ftp://example.com/x"}', ["http"], { httpAllowlist: ["example.com"] }, "invalid_url"],
+    ["memory without the run's user", "memory_search", '{"query":"tea"}', ["memory"], {}, "no_user"],
+    ["the memory service down", "memory_save", '{"content":"likes tea"}', ["memory"], { userId: "u1" }, "unavailable"],
+  ])("does not charge %s", async (_name, fn, args, enabled, extra, code) => {
+    const outcome = await open.call(fn, args, enabled, ctxFor(extra));
+    expect(outcome).toMatchObject({ ok: false, result: { error: { code } }, charged: false });
+  });
+
+  it("does not charge a private address refused by the http tool, nor a memory service that times out", async () => {
+    const privateAddress = await registry.call("http_get", JSON.stringify({ url: `${siteUrl}/fail` }), ["http"], ctxFor({ httpAllowlist: [host()] }));
+    expect(privateAddress).toMatchObject({ result: { error: { code: "address_not_allowed" } }, charged: false });
+    const timedOut = await open.call("memory_search", '{"query":"tea"}', ["memory"], ctxFor({ userId: "u1", memory: hangingMemory() }));
+    expect(timedOut).toMatchObject({ result: { error: { code: "unavailable" } }, charged: false });
   });
 });

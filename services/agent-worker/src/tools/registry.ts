@@ -17,6 +17,14 @@ export interface ToolCallOutcome {
   /** What the model sees; `{error:{code,message}}` when the call failed. */
   result: unknown;
   ok: boolean;
+  /**
+   * Whether the call is charged (the agent's `per_tool_call`): when the tool ran, whatever it
+   * answered. A call refused before running (unknown or disabled function, arguments that are
+   * not JSON or do not fit the tool, a refusal of the tool's own checks such as a host not on the
+   * allow-list) is not, nor one failed by this service's own outage (the memory service
+   * unavailable or timing out).
+   */
+  charged: boolean;
 }
 
 /** The actions of the built-in tools, by function name (`<tool>_<action>`). */
@@ -50,7 +58,8 @@ export class ToolRegistry {
 
   /**
    * Runs one call. Every failure (unknown or disabled function, bad arguments, the tool's own
-   * error) becomes an error result for the model; only an aborted run rethrows.
+   * error) becomes an error result for the model; only an aborted run rethrows. The outcome says
+   * whether the call is charged.
    */
   async call(
     name: string,
@@ -62,27 +71,28 @@ export class ToolRegistry {
     const sep = name.indexOf("_");
     const [tool, action] = sep > 0 ? [name.slice(0, sep), name.slice(sep + 1)] : [name, ""];
     let params: Record<string, unknown> = {};
-    const fail = (code: string, message: string): ToolCallOutcome => ({ tool, action, params, result: { error: { code, message } }, ok: false });
+    const fail = (code: string, message: string, charged: boolean): ToolCallOutcome => ({ tool, action, params, result: { error: { code, message } }, ok: false, charged });
     try {
       // Arguments and results are stored with the run's events: PostgreSQL takes no U+0000.
       const parsed = storableJson(rawArgs.trim() ? JSON.parse(rawArgs) : {});
       params = parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed : { value: parsed };
     } catch {
       onStart?.({ tool, action, params });
-      return fail("invalid_arguments", "The arguments are not valid JSON.");
+      return fail("invalid_arguments", "The arguments are not valid JSON.", false);
     }
     onStart?.({ tool, action, params });
     const def = this.actions.get(name);
-    if (!def || !enabled.includes(def.tool)) return fail("unknown_tool", `No tool function '${name}' is available to this agent.`);
+    if (!def || !enabled.includes(def.tool)) return fail("unknown_tool", `No tool function '${name}' is available to this agent.`, false);
     const checked = def.params.safeParse(params);
-    if (!checked.success) return fail("invalid_arguments", checked.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; "));
+    if (!checked.success) return fail("invalid_arguments", checked.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; "), false);
     try {
-      return { tool, action, params, result: storableJson(await def.run(checked.data, ctx)), ok: true };
+      return { tool, action, params, result: storableJson(await def.run(checked.data, ctx)), ok: true, charged: true };
     } catch (err) {
       if (ctx.signal.aborted) throw err;
-      if (err instanceof ToolError) return fail(err.code, err.message);
-      const code = (err as { code?: string }).code === "unavailable" ? "unavailable" : "tool_error";
-      return fail(code, storableText((err as Error).message || "The tool failed."));
+      if (err instanceof ToolError) return fail(err.code, err.message, err.charged);
+      // A dependency of this service's own (the memory service) down or timing out: not charged.
+      if ((err as { code?: string }).code === "unavailable") return fail("unavailable", storableText((err as Error).message || "The tool is unavailable."), false);
+      return fail("tool_error", storableText((err as Error).message || "The tool failed."), true);
     }
   }
 }

@@ -22,14 +22,28 @@ export interface ToolAction<P extends z.ZodType = z.ZodType> {
   run(params: z.infer<P>, ctx: ToolContext): Promise<unknown>;
 }
 
+export interface ToolErrorOptions {
+  /**
+   * Whether the call is charged. A call the tool refused before doing its work (a host not on the
+   * allow-list, a missing user) or that this service's own limits kept from running (no free calc
+   * thread) is not; an error the tool met while doing it (a site that answered 500, an invalid
+   * expression) is: the tool ran.
+   * @defaultValue true
+   */
+  charged?: boolean;
+}
+
 /** A tool failure the model sees as the tool's result: `{error:{code,message}}`. */
 export class ToolError extends Error {
   override name = "ToolError";
+  readonly charged: boolean;
   constructor(
     readonly code: string,
     message: string,
+    options: ToolErrorOptions = {},
   ) {
     super(message);
+    this.charged = options.charged ?? true;
   }
 }
 
