@@ -6,7 +6,8 @@ export const intParam = (min: number, max: number, def: number) =>
     .string()
     .regex(/^-?\d+$/, "must be an integer")
     .transform(Number)
-    .pipe(z.number().int().min(min).max(max))
+    // Bounds first, and a failed one stops there: past 2^53, int() would add a second "too big".
+    .pipe(z.number().min(min, { abort: true }).max(max, { abort: true }).int())
     .optional()
     .transform((v) => v ?? def);
 

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { idempotencyKeySchema } from "./tasks";
+import { eventsQuerySchema, idempotencyKeySchema } from "./tasks";
 
 describe("idempotencyKeySchema", () => {
   it.each([
@@ -24,5 +24,26 @@ describe("idempotencyKeySchema", () => {
   it("is the rule docs/api.md states", () => {
     const doc = readFileSync(join(__dirname, "../../../docs/api.md"), "utf8").replace(/\s+/g, " ");
     expect(doc).toContain("`Idempotency-Key` (1–255 printable ASCII characters, without spaces)");
+  });
+});
+
+describe("integer query parameters", () => {
+  const after = eventsQuerySchema.shape.after;
+  it.each([
+    ["absent", undefined, 0],
+    ["zero", "0", 0],
+    ["the largest seq", "1000000000", 1_000_000_000],
+  ])("take %s", (_name, value, parsed) => {
+    expect(after.parse(value)).toBe(parsed);
+  });
+
+  it.each([
+    ["past the largest seq", "1000000001", /Too big/],
+    ["far past any number", "99999999999999999999", /Too big/],
+    ["negative", "-1", /Too small/],
+    ["not a number", "1.5", /must be an integer/],
+  ])("refuse a value %s with one message", (_name, value, message) => {
+    const issues = after.safeParse(value).error?.issues ?? [];
+    expect(issues.map((i) => i.message)).toEqual([expect.stringMatching(message)]);
   });
 });
