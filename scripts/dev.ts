@@ -10,23 +10,34 @@ import path from "node:path";
 import pg from "pg";
 import { Redis } from "ioredis";
 import { z } from "zod";
-import { databaseUrl, loadConfig, port, redisUrl } from "@agentrun/config";
+import { ConfigError, databaseUrl, loadConfig, port, redisUrl } from "@agentrun/config";
 import { hashApiKey } from "@agentrun/api-keys";
 import { ensureDatabase, migrateDeploy, REPO_ROOT } from "@agentrun/db";
 
 // A local .env (see .env.example) applies to every service started from here.
 if (fs.existsSync(path.join(REPO_ROOT, ".env"))) process.loadEnvFile(path.join(REPO_ROOT, ".env"));
 
-const config = loadConfig(
-  z.object({
-    DATABASE_URL: databaseUrl,
-    REDIS_URL: redisUrl,
-    PORT: port(3000),
-    MEMORY_PORT: port(3002),
-    SCRIPTED_MODEL_PORT: port(4010),
-    WORKERS: z.coerce.number().int().min(1).max(16).default(1),
-  }),
-);
+const configSchema = z.object({
+  DATABASE_URL: databaseUrl,
+  REDIS_URL: redisUrl,
+  PORT: port(3000),
+  MEMORY_PORT: port(3002),
+  SCRIPTED_MODEL_PORT: port(4010),
+  WORKERS: z.coerce.number().int().min(1).max(16).default(1),
+});
+
+/** The environment, or one line naming each bad variable and exit 1, as the services do. */
+function loadDevConfig(): z.infer<typeof configSchema> {
+  try {
+    return loadConfig(configSchema);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+}
+
+const config = loadDevConfig();
 const STATE_FILE = path.join(REPO_ROOT, ".agentrun-dev.json");
 const HOW_TO_START = "start them with `docker compose up -d postgres redis` (or your local services)";
 /** How long the services may take to stop (the worker's own deadline is 15 s by default) before they are killed. */
