@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "@agentrun/logger";
-import { createPrisma } from "@agentrun/db";
+import { createPrisma, schemaState, type SchemaState } from "@agentrun/db";
 import { closeRedis, createRedis } from "@agentrun/redis";
 import { controlChannel, runCancelKey, workersKey } from "@agentrun/events";
 import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
@@ -91,9 +91,31 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     },
   });
 
-  const beat = () => void redis.zadd(workersKey(config.REDIS_PREFIX), Date.now(), workerId).catch(() => {});
-  beat();
-  const heartbeat = setInterval(beat, 5000);
+  // The worker counts as live (readiness, health checks) only while it reaches its own database,
+  // migrated for this code: one that cannot would take jobs only to fail them.
+  let database: SchemaState | "unavailable" | undefined;
+  let beating = false;
+  const beat = async () => {
+    if (beating) return; // a database that hangs stops the heartbeat, as one that refuses does
+    beating = true;
+    try {
+      await beatOnce();
+    } finally {
+      beating = false;
+    }
+  };
+  const beatOnce = async () => {
+    const now = await schemaState(prisma).catch((): "unavailable" => "unavailable");
+    if (now !== database) {
+      if (now === "ok") log.info("database reachable: heartbeating");
+      else log.error({ database: now }, "database not usable: not heartbeating, so not counted as a live worker");
+    }
+    database = now;
+    if (now === "ok") await redis.zadd(workersKey(config.REDIS_PREFIX), Date.now(), workerId).catch(() => {});
+    else await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
+  };
+  void beat();
+  const heartbeat = setInterval(() => void beat(), 5000);
   const queue = createRunQueue({ connection: bull, redisPrefix: config.REDIS_PREFIX });
   queue.on("error", (err) => log.warn({ err: err.message }, "queue error"));
   const sweeper = setInterval(

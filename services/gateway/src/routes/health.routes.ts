@@ -1,11 +1,19 @@
 import { Router } from "express";
+import { schemaState } from "@agentrun/db";
 import { WORKER_HEARTBEAT_STALE_MS, workersKey } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
 
 const withTimeout = <T>(p: Promise<T>, ms: number) =>
   Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error("timeout")), ms).unref())]);
 
-/** `/healthz`: the process lives. `/readyz`: database, Redis and at least one live worker answer. */
+/** Longest wait for each readiness check: a probe gets its answer within a second (Kubernetes' default probe timeout). */
+const CHECK_TIMEOUT_MS = 900;
+
+/**
+ * `/healthz`: the process lives. `/readyz`: the database answers with this code's migrations
+ * applied, Redis answers, and at least one live worker (one that reaches its own database) is
+ * heartbeating.
+ */
 export function healthRoutes(deps: GatewayDeps): Router {
   const router = Router();
   router.get("/healthz", (_req, res) => {
@@ -13,14 +21,14 @@ export function healthRoutes(deps: GatewayDeps): Router {
   });
   router.get("/readyz", async (_req, res) => {
     const checks = await Promise.allSettled([
-      withTimeout(deps.prisma.$queryRaw`SELECT 1`, 2000),
-      withTimeout(deps.redis.ping(), 2000),
-      withTimeout(deps.redis.zcount(workersKey(deps.config.REDIS_PREFIX), Date.now() - WORKER_HEARTBEAT_STALE_MS, "+inf"), 2000),
+      withTimeout(schemaState(deps.prisma), CHECK_TIMEOUT_MS),
+      withTimeout(deps.redis.ping(), CHECK_TIMEOUT_MS),
+      withTimeout(deps.redis.zcount(workersKey(deps.config.REDIS_PREFIX), Date.now() - WORKER_HEARTBEAT_STALE_MS, "+inf"), CHECK_TIMEOUT_MS),
     ]);
     const [db, redis, workers] = checks;
     const liveWorkers = workers.status === "fulfilled" ? Number(workers.value) : 0;
     const status = {
-      database: db.status === "fulfilled" ? "ok" : "unavailable",
+      database: db.status === "fulfilled" ? db.value : "unavailable",
       redis: redis.status === "fulfilled" ? "ok" : "unavailable",
       workers: liveWorkers,
     };

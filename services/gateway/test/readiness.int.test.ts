@@ -1,0 +1,77 @@
+import net from "node:net";
+import { dropDatabase, ensureDatabase } from "@agentrun/db";
+import { freePort, startService, testEnv, waitForOk, type ServiceProcess } from "@agentrun/testing";
+
+// GET /readyz is 200 only when the stack can serve runs: a migrated database, Redis, and a
+// worker that reaches its own database.
+const started: ServiceProcess[] = [];
+afterAll(async () => {
+  await Promise.all(started.map((p) => p.stop()));
+});
+
+const start = (service: string, env: Record<string, string>) => {
+  const proc = startService(service, env);
+  started.push(proc);
+  return proc;
+};
+
+/** A gateway on its own Redis prefix; `env` overrides the test database and Redis. */
+async function gateway(prefix: string, env: Record<string, string> = {}): Promise<string> {
+  const port = await freePort();
+  const proc = start("gateway", { DATABASE_URL: testEnv().databaseUrl, REDIS_URL: testEnv().redisUrl, REDIS_PREFIX: prefix, PORT: String(port), ...env });
+  const url = `http://127.0.0.1:${port}`;
+  await waitForOk(`${url}/healthz`, proc);
+  return url;
+}
+
+const worker = (prefix: string, databaseUrl: string) =>
+  start("agent-worker", { DATABASE_URL: databaseUrl, REDIS_URL: testEnv().redisUrl, REDIS_PREFIX: prefix, WORKER_CONCURRENCY: "1" });
+
+const readiness = async (url: string) => {
+  const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(10_000) });
+  const body = (await res.json()) as { checks?: object; error?: { details?: object } };
+  return { status: res.status, checks: body.checks ?? body.error?.details };
+};
+
+it("does not count a worker that cannot reach its database, and counts one that can", async () => {
+  const prefix = `${testEnv().redisPrefix}:ready-${await freePort()}`;
+  const url = await gateway(prefix);
+  const lost = worker(prefix, "postgresql://postgres@127.0.0.1:1/agentrun");
+  // Long enough for several of its heartbeats, had it sent any.
+  await new Promise((r) => setTimeout(r, 7000));
+  expect(lost.child.exitCode).toBeNull();
+  expect(await readiness(url)).toEqual({ status: 503, checks: { database: "ok", redis: "ok", workers: 0 } });
+  worker(prefix, testEnv().databaseUrl);
+  await waitForOk(`${url}/readyz`, null, 30_000);
+  expect(await readiness(url)).toEqual({ status: 200, checks: { database: "ok", redis: "ok", workers: 1 } });
+});
+
+it("is 503 not_migrated on a database without this code's migrations", async () => {
+  const empty = new URL(testEnv().databaseUrl);
+  empty.pathname = `${empty.pathname}_ready_empty`;
+  await ensureDatabase(empty.toString());
+  try {
+    const prefix = `${testEnv().redisPrefix}:ready-empty-${await freePort()}`;
+    worker(prefix, testEnv().databaseUrl);
+    const url = await gateway(prefix, { DATABASE_URL: empty.toString() });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await readiness(url)).toMatchObject({ status: 503, checks: { database: "not_migrated", redis: "ok" } });
+  } finally {
+    await Promise.all(started.splice(0).map((p) => p.stop()));
+    await dropDatabase(empty.toString());
+  }
+});
+
+it("answers within a second when Redis accepts connections but never answers", async () => {
+  // A Redis that hangs (a frozen server, a half-open connection): it takes every byte, answers none.
+  const silent = net.createServer((socket) => socket.on("data", () => {}));
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = await gateway(`${testEnv().redisPrefix}:ready-silent`, { REDIS_URL: `redis://127.0.0.1:${(silent.address() as net.AddressInfo).port}` });
+    const t0 = Date.now();
+    expect(await readiness(url)).toMatchObject({ status: 503, checks: { redis: "unavailable", workers: 0 } });
+    expect(Date.now() - t0).toBeLessThan(1800);
+  } finally {
+    silent.close();
+  }
+});
