@@ -78,8 +78,13 @@ describe("gateway lifecycle", () => {
     await waitForOk(`http://127.0.0.1:${port}/healthz`, gw);
     const prisma = testPrisma(databaseUrl);
     const tenant = await createTenant(prisma);
-    const res = await fetch(`http://127.0.0.1:${port}/api/tasks/none`, { headers: { ...tenant.headers, "x-request-id": "trace-123" } });
+    const res = await fetch(`http://127.0.0.1:${port}/api/tasks/none?limit=1`, { headers: { ...tenant.headers, "x-request-id": "trace-123" } });
     expect(res.headers.get("x-request-id")).toBe("trace-123");
+    // A request a route of the API answers, under both of its prefixes.
+    for (const prefix of ["/api", "/api/v1"]) {
+      const ok = await fetch(`http://127.0.0.1:${port}${prefix}/tasks?limit=1`, { headers: { ...tenant.headers, "x-request-id": `trace${prefix.replaceAll("/", "-")}` } });
+      expect(ok.status).toBe(200);
+    }
     await new Promise((r) => setTimeout(r, 200));
     const lines = gw
       .output()
@@ -87,7 +92,10 @@ describe("gateway lifecycle", () => {
       .filter((l) => l.startsWith("{"))
       .map((l) => JSON.parse(l));
     const line = lines.find((l) => l.requestId === "trace-123" && l.msg === "request");
-    expect(line).toMatchObject({ service: "gateway", method: "GET", status: res.status });
+    expect(line).toMatchObject({ service: "gateway", method: "GET", path: "/api/tasks/none", status: res.status });
+    for (const prefix of ["/api", "/api/v1"]) {
+      expect(lines.find((l) => l.requestId === `trace${prefix.replaceAll("/", "-")}` && l.msg === "request")).toMatchObject({ path: `${prefix}/tasks`, status: 200 });
+    }
     expect(JSON.stringify(lines)).not.toContain(tenant.apiKey);
     await gw.stop();
     expect(gw.child.exitCode).toBe(0);

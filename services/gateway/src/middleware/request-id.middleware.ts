@@ -22,7 +22,9 @@ export function requestId(logger: Logger): RequestHandler {
     const start = process.hrtime.bigint();
     res.once("close", () => {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      req.log.info({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10, orgId: req.auth?.orgId }, "request");
+      // originalUrl: a router mounted at /api or /api/v1 rewrites req.url (and so req.path) for its routes.
+      const path = req.originalUrl.split("?")[0];
+      req.log.info({ method: req.method, path, status: res.statusCode, ms: Math.round(ms * 10) / 10, orgId: req.auth?.orgId }, "request");
     });
     next();
   };
