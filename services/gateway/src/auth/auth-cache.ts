@@ -20,12 +20,14 @@ export interface AgentRecord {
 /**
  * Short-lived lookups of API keys (by hash) and agents. The TTL bounds how long a revoked key
  * keeps working on any gateway instance. `last_used_at` is batched: keys used since the last
- * flush are written together, never one database write per request.
+ * flush are written together, each with the time of its last use, never one database write per
+ * request.
  */
 export class AuthCache {
   private readonly keys: LookupCache<ApiKeyRecord>;
   private readonly agents: LookupCache<AgentRecord>;
-  private readonly used = new Set<string>();
+  /** When each key was last used since the previous flush. */
+  private readonly used = new Map<string, Date>();
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -52,15 +54,23 @@ export class AuthCache {
     });
   }
 
-  markUsed(keyId: string): void {
-    this.used.add(keyId);
+  markUsed(keyId: string, at = new Date()): void {
+    this.used.set(keyId, at);
   }
 
-  /** Writes `last_used_at` for every key used since the previous flush, in one statement. */
+  /**
+   * Writes `last_used_at` of every key used since the previous flush, in one statement: the time
+   * of its last use, not of the flush (a key revoked meanwhile must not look used after that).
+   * Another instance's later use is never overwritten with an earlier one.
+   */
   async flushLastUsed(): Promise<void> {
     if (this.used.size === 0) return;
-    const ids = [...this.used];
+    const ids = [...this.used.keys()];
+    const times = [...this.used.values()].map((d) => d.toISOString());
     this.used.clear();
-    await this.prisma.apiKey.updateMany({ where: { id: { in: ids } }, data: { lastUsedAt: new Date() } });
+    await this.prisma.$executeRaw`
+      UPDATE api_keys SET last_used_at = u.at
+      FROM unnest(${ids}::text[], ${times}::timestamptz[]) AS u(id, at)
+      WHERE api_keys.id = u.id AND (api_keys.last_used_at IS NULL OR api_keys.last_used_at < u.at)`;
   }
 }
