@@ -4,7 +4,7 @@ import { newId, storableJsonText, type PrismaClient, type MessageRole } from "@a
 import { runCost } from "@agentrun/credits";
 import { isTerminalEvent, type RunEvent, type RunEventInput } from "@agentrun/contracts";
 import { isUnavailableError } from "@agentrun/errors";
-import { readDbEvents, readUnstoredEvents, RUN_LOG_TTL_AFTER_END_S, runWriterKey, RunEventWriter, takeOverRunWriter } from "@agentrun/events";
+import { readDbEvents, readUnstoredEvents, RUN_LOG_TTL_AFTER_END_S, runCancelKey, runWriterKey, RunEventWriter, takeOverRunWriter } from "@agentrun/events";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
 
@@ -218,6 +218,18 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
 export async function failRun(deps: FinishRunDeps, run: { id: string; query: string }, error: { code: string; message: string }, opts: { onlyIfQueued?: boolean } = {}): Promise<boolean> {
   const terminal = await finishRun(deps, { runId: run.id, status: "failed", error, messages: [{ role: "user", content: run.query }], onlyIfQueued: opts.onlyIfQueued });
   return terminal !== null;
+}
+
+/**
+ * Ends a running run whose worker is gone (a sweeper or a worker taking over its job does this):
+ * `cancelled` when it was asked to stop (its cancel flag is set: the cancel reached no live
+ * worker), failed with `error` otherwise. What it consumed is unknown here, so it costs nothing.
+ * False if it had ended already.
+ */
+export async function endAbandonedRun(deps: FinishRunDeps, run: { id: string; query: string }, error: { code: string; message: string }): Promise<boolean> {
+  const cancelled = await deps.redis.exists(runCancelKey(deps.redisPrefix, run.id)).catch(() => 0);
+  if (!cancelled) return failRun(deps, run, error);
+  return (await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }] })) !== null;
 }
 
 /** Runs `fn`, retrying with back-off while the error means a dependency is down, for up to `forMs`. */

@@ -6,7 +6,7 @@ import { closeRedis, createRedis } from "@agentrun/redis";
 import { controlChannel, runCancelKey, workersKey } from "@agentrun/events";
 import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
 import { createMemoryClient } from "@agentrun/memory-client";
-import { failRun } from "@agentrun/run-state";
+import { endAbandonedRun } from "@agentrun/run-state";
 import { z } from "zod";
 import type { WorkerConfig } from "./config";
 import { agentRunProcessor } from "./jobs/agent-run.job";
@@ -86,7 +86,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
       const runId = (job.data as { runId?: string }).runId;
       if (!runId) return;
       const run = await prisma.run.findUnique({ where: { id: runId }, select: { query: true } });
-      if (run) await failRun(store, { id: runId, query: run.query }, finalFailureOf(err));
+      if (run) await endAbandonedRun(store, { id: runId, query: run.query }, finalFailureOf(err));
       log.error({ runId, err: err.message }, "run failed after all attempts");
     },
   });

@@ -62,6 +62,22 @@ describe("agent workers", () => {
     expect(after.status).toBe("completed");
   });
 
+  it("ends as cancelled a run cancelled after its worker died mid-run, not as worker_lost", async () => {
+    await stack.addWorker(workerEnv);
+    const watch = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:300][chunks:60] doomed answer" }, headers: tenant.headers });
+    await watch.waitFor((e) => e.type === "text_chunk");
+    const { run_id: runId, task_id: taskId } = watch.events[0];
+    const { workerId } = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    await stack.workerById(workerId!).kill();
+    const cancel = await fetch(`${stack.gatewayUrl}/api/tasks/${taskId}/runs/${runId}/cancel`, { method: "POST", headers: tenant.headers });
+    expect(cancel.status).toBe(202);
+
+    const res = await watch.result;
+    expect(res.events.at(-1)!.data).toEqual(expect.objectContaining({ type: "run_cancelled", run_id: runId }));
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: runId }, include: { task: true } });
+    expect({ status: run.status, error: run.errorCode, task: run.task.status, active: run.task.activeRunId }).toEqual({ status: "cancelled", error: null, task: "completed", active: null });
+  });
+
   it("restarts on another worker a run whose worker died before it emitted anything", async () => {
     await stack.addWorker(workerEnv);
     const watch = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:1200][chunks:2] second chance" }, headers: tenant.headers });

@@ -1,5 +1,5 @@
 import { readStoredEvents, RUN_LOG_TTL_LIVE_S, runHeartbeatKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
-import { failRun } from "@agentrun/run-state";
+import { endAbandonedRun } from "@agentrun/run-state";
 import type { HistoryMessage } from "./prompt";
 import type { RunDeps } from "./run-deps";
 import { WORKER_LOST } from "./run-failure";
@@ -32,7 +32,8 @@ const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
 /**
  * Takes a run for execution. A queued run is claimed with a conditional update. A run found
  * `running` was left by a worker that stopped (BullMQ handed its job over): it is restarted if
- * it emitted nothing yet, and ended as failed (`worker_lost`) otherwise. Returns null when there
+ * it emitted nothing yet, and ended otherwise: failed (`worker_lost`), or cancelled when a cancel
+ * was asked for while its worker was gone. Returns null when there
  * is nothing to do; the job is then acknowledged quietly.
  */
 export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun | null> {
@@ -75,7 +76,7 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
     deps.logger.warn({ runId }, "restarting a run whose worker stopped before it emitted anything");
     return toClaimed(row, lastSeq);
   }
-  await failRun(deps, { id: runId, query: run.query }, WORKER_LOST);
+  await endAbandonedRun(deps, { id: runId, query: run.query }, WORKER_LOST);
   await redis.del(hbKey);
   return null;
 }

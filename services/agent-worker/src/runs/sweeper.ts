@@ -1,6 +1,6 @@
 import { runHeartbeatKey } from "@agentrun/events";
 import { requeueRun, type AgentRunJob, type Queue } from "@agentrun/queue";
-import { failRun } from "@agentrun/run-state";
+import { endAbandonedRun, failRun } from "@agentrun/run-state";
 import type { RunDeps } from "./run-deps";
 import { WORKER_LOST } from "./run-failure";
 
@@ -13,7 +13,8 @@ const suspects = new Map<string, number>();
 /**
  * Ends runs left `running` by a worker that died when no other worker can take over their job
  * (BullMQ failed it or lost it): a running run without heartbeat, older than
- * RUN_STALE_AFTER_MS, whose job is not live is failed with `worker_lost`, so no run stays
+ * RUN_STALE_AFTER_MS, whose job is not live is failed with `worker_lost` (or cancelled, when a
+ * cancel was asked for and reached no live worker), so no run stays
  * running forever and every stream gets its end. While the job is live, BullMQ's stall
  * detection hands it to another worker, which restarts or ends the run itself.
  *
@@ -43,7 +44,7 @@ export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>
     const lock = await redis.set(`${redisPrefix}:sweep:${run.id}`, deps.workerId, "EX", 60, "NX");
     if (lock !== "OK") continue;
     suspects.delete(run.id);
-    if (await failRun(deps, run, WORKER_LOST)) {
+    if (await endAbandonedRun(deps, run, WORKER_LOST)) {
       ended++;
       deps.logger.warn({ runId: run.id }, "ended a run whose worker stopped");
     }
