@@ -44,6 +44,13 @@ export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
  */
 export const dbPreparedStatements = envBoolean.default(true);
 
+/**
+ * DB_QUERY_TIMEOUT_MS: longest wait for PostgreSQL's answer to one statement. A server that stops
+ * answering (frozen, or a network partition) then makes requests fail with 503 instead of hang.
+ * @defaultValue 5000
+ */
+export const dbQueryTimeoutMs = z.coerce.number().int().min(100).max(600_000).default(5000);
+
 export const databaseUrl = z
   .string()
   .url()

@@ -18,15 +18,21 @@ export interface CreatePrismaOptions {
    * @defaultValue true
    */
   preparedStatements?: boolean;
+  /**
+   * Longest wait for the answer to one statement. pg then fails the query ("Query read timeout")
+   * and the connection goes on once the server answers the abandoned one.
+   * @defaultValue 5000
+   */
+  queryTimeoutMs?: number;
 }
 
 /**
- * Creates the Prisma client on the pg driver adapter. Connection attempts time out quickly so
- * that requests answer 503 while PostgreSQL is down instead of hanging.
+ * Creates the Prisma client on the pg driver adapter. Connection attempts and statements time out,
+ * so that requests answer 503 while PostgreSQL is down or not answering instead of hanging.
  */
-export function createPrisma({ databaseUrl, poolSize = 10, onPoolError, preparedStatements = true }: CreatePrismaOptions): PrismaClient {
+export function createPrisma({ databaseUrl, poolSize = 10, onPoolError, preparedStatements = true, queryTimeoutMs = 5000 }: CreatePrismaOptions): PrismaClient {
   const adapter = new PrismaPg(
-    { connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: 2000, idleTimeoutMillis: 30_000 },
+    { connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: 2000, idleTimeoutMillis: 30_000, query_timeout: queryTimeoutMs },
     { onPoolError: onPoolError ?? (() => {}), ...(preparedStatements ? { statementNameGenerator: statementNames() } : {}) },
   );
   return new PrismaClient({ adapter });

@@ -89,6 +89,19 @@ export function errorBody(code: string, message: string, details?: unknown): Err
 }
 
 /**
+ * True for a statement PostgreSQL did not answer within the pool's query timeout: unlike a
+ * refused connection, it was sent, and the server may still carry it out once it answers again.
+ */
+export function isQueryTimeoutError(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e: any = err; e && typeof e === "object" && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    if (/Query read timeout/.test(String(e.message ?? ""))) return true;
+  }
+  return false;
+}
+
+/**
  * True for errors that mean a dependency (PostgreSQL, Redis, another service) could not be
  * reached, as opposed to a bug: these become 503 `unavailable`.
  */
@@ -104,7 +117,7 @@ export function isUnavailableError(err: unknown): boolean {
     const down = ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "EPIPE", "57P01", "57P02", "57P03", "08006", "08001", "08003"];
     if (down.includes(code) || down.includes(sqlState)) return true;
     if (/P1001|P1002|P1017|P2024/.test(code)) return true;
-    if (/Connection is closed|Stream isn't writeable|enableOfflineQueue|connect ECONNREFUSED|Connection terminated|DatabaseNotReachable|Can't reach database|timeout exceeded when trying to connect|the database system is (starting up|shutting down|not yet accepting connections|in recovery mode)|MaxRetriesPerRequestError|Reached the max retries/i.test(msg)) return true;
+    if (/Connection is closed|Stream isn't writeable|enableOfflineQueue|connect ECONNREFUSED|Connection terminated|DatabaseNotReachable|Can't reach database|timeout exceeded when trying to connect|the database system is (starting up|shutting down|not yet accepting connections|in recovery mode)|MaxRetriesPerRequestError|Reached the max retries|Query read timeout/i.test(msg)) return true;
     if (e.name === "DriverAdapterError" && /ECONNREFUSED|closed|terminat/i.test(String(e.cause?.message ?? msg))) return true;
     e = e.cause;
   }

@@ -1,4 +1,4 @@
-import { isUnavailableError } from "./index";
+import { isQueryTimeoutError, isUnavailableError } from "./index";
 
 /** An error as Prisma's pg adapter raises it for a refused statement, with PostgreSQL's SQLSTATE in `meta`. */
 const prismaError = (sqlState: string, message: string) =>
@@ -18,5 +18,19 @@ describe("isUnavailableError", () => {
     expect(isUnavailableError(prismaError("22P02", "invalid input syntax for type json"))).toBe(false);
     expect(isUnavailableError(prismaError("23505", "duplicate key value violates unique constraint"))).toBe(false);
     expect(isUnavailableError(new TypeError("x is undefined"))).toBe(false);
+  });
+});
+
+describe("isQueryTimeoutError", () => {
+  it("knows a statement the database did not answer in time (pg's query timeout), also as a cause, and counts it as an outage", () => {
+    const timeout = new Error("Query read timeout");
+    expect(isQueryTimeoutError(timeout)).toBe(true);
+    expect(isQueryTimeoutError(new Error("the run could not be created", { cause: timeout }))).toBe(true);
+    expect(isUnavailableError(timeout)).toBe(true);
+  });
+
+  it("does not take a refused connection for one: such a statement was never sent", () => {
+    expect(isQueryTimeoutError(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }))).toBe(false);
+    expect(isQueryTimeoutError(new Error("timeout exceeded when trying to connect"))).toBe(false);
   });
 });

@@ -45,8 +45,22 @@ export interface PrivatePostgres {
   port: number;
   start(): Promise<void>;
   stop(): Promise<void>;
+  /**
+   * Suspends every process of the cluster (SIGSTOP): it still accepts TCP connections but
+   * answers nothing, as a hung database host or a network partition looks to its clients.
+   */
+  freeze(): void;
+  /** Resumes a frozen cluster (SIGCONT): statements sent meanwhile are carried out then. */
+  thaw(): void;
   /** Stops the cluster and removes its folder. */
   destroy(): Promise<void>;
+}
+
+/** The postmaster of the cluster in `dir` and its child processes. */
+function clusterPids(dir: string): number[] {
+  const postmaster = Number(fs.readFileSync(path.join(dir, "postmaster.pid"), "utf8").split("\n")[0]);
+  const children = spawnSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
+  return [postmaster, ...children];
 }
 
 function pgBin(name: string): string {
@@ -80,7 +94,18 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     async stop() {
       run("pg_ctl", ["-D", dir, "-m", "immediate", "-w", "stop"]);
     },
+    freeze() {
+      for (const pid of clusterPids(dir)) process.kill(pid, "SIGSTOP");
+    },
+    thaw() {
+      for (const pid of clusterPids(dir)) process.kill(pid, "SIGCONT");
+    },
     async destroy() {
+      try {
+        server.thaw();
+      } catch {
+        /* not running */
+      }
       try {
         await server.stop();
       } catch {

@@ -43,7 +43,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   const workerId = config.WORKER_ID ?? `${hostname()}-${randomUUID().slice(0, 8)}`;
   const log = logger.child({ workerId });
   const onError = (err: Error, role: string) => log.warn({ err: err.message, role }, "redis connection error");
-  const prisma = createPrisma({ databaseUrl: config.DATABASE_URL, poolSize: Math.min(20, config.WORKER_CONCURRENCY + 4), preparedStatements: config.DB_PREPARED_STATEMENTS, onPoolError: (err) => log.warn({ err: err.message }, "database pool error") });
+  const prisma = createPrisma({ databaseUrl: config.DATABASE_URL, poolSize: Math.min(20, config.WORKER_CONCURRENCY + 4), preparedStatements: config.DB_PREPARED_STATEMENTS, queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS, onPoolError: (err) => log.warn({ err: err.message }, "database pool error") });
   const redis = createRedis({ url: config.REDIS_URL, role: "commands", onError, name: workerId });
   const subscriber = createRedis({ url: config.REDIS_URL, role: "subscriber", onError, name: workerId });
   const bull = createRedis({ url: config.REDIS_URL, role: "bullmq", onError, name: workerId });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { databaseUrl, dbPreparedStatements, envBoolean, internalToken, logLevel, redisPrefix, redisUrl } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, internalToken, logLevel, redisPrefix, redisUrl } from "@agentrun/config";
 
 const modelApiKeysSchema = z.record(z.string().url(), z.string().min(1));
 
@@ -12,6 +12,7 @@ export function baseUrlKey(url: string): string {
 export const workerConfigSchema = z.object({
   DATABASE_URL: databaseUrl,
   DB_PREPARED_STATEMENTS: dbPreparedStatements,
+  DB_QUERY_TIMEOUT_MS: dbQueryTimeoutMs,
   REDIS_URL: redisUrl,
   REDIS_PREFIX: redisPrefix,
   LOG_LEVEL: logLevel,

@@ -1,6 +1,6 @@
 import { accessSync, constants } from "node:fs";
 import { z } from "zod";
-import { databaseUrl, dbPreparedStatements, envBoolean, internalToken, logLevel, port, redisPrefix, redisUrl } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, internalToken, logLevel, port, redisPrefix, redisUrl } from "@agentrun/config";
 
 const readableFile = z.string().refine((p) => {
   try {
@@ -43,6 +43,7 @@ export const gatewayConfigSchema = z.object({
   SHUTDOWN_STREAM_GRACE_MS: z.coerce.number().int().min(0).default(2000),
   DB_POOL_SIZE: z.coerce.number().int().positive().default(10),
   DB_PREPARED_STATEMENTS: dbPreparedStatements,
+  DB_QUERY_TIMEOUT_MS: dbQueryTimeoutMs,
   /** Failed authentications per client IP (`req.ip`) in a sliding minute; further failures get 429, valid keys never do. */
   AUTH_FAILURE_LIMIT: z.coerce.number().int().positive().default(30),
   /** How often the API keys used since the last write get their `last_used_at` (one statement). */

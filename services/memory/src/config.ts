@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEV_INTERNAL_TOKEN, databaseUrl, dbPreparedStatements, internalToken, isPublishedSecret, listenHost, logLevel, ownPort, port } from "@agentrun/config";
+import { DEV_INTERNAL_TOKEN, databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, internalToken, isPublishedSecret, listenHost, logLevel, ownPort, port } from "@agentrun/config";
 
 /** The memory service's environment; parsed once in index.ts. */
 export const memoryConfigSchema = z.object({
@@ -19,6 +19,7 @@ export const memoryConfigSchema = z.object({
    */
   DB_POOL_SIZE: z.coerce.number().int().positive().default(10),
   DB_PREPARED_STATEMENTS: dbPreparedStatements,
+  DB_QUERY_TIMEOUT_MS: dbQueryTimeoutMs,
   /** `production` makes a published INTERNAL_TOKEN a start-up warning. @defaultValue "development" */
   NODE_ENV: z.string().default("development"),
 });

@@ -18,6 +18,7 @@ runMain(async () => {
     databaseUrl: config.DATABASE_URL,
     poolSize: config.DB_POOL_SIZE,
     preparedStatements: config.DB_PREPARED_STATEMENTS,
+    queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS,
     onPoolError: (err) => logger.warn({ err }, "idle database connection failed"),
   });
 

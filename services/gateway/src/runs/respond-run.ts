@@ -1,9 +1,19 @@
 import type { Request, Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
 import { followRun, type EarlyRunSubscription } from "@agentrun/events";
+import { isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
+
+/** A run's status by its terminal event. */
+const FINAL_STATUS: Record<string, string> = { run_completed: "completed", run_failed: "failed", run_cancelled: "cancelled" };
+
+/** Undefined for an error that means the database is unreachable; any other error is thrown on. */
+const unlessUnavailable = (err: unknown): undefined => {
+  if (isUnavailableError(err)) return undefined;
+  throw err;
+};
 
 /** JSON answers waiting for their run in this process, so that shutdown can answer them at once. */
 const openWaits = new Set<AbortController>();
@@ -63,16 +73,24 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   const timer = setTimeout(() => wait.abort(), deps.config.RUN_WAIT_TIMEOUT_MS);
   res.on("close", () => wait.abort());
   openWaits.add(wait);
+  // Whether the run has emitted anything beyond `run_started` (it is running then).
+  let started = afterSeq > 1;
+  const accepted = (status: string) => res.status(202).json({ run_id: runId, task_id: taskId, status, ...input.extra });
   try {
-    const terminal = await followRun({ ...store, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent: () => {}, signal: wait.signal });
+    const terminal = await followRun({ ...store, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent: () => (started = true), signal: wait.signal });
     if (res.writableEnded || res.destroyed) return;
     if (!terminal) {
-      // Past the wait limit: the run goes on; the caller polls the run or follows its events.
-      const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true } });
-      res.status(202).json({ run_id: runId, task_id: taskId, status: run?.status ?? "queued", ...input.extra });
+      // Past the wait limit: the run goes on; the caller polls the run or follows its events. The
+      // run was accepted: a database that does not answer now makes this no 503 (which invites a
+      // retry, and with it a second run), only a status taken from its events.
+      const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true } }).catch(unlessUnavailable);
+      accepted(run?.status ?? (started ? "running" : "queued"));
       return;
     }
-    res.status(200).json({ ...(await loadRunResult(deps.prisma, runId)), ...input.extra });
+    const result = await loadRunResult(deps.prisma, runId).catch(unlessUnavailable);
+    // Ended, but its result cannot be read right now: 202 with its final status, to be read later.
+    if (!result) accepted(FINAL_STATUS[terminal.type] ?? "running");
+    else res.status(200).json({ ...result, ...input.extra });
   } finally {
     clearTimeout(timer);
     openWaits.delete(wait);

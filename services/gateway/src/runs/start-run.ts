@@ -1,6 +1,6 @@
 import type { Request, Response } from "express";
-import { EarlyRunSubscription, RunEventWriter } from "@agentrun/events";
-import { AppError } from "@agentrun/errors";
+import { EarlyRunSubscription, RunEventWriter, runCancelKey } from "@agentrun/events";
+import { AppError, isQueryTimeoutError } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { enqueueRun } from "@agentrun/queue";
 import { finishRun } from "@agentrun/run-state";
@@ -51,6 +51,7 @@ export async function startRun(deps: GatewayDeps, req: Request, res: Response, r
     created = await run.create();
   } catch (err) {
     early.close();
+    if (isQueryTimeoutError(err)) void abandonRun(deps, req.log, run);
     throw err;
   }
   const { runId, taskId, started } = created;
@@ -128,13 +129,33 @@ async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunTo
   }
 }
 
+/** How long a run whose creation timed out is tried to be ended once PostgreSQL answers again. */
+const ABANDON_RETRY_MS = 60_000;
+
+/**
+ * A run whose creation timed out (PostgreSQL stopped answering) was answered 503, but the
+ * statement was sent: the database may still commit it once it answers again. Such a run must
+ * never execute. Its cancel flag makes a worker that claims it (the workers queue old queued runs
+ * again) end it at once, free; and it is ended here as unqueued as soon as PostgreSQL answers,
+ * which also frees what it held (its Idempotency-Key).
+ */
+async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Promise<void> {
+  await deps.redis.set(runCancelKey(deps.config.REDIS_PREFIX, run.runId), "1", "EX", 3600).catch(() => {});
+  try {
+    if (await failUnqueuedRun(deps, run, ABANDON_RETRY_MS)) log.warn({ runId: run.runId }, "ended a run committed after its creation timed out");
+    await run.unqueued?.();
+  } catch (err) {
+    log.error({ err, runId: run.runId }, "could not end a run whose creation timed out; its cancel flag stops it if it was created");
+  }
+}
+
 /**
  * Ends a run the queue could not take as failed, only while it is queued (a worker may have
  * claimed it meanwhile: false then). Until a worker claims it, a run has no event but its
  * `run_started` (seq 1), so the end is numbered after it without reading the run's Redis log:
- * the run can be failed while Redis is down. PostgreSQL is retried for a short while.
+ * the run can be failed while Redis is down. PostgreSQL is retried for `retryForMs`.
  */
-async function failUnqueuedRun(deps: GatewayDeps, run: Pick<RunToStart, "runId" | "query">): Promise<boolean> {
+async function failUnqueuedRun(deps: GatewayDeps, run: Pick<RunToStart, "runId" | "query">, retryForMs = UNQUEUED_FAIL_RETRY_MS): Promise<boolean> {
   const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
   const writer = new RunEventWriter({ ...store, runId: run.runId, lastSeq: 1, onError: () => {} });
   const terminal = await finishRun(store, {
@@ -143,7 +164,7 @@ async function failUnqueuedRun(deps: GatewayDeps, run: Pick<RunToStart, "runId" 
     error: UNQUEUED,
     messages: [{ role: "user", content: run.query }],
     writer,
-    retryForMs: UNQUEUED_FAIL_RETRY_MS,
+    retryForMs,
     onlyIfQueued: true,
   });
   return terminal !== null;

@@ -1,0 +1,96 @@
+import { createTenant, eventually, postRun, startPrivatePostgres, startStack, testPrisma, type PrivatePostgres, type Stack, type Tenant } from "@agentrun/testing";
+import { ensureDatabase, migrateDeploy, type PrismaClient } from "@agentrun/db";
+
+jest.setTimeout(120_000);
+
+// The stack runs on a PostgreSQL cluster of its own, which this test freezes: a database that
+// stops answering without refusing connections, as a hung host or a network partition does.
+const QUERY_TIMEOUT_MS = 2000;
+/** How long `stream: false` waits for its run before answering 202. */
+const WAIT_MS = 3000;
+let pg: PrivatePostgres;
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  pg = await startPrivatePostgres();
+  await ensureDatabase(pg.url);
+  await migrateDeploy(pg.url);
+  stack = await startStack({
+    env: { DATABASE_URL: pg.url, DB_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS) },
+    gatewayEnv: { RUN_WAIT_TIMEOUT_MS: String(WAIT_MS) },
+    workerEnv: { QUEUED_STALE_AFTER_MS: "3000" },
+  });
+  prisma = testPrisma(pg.url);
+  tenant = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
+}, 120_000);
+
+afterAll(async () => {
+  pg?.thaw();
+  await stack?.stop();
+  await prisma?.$disconnect();
+  await pg?.destroy();
+});
+
+const listTasks = () => fetch(`${stack.gatewayUrl}/api/tasks?limit=1`, { headers: tenant.headers, signal: AbortSignal.timeout(30_000) });
+
+it("answers 503 within the query timeout while PostgreSQL stops answering, never runs what it refused, and resumes by itself", async () => {
+  expect((await postRun(stack.gatewayUrl, tenant.headers, { query: "warm up" })).status).toBe(200);
+  // Requests at once, so that the gateway holds several open connections that the freeze will catch.
+  for (const res of await Promise.all(Array.from({ length: 8 }, listTasks))) expect(res.status).toBe(200);
+
+  pg.freeze();
+  let frozen = true;
+  try {
+    // At once, while the API key is still cached: the run's creation itself is sent to the frozen
+    // database. Then, past the cache, requests whose first statement already waits.
+    const t0 = Date.now();
+    const created = postRun(stack.gatewayUrl, tenant.headers, { query: "asked while frozen" }, 30_000);
+    await new Promise((r) => setTimeout(r, 1200));
+    const during = await Promise.all([created, ...Array.from({ length: 6 }, listTasks)]);
+    const elapsed = Date.now() - t0;
+    expect(during.map((r) => r.status)).toEqual(Array(7).fill(503));
+    for (const r of during) expect(((await r.json()) as any).error.code).toBe("unavailable");
+    // Each waited at most for a connection (2 s) and then for a statement or two: never for ever.
+    expect(elapsed).toBeLessThan(1200 + 2000 + 2 * QUERY_TIMEOUT_MS + 3000);
+    pg.thaw();
+    frozen = false;
+  } finally {
+    if (frozen) pg.thaw();
+  }
+
+  // The statement that created the refused run reached the database and may be carried out now:
+  // if it was, that run ends without ever running (no text, nothing charged).
+  const refused = await eventually(async () => {
+    const runs = await prisma.run.findMany({ where: { orgId: tenant.orgId, query: "asked while frozen" } });
+    return runs.length > 0 && runs.every((r) => r.status === "failed" || r.status === "cancelled") && runs;
+  }, { timeoutMs: 30_000 });
+  expect(refused).toHaveLength(1);
+  await new Promise((r) => setTimeout(r, 4000)); // a sweep of old queued runs, had it been left queued
+  for (const run of await prisma.run.findMany({ where: { orgId: tenant.orgId, query: "asked while frozen" } })) {
+    expect({ status: run.status, credits: run.creditsUsed, output: run.output }).toEqual({ status: expect.stringMatching(/^(failed|cancelled)$/), credits: 0, output: "" });
+  }
+
+  // Service resumes by itself.
+  await eventually(async () => (await postRun(stack.gatewayUrl, tenant.headers, { query: "after the freeze" })).status === 200, { timeoutMs: 30_000 });
+});
+
+it("answers 202 with the run's status at the wait limit while PostgreSQL does not answer: the run was accepted, a 503 would invite a second one", async () => {
+  const t0 = Date.now();
+  const answer = postRun(stack.gatewayUrl, tenant.headers, { query: "[sleep:150][chunks:40] outlasting the wait" }, 30_000);
+  await new Promise((r) => setTimeout(r, 1000));
+  pg.freeze();
+  let res: Response;
+  try {
+    res = await answer;
+  } finally {
+    pg.thaw();
+  }
+  expect(res.status).toBe(202);
+  const body = (await res.json()) as { run_id: string; task_id: string; status: string };
+  expect(body).toEqual({ run_id: expect.any(String), task_id: expect.any(String), status: "running" });
+  expect(Date.now() - t0).toBeLessThan(WAIT_MS + 2 * QUERY_TIMEOUT_MS + 3000);
+  // The run goes on once the database answers again.
+  await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: body.run_id } })).status === "completed", { timeoutMs: 60_000 });
+});
