@@ -148,6 +148,18 @@ describe("failure paths", () => {
     expect(res.events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "model_bad_response" } });
   });
 
+  it("keeps no output and no answer in the history of a run that failed after streaming text", async () => {
+    // One model call allowed: it says something, then asks for a tool, and the run fails there.
+    const limited = await createTenant(prisma, { maxSteps: 1 });
+    const res = await run({ query: "[preface][call:clock_now] Half an answer." }, limited.headers);
+    expect(res.events.map((e) => e.data.type)).toEqual(["run_started", ...Array(4).fill("text_chunk"), "run_failed"]);
+    expect(res.events.at(-1)!.data.error.code).toBe("max_steps_exceeded");
+    const { run_id, task_id } = res.events[0]!.data;
+    expect((await prisma.run.findUniqueOrThrow({ where: { id: run_id } })).output).toBe("");
+    const messages = await prisma.message.findMany({ where: { taskId: task_id }, orderBy: { createdAt: "asc" } });
+    expect(messages.map((m) => m.role)).toEqual(["user"]);
+  });
+
   it("keeps running when the client disconnects, and the run completes", async () => {
     const res = await run({ query: "[sleep:100][chunks:8] keep going" }, tenant.headers);
     expect(res.events.at(-1)!.data.type).toBe("run_completed");

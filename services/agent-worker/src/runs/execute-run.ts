@@ -69,8 +69,10 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
       (): RunEnd => ({ status: "completed" }),
       (err) => endOf(err, signal, log),
     );
-    if (progress.output || end.status === "completed") records.push({ role: "assistant", content: progress.output });
-    const finish = { runId, output: progress.output, usage: progress.usage, pricing: progress.pricing, writer, retryForMs: FINISH_RETRY_MS };
+    // A failed run has no output: half an answer must not pass for one. What it streamed stays in its events.
+    const output = end.status === "failed" ? "" : progress.output;
+    if (output || end.status === "completed") records.push({ role: "assistant", content: output });
+    const finish = { runId, output, usage: progress.usage, pricing: progress.pricing, writer, retryForMs: FINISH_RETRY_MS };
     try {
       endedElsewhere = (await finishRun(store, { ...finish, ...end, messages: records })) === null;
     } catch (err) {
