@@ -1,3 +1,5 @@
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
 import { workerConfigSchema } from "../config";
 import { ModelClients } from "./model-clients";
 
@@ -32,5 +34,52 @@ describe("model clients", () => {
     for (const bad of ["not json", "[]", '{"not a url":"k"}', '{"https://a.example/v1":""}']) {
       expect(() => configWith({ MODEL_API_KEYS: bad })).toThrow(/MODEL_API_KEYS/);
     }
+  });
+});
+
+describe("what the SDK reads from the environment", () => {
+  const env = { OPENAI_ORG_ID: "org-deployment", OPENAI_PROJECT_ID: "proj-deployment", OPENAI_CUSTOM_HEADERS: "X-Internal-Auth: s3cret\nX-Team: core" };
+  const saved: Record<string, string | undefined> = {};
+  beforeAll(() => {
+    for (const [k, v] of Object.entries(env)) {
+      saved[k] = process.env[k];
+      process.env[k] = v;
+    }
+  });
+  afterAll(() => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+
+  /** The headers of one request through the client for `baseUrl`, to a server standing in for both models. */
+  async function headersSent(config: Record<string, string>, agentBaseUrl: (server: string) => string | null): Promise<IncomingHttpHeaders> {
+    let seen: IncomingHttpHeaders = {};
+    const server = createServer((req, res) => {
+      seen = req.headers;
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ object: "list", data: [] }));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const clients = new ModelClients(configWith({ OPENAI_API_KEY: "sk-deployment", OPENAI_BASE_URL: `${url}/hosted`, ...config }));
+      await clients.forAgent({ model: "gpt-x", baseUrl: agentBaseUrl(url) }).client.models.list();
+      return seen;
+    } finally {
+      server.close();
+    }
+  }
+
+  it("goes to the hosted model's base URL", async () => {
+    const headers = await headersSent({}, () => null);
+    expect(headers).toMatchObject({ authorization: "Bearer sk-deployment", "openai-organization": "org-deployment", "openai-project": "proj-deployment", "x-internal-auth": "s3cret", "x-team": "core" });
+  });
+
+  it("never goes to an agent's own base URL", async () => {
+    const headers = await headersSent({}, (url) => `${url}/own`);
+    expect(headers.authorization).toBe("Bearer none");
+    for (const name of ["openai-organization", "openai-project", "x-internal-auth", "x-team"]) expect([name, headers[name]]).toEqual([name, undefined]);
   });
 });
