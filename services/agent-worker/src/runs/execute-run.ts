@@ -123,6 +123,7 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
   const promptContext = await templateContext(deps, agent.instructions, context, { id: run.taskId, userId });
   const messages: ChatCompletionMessageParam[] = buildMessages({ instructions: agent.instructions, context: promptContext, memories, history, query: run.query });
   const target = deps.models.forAgent(agent);
+  deps.tools.prepare(agent.tools);
   const toolDefs = deps.tools.definitions(agent.tools);
   const toolCtx = { orgId: run.orgId, agentId: agent.id, userId, httpAllowlist: agent.httpAllowlist, memory: deps.memory, signal };
 

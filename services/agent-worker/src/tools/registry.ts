@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { storableJson, storableText } from "@agentrun/db";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
-import { calcEvaluate } from "./calc.tool";
+import { calcEvaluate, warmCalcThreads } from "./calc.tool";
 import { clockNow } from "./clock.tool";
 import { httpGetAction, type HttpToolLimits } from "./http.tool";
 import { memorySave, memorySearch } from "./memory.tool";
@@ -34,6 +34,15 @@ export class ToolRegistry {
 
   constructor(httpLimits: HttpToolLimits) {
     for (const a of [memorySave, memorySearch, calcEvaluate, clockNow, httpGetAction(httpLimits)]) this.actions.set(`${a.tool}_${a.action}`, a);
+  }
+
+  /**
+   * Gets ready the tools an agent enabled, while its model call goes on: the calc threads load
+   * (about a second; a calculation waits for a thread at most CALC_MAX_WAIT_MS) on the first run
+   * that may need them, not on its first calculation.
+   */
+  prepare(enabled: readonly string[]): void {
+    if (enabled.includes("calc")) void warmCalcThreads().catch(() => {});
   }
 
   /** OpenAI function definitions for the tools an agent enabled. */
