@@ -75,6 +75,18 @@ describe("memory client", () => {
     expect(JSON.parse(seen[0]!.body)).toEqual({ ...scope, user_id: "u1", content: "likes tea" });
   });
 
+  it("names the request it serves in X-Request-Id when given one", async () => {
+    const ids: Array<string | undefined> = [];
+    const url = await serve((req, _body, res) => {
+      ids.push(req.headers["x-request-id"] as string | undefined);
+      json(res, 200, { memories: [entry], has_more: false });
+    });
+    const client = createMemoryClient({ baseUrl: url, token: "secret-token-0123456789" });
+    await client.list(scope, { requestId: "run_0123" });
+    await client.list(scope);
+    expect(ids).toEqual(["run_0123", undefined]);
+  });
+
   it("rethrows the service's contract errors with their status, message and details", async () => {
     const details = [{ path: "content", message: "Too big" }];
     const url = await serve((req, _body, res) => {

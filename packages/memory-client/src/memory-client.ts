@@ -50,6 +50,8 @@ export interface MemoryClientOptions {
 export interface CallOptions {
   /** Aborts the call; the rejection is then this signal's reason. */
   signal?: AbortSignal;
+  /** Sent as `X-Request-Id`, so that the memory service's log line names the request (or run) it served. */
+  requestId?: string;
 }
 
 /**
@@ -161,6 +163,7 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
     const signal = opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout;
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
+    if (opts.requestId) headers["x-request-id"] = opts.requestId;
 
     let status: number;
     let text: string;

@@ -116,7 +116,7 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
   const [agent, cancelled, memories] = await Promise.all([
     deps.agents.get(run.agentId),
     cancelFlag,
-    loadMemories(deps, { orgId: run.orgId, agentId: run.agentId, userId, query: run.query }),
+    loadMemories(deps, { runId: run.id, orgId: run.orgId, agentId: run.agentId, userId, query: run.query }),
   ]);
   progress.pricing = agent.pricing;
   if (cancelled) throw new RunFailure("cancel", "cancelled before start");
@@ -125,7 +125,7 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
   const target = deps.models.forAgent(agent);
   deps.tools.prepare(agent.tools);
   const toolDefs = deps.tools.definitions(agent.tools);
-  const toolCtx = { orgId: run.orgId, agentId: agent.id, userId, httpAllowlist: agent.httpAllowlist, memory: deps.memory, signal };
+  const toolCtx = { orgId: run.orgId, agentId: agent.id, userId, httpAllowlist: agent.httpAllowlist, memory: deps.memory, runId: run.id, signal };
 
   for (let step = 0; ; step++) {
     if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
@@ -209,7 +209,7 @@ async function templateContext(deps: RunDeps, instructions: string, context: Run
 }
 
 /** The user's memories for the prompt; when the memory service is down the run goes on without them. */
-async function loadMemories(deps: RunDeps, q: { orgId: string; agentId: string; userId?: string; query: string }): Promise<PromptMemory[]> {
+async function loadMemories(deps: RunDeps, q: { runId: string; orgId: string; agentId: string; userId?: string; query: string }): Promise<PromptMemory[]> {
   if (!q.userId || deps.config.MEMORY_PROMPT_MAX_COUNT === 0 || deps.config.MEMORY_PROMPT_MAX_CHARS === 0) return [];
   try {
     const res = await deps.memory.context({
@@ -219,7 +219,7 @@ async function loadMemories(deps: RunDeps, q: { orgId: string; agentId: string; 
       query: q.query,
       max_count: deps.config.MEMORY_PROMPT_MAX_COUNT,
       max_chars: deps.config.MEMORY_PROMPT_MAX_CHARS,
-    });
+    }, { requestId: q.runId });
     // The client checks the shape; a prompt without memories still beats a failed run.
     return Array.isArray(res?.memories) ? res.memories : [];
   } catch (err) {

@@ -11,7 +11,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
   const { port } = srv.address() as net.AddressInfo;
   await new Promise((resolve) => srv.close(resolve));
-  ctx = { orgId: "org_test", agentId: "agt_test", httpAllowlist: [], memory: createMemoryClient({ baseUrl: `http://127.0.0.1:${port}`, token: "t" }), signal: new AbortController().signal };
+  ctx = { orgId: "org_test", agentId: "agt_test", runId: "run_test", httpAllowlist: [], memory: createMemoryClient({ baseUrl: `http://127.0.0.1:${port}`, token: "t" }), signal: new AbortController().signal };
 });
 
 const evaluate = (expression: string) => calcEvaluate.run({ expression }, ctx);

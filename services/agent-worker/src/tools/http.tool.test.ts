@@ -99,6 +99,7 @@ describe("http_get against a real server on 127.0.0.1", () => {
   const limits: HttpToolLimits = { timeoutMs: 300, maxBytes: 1000, allowPrivate: true };
   const ctxFor = (httpAllowlist: string[], signal = new AbortController().signal): ToolContext => ({
     orgId: "org_test",
+    runId: "run_test",
     agentId: "agt_test",
     httpAllowlist,
     memory: createMemoryClient({ baseUrl: memoryUrl, token: "t" }),

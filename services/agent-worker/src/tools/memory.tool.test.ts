@@ -39,6 +39,7 @@ beforeEach(() => {
 const registry = new ToolRegistry({ timeoutMs: 300, maxBytes: 1000, allowPrivate: false });
 const ctx = (): ToolContext => ({
   orgId: "org_test",
+  runId: "run_test",
   agentId: "agt_test",
   userId: "u1",
   httpAllowlist: [],

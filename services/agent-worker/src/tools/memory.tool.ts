@@ -18,7 +18,7 @@ export const memorySave = defineAction({
     category: z.enum(MEMORY_CATEGORIES).optional().describe("general, preference, fact or instruction"),
   }),
   async run({ content, category }, ctx) {
-    const res = await ctx.memory.create({ org_id: ctx.orgId, agent_id: ctx.agentId, user_id: userOf(ctx), content, category }, { signal: ctx.signal });
+    const res = await ctx.memory.create({ org_id: ctx.orgId, agent_id: ctx.agentId, user_id: userOf(ctx), content, category }, { signal: ctx.signal, requestId: ctx.runId });
     return { saved: true, memory_id: res.memory.memory_id, duplicate: !res.created };
   },
 });
@@ -32,7 +32,7 @@ export const memorySearch = defineAction({
     limit: z.number().int().min(1).max(20).optional(),
   }),
   async run({ query, limit }, ctx) {
-    const res = await ctx.memory.search({ org_id: ctx.orgId, agent_id: ctx.agentId, user_id: userOf(ctx), query, limit: limit ?? 5 }, { signal: ctx.signal });
+    const res = await ctx.memory.search({ org_id: ctx.orgId, agent_id: ctx.agentId, user_id: userOf(ctx), query, limit: limit ?? 5 }, { signal: ctx.signal, requestId: ctx.runId });
     return { memories: res.memories.map((m) => ({ content: m.content, category: m.category, created_at: m.created_at })) };
   },
 });

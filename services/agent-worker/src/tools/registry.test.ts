@@ -34,6 +34,7 @@ afterAll(async () => {
 
 const ctxFor = (extra: Partial<ToolContext> = {}): ToolContext => ({
   orgId: "org_test",
+  runId: "run_test",
   agentId: "agt_test",
   httpAllowlist: [],
   memory: createMemoryClient({ baseUrl: memoryUrl, token: "t", timeoutMs: 500 }),

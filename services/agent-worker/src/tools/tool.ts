@@ -10,6 +10,8 @@ export interface ToolContext {
   /** Hosts the http tool may reach, from the agent. */
   httpAllowlist: string[];
   memory: MemoryClient;
+  /** The run, named in the memory service's log (as its request id) for the calls made for it. */
+  runId: string;
   signal: AbortSignal;
 }
 

@@ -27,7 +27,7 @@ export function memoryRoutes(deps: GatewayDeps): Router {
   router.get("/memory", async (req, res) => {
     const scope = scopeOf(req);
     const query = memoryListQuerySchema.parse(req.query);
-    const { memories, has_more } = await deps.memory.list({ ...scope, user_id: query.user_id, limit: query.limit, before: query.before });
+    const { memories, has_more } = await deps.memory.list({ ...scope, user_id: query.user_id, limit: query.limit, before: query.before }, { requestId: req.id });
     res.json({ memories: memories.map(toMemoryEntryView), has_more });
   });
 
@@ -39,7 +39,7 @@ export function memoryRoutes(deps: GatewayDeps): Router {
   router.post("/memory", async (req, res) => {
     const scope = scopeOf(req);
     const body = memoryCreateSchema.parse(req.body ?? {});
-    const { memory } = await deps.memory.create({ ...scope, ...body });
+    const { memory } = await deps.memory.create({ ...scope, ...body }, { requestId: req.id });
     res.status(201).json(toMemoryEntryView(memory));
   });
 
@@ -49,7 +49,7 @@ export function memoryRoutes(deps: GatewayDeps): Router {
     const id = req.params.memory_id;
     // An id no entry can have is not found, without a call to the memory service.
     if (!idParam.safeParse(id).success) throw new AppError("memory_not_found");
-    await deps.memory.remove(scope, id);
+    await deps.memory.remove(scope, id, { requestId: req.id });
     res.status(204).end();
   });
 

@@ -8,7 +8,8 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * Accepts `X-Request-Id` (or generates one), echoes it on the response, gives the request a
- * child logger carrying it and logs each finished request.
+ * child logger carrying it and logs each finished request in one line, as the gateway does: the
+ * gateway sends its own request id, a worker the id of the run it calls for.
  */
 export function requestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
@@ -19,8 +20,8 @@ export function requestId(logger: Logger): RequestHandler {
     res.setHeader("X-Request-Id", id);
     const started = process.hrtime.bigint();
     res.on("finish", () => {
-      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      log.debug({ method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(durationMs) }, "request finished");
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      log.info({ method: req.method, path: req.originalUrl.split("?")[0], status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "request");
     });
     next();
   };
