@@ -1,6 +1,6 @@
 # One image for every service; the compose file picks the service with SERVICE.
 # Services run from TypeScript source with tsx, so there is no separate build output.
-FROM node:20-bookworm-slim AS deps
+FROM node:22-bookworm-slim AS deps
 WORKDIR /app
 ENV npm_config_update_notifier=false
 COPY package.json package-lock.json .npmrc ./
@@ -11,7 +11,7 @@ COPY prisma.config.ts tsconfig.base.json tsconfig.json ./
 COPY scripts ./scripts
 RUN npm ci && npm run -s db:generate
 
-FROM node:20-bookworm-slim
+FROM node:22-bookworm-slim
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends curl ca-certificates && rm -rf /var/lib/apt/lists/*
 # Owned by the user the services run as: migrations write a derived schema under node_modules/.cache.

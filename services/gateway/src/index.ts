@@ -43,6 +43,7 @@ runMain(async () => {
     await closed;
     clearTimeout(cut);
     await close();
+    logger.info("stopped");
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));

@@ -22,7 +22,10 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, "shutting down");
     closeServer(server, SHUTDOWN_GRACE_MS).then(
-      () => process.exit(0),
+      () => {
+        logger.info("stopped");
+        process.exit(0);
+      },
       (err: unknown) => {
         logger.error({ err }, "shutdown failed");
         process.exit(1);
