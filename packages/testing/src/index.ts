@@ -7,4 +7,5 @@ export { reachableAddresses } from "./listen-host";
 export { postRun, runJson } from "./runs";
 export { readSse, type SseEvent, type SseResponse, type StreamOptions } from "./sse-client";
 export { startPrivateRedis, startPrivatePostgres, type PrivateRedis, type PrivatePostgres } from "./private-servers";
+export { startStackOnPrivatePostgres, type PrivatePostgresStack } from "./private-stack";
 export { eventually, watchSse, within, type SseWatch } from "./waiting";

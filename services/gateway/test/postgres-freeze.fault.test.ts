@@ -1,5 +1,5 @@
-import { createTenant, eventually, postRun, startPrivatePostgres, startStack, testPrisma, type PrivatePostgres, type Stack, type Tenant } from "@agentrun/testing";
-import { ensureDatabase, migrateDeploy, type PrismaClient } from "@agentrun/db";
+import { createTenant, eventually, postRun, startStackOnPrivatePostgres, type PrivatePostgres, type PrivatePostgresStack, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
 
 jest.setTimeout(120_000);
 
@@ -8,29 +8,24 @@ jest.setTimeout(120_000);
 const QUERY_TIMEOUT_MS = 2000;
 /** How long `stream: false` waits for its run before answering 202. */
 const WAIT_MS = 3000;
+let own: PrivatePostgresStack;
 let pg: PrivatePostgres;
 let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
 beforeAll(async () => {
-  pg = await startPrivatePostgres();
-  await ensureDatabase(pg.url);
-  await migrateDeploy(pg.url);
-  stack = await startStack({
-    env: { DATABASE_URL: pg.url, DB_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS) },
+  own = await startStackOnPrivatePostgres({
+    env: { DB_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS) },
     gatewayEnv: { RUN_WAIT_TIMEOUT_MS: String(WAIT_MS) },
     workerEnv: { QUEUED_STALE_AFTER_MS: "3000" },
   });
-  prisma = testPrisma(pg.url);
+  ({ pg, stack, prisma } = own);
   tenant = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
 }, 120_000);
 
 afterAll(async () => {
-  pg?.thaw();
-  await stack?.stop();
-  await prisma?.$disconnect();
-  await pg?.destroy();
+  await own?.stop();
 });
 
 const listTasks = () => fetch(`${stack.gatewayUrl}/api/tasks?limit=1`, { headers: tenant.headers, signal: AbortSignal.timeout(30_000) });

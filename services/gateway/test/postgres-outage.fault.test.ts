@@ -1,28 +1,24 @@
-import { postRun, createTenant, eventually, watchSse, startPrivatePostgres, startStack, testPrisma, type PrivatePostgres, type Stack, type Tenant } from "@agentrun/testing";
-import { ensureDatabase, migrateDeploy, type PrismaClient } from "@agentrun/db";
+import { postRun, createTenant, eventually, watchSse, startStackOnPrivatePostgres, type PrivatePostgres, type PrivatePostgresStack, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
 jest.setTimeout(120_000);
 
 // The stack runs on a PostgreSQL cluster of its own, which this test stops and starts again.
+let own: PrivatePostgresStack;
 let pg: PrivatePostgres;
 let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
 beforeAll(async () => {
-  pg = await startPrivatePostgres();
-  await ensureDatabase(pg.url);
-  await migrateDeploy(pg.url);
-  stack = await startStack({ env: { DATABASE_URL: pg.url }, workerEnv: { QUEUED_STALE_AFTER_MS: "3000" } });
-  prisma = testPrisma(pg.url);
+  own = await startStackOnPrivatePostgres({ workerEnv: { QUEUED_STALE_AFTER_MS: "3000" } });
+  ({ pg, stack, prisma } = own);
   tenant = await createTenant(prisma);
 }, 120_000);
 
 afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-  await pg?.destroy();
+  await own?.stop();
 });
 
 const postQuery = (query: string) => postRun(stack.gatewayUrl, tenant.headers, { query });
