@@ -64,7 +64,7 @@ const STREAM =
 export const healthSchema = z.object({ status: z.literal("ok") });
 export const readySchema = z.object({
   status: z.literal("ready"),
-  checks: z.object({ database: z.literal("ok"), redis: z.literal("ok"), workers: z.number().int().meta({ description: "Worker processes with a fresh heartbeat." }) }),
+  checks: z.object({ database: z.literal("ok"), redis: z.literal("ok"), workers: z.number().int().meta({ description: "Worker processes with a fresh heartbeat: each heartbeats only while it reaches its own database." }) }),
 });
 
 export function publicOpenApiPaths(): ZodOpenApiPathsObject {
@@ -145,11 +145,11 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
       get: {
         operationId: "ready",
         tags: ["Meta"],
-        summary: "Readiness: PostgreSQL and Redis answer and at least one worker is alive",
+        summary: "Readiness: PostgreSQL (with this code's migrations) and Redis answer, and at least one worker is alive; each check within 0.9 s",
         security: [],
         responses: {
           "200": { description: "Ready.", content: { "application/json": { schema: readySchema } } },
-          "503": { description: "Not ready: `error.details` has the checks (`database`, `redis`: ok or unavailable; `workers`: count).", content: { "application/json": { schema: errorBodySchema } } },
+          "503": { description: "Not ready: `error.details` has the checks (`database`: ok, not_migrated or unavailable; `redis`: ok or unavailable; `workers`: count).", content: { "application/json": { schema: errorBodySchema } } },
         },
       },
     },
