@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import express, { type Request, type RequestHandler } from "express";
 import { isStorableText } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
@@ -10,6 +11,9 @@ const mayHoldNul = Symbol("mayHoldNul");
 
 /** Set by the parser when the raw body nests arrays and objects deeper than {@link MAX_JSON_DEPTH}. */
 const tooDeep = Symbol("tooDeep");
+
+/** Set by the parser when the raw body is not valid UTF-8 (the parser would put U+FFFD in its place). */
+const notUtf8 = Symbol("notUtf8");
 
 /**
  * How deeply a body may nest arrays and objects. What the API takes is at most a few levels deep;
@@ -40,7 +44,8 @@ export function nestsDeeperThan(buf: Uint8Array, max: number): boolean {
  * A request with a body that is not application/json is refused with 415. PostgreSQL stores no
  * U+0000 in text or JSON, nor a lone UTF-16 surrogate in JSON, so a request holding U+0000 in its
  * URL, or either anywhere in its body, is refused with 400 `invalid_request` (rather than failing
- * where it is stored). So is a body nested deeper than {@link MAX_JSON_DEPTH} levels.
+ * where it is stored). So is a body nested deeper than {@link MAX_JSON_DEPTH} levels, and one that
+ * is not valid UTF-8 (rather than stored with U+FFFD where its bytes were).
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
   const parse = express.json({
@@ -50,6 +55,7 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     verify: (req, _res, buf) => {
       if (buf.includes("\\u0000") || buf.includes("\\ud") || buf.includes("\\uD")) (req as Request & { [mayHoldNul]?: true })[mayHoldNul] = true;
       if (nestsDeeperThan(buf, MAX_JSON_DEPTH)) (req as Request & { [tooDeep]?: true })[tooDeep] = true;
+      if (!isUtf8(buf)) (req as Request & { [notUtf8]?: true })[notUtf8] = true;
     },
   });
   const checkType: RequestHandler = (req, _res, next) => {
@@ -60,6 +66,9 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     next();
   };
   const checkParsed: RequestHandler = (req, _res, next) => {
+    if ((req as Request & { [notUtf8]?: true })[notUtf8]) {
+      throw new AppError("invalid_request", { message: "The body is not valid UTF-8; JSON must be." });
+    }
     if ((req as Request & { [tooDeep]?: true })[tooDeep]) {
       throw new AppError("invalid_request", { message: `The JSON body must not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep.` });
     }

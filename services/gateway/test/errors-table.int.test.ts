@@ -80,6 +80,14 @@ describe("400 invalid_request", () => {
     expect(await prisma.run.count({ where: { orgId: tenant.orgId } })).toBe(before);
   });
 
+  it("a body that is not valid UTF-8, rather than stored with U+FFFD in its place", async () => {
+    const before = await prisma.run.count({ where: { orgId: tenant.orgId } });
+    const body = Buffer.concat([Buffer.from('{"query":"x'), Buffer.from([0xff, 0xfe]), Buffer.from('","stream":false}')]);
+    const err = await expectError(await call("/api/run", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body }), 400, "invalid_request");
+    expect(err.error.message).toMatch(/UTF-8/);
+    expect(await prisma.run.count({ where: { orgId: tenant.orgId } })).toBe(before);
+  });
+
   it("JSON nested within 32 levels is data like any other", async () => {
     const res = await call("/api/tasks", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: `{"metadata":{"a":${"[".repeat(29)}${"]".repeat(29)}}}` });
     expect(res.status).toBe(201);
