@@ -65,6 +65,14 @@ describe("400 invalid_request", () => {
     expect(body.error.message).toMatch(/X-Agent-Id/);
   });
 
+  it("X-Agent-Id sent twice", async () => {
+    const headers = new Headers({ authorization: tenant.headers.authorization! });
+    headers.append("x-agent-id", tenant.agentId);
+    headers.append("x-agent-id", tenant.agentId);
+    const body = await expectError(await fetch(`${stack.gatewayUrl}/api/memory`, { headers }), 400, "invalid_request");
+    expect(body.error.message).toMatch(/X-Agent-Id once/);
+  });
+
   it.each([
     ["a run's metadata", "/api/run", (deep: string) => `{"query":"x","stream":false,"context":{"metadata":{"a":${deep}}}}`],
     ["a task's metadata", "/api/tasks", (deep: string) => `{"metadata":{"a":${deep}}}`],

@@ -29,6 +29,8 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
 
     const agentId = req.get("x-agent-id");
     if (!agentId) throw new AppError("invalid_request", { message: "The X-Agent-Id header is required." });
+    // Node joins a header sent twice with ", ": two agents, where the API takes one.
+    if (agentId.includes(",")) throw new AppError("invalid_request", { message: "Send X-Agent-Id once, with one agent id." });
     const agent = AGENT_ID.test(agentId) ? await cache.agent(agentId) : null;
     if (!agent) throw new AppError("agent_not_found", { message: `No agent has the id '${agentId.slice(0, 100)}'.` });
     if (agent.orgId !== key.orgId) throw new AppError("forbidden", { message: "This API key has no access to this agent." });
