@@ -14,6 +14,12 @@ export interface SseOptions {
   stalledClientTimeoutMs?: number;
 }
 
+/**
+ * The reason a stream's signal aborts with once its response has closed. A reason of its own
+ * spares each stream the `DOMException` (and its stack trace) that `abort()` makes without one.
+ */
+const STREAM_CLOSED = new Error("the event stream's response closed");
+
 /** Streams open in this process, so that shutdown can end them cleanly. */
 const openStreams = new Set<SseStream>();
 
@@ -133,7 +139,7 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
     unstall();
     waiting.length = 0;
     openStreams.delete(stream);
-    controller.abort();
+    controller.abort(STREAM_CLOSED);
   };
   res.on("close", close);
 
