@@ -6,8 +6,13 @@ import { createApp } from "./app";
 import { configSchema } from "./config";
 import { closeServer, listen } from "./server";
 
-// Long enough for any stream a test would script, short enough not to stall a restart.
-const SHUTDOWN_GRACE_MS = 5_000;
+/**
+ * How long streams in progress may go on after SIGTERM/SIGINT. Longer than the agent worker's
+ * default `SHUTDOWN_GRACE_MS` (10 s): when a whole stack stops at once (Ctrl-C on `npm run dev`
+ * signals every process of the group), the runs the worker lets finish are not cut by their
+ * model. A stream whose client goes away ends at once, so a stopping worker never waits on it.
+ */
+const SHUTDOWN_GRACE_MS = 15_000;
 
 async function main(): Promise<void> {
   const config = loadConfig(configSchema);
