@@ -193,6 +193,21 @@ describe("memory client", () => {
     expect(elapsed).toBeLessThan(1000);
   });
 
+  it("says that a save or a delete that timed out may still take effect, and a refused one just unavailable", async () => {
+    const url = await serve(() => undefined);
+    const client = createMemoryClient({ baseUrl: url, token: "t", timeoutMs: 200 });
+    for (const call of [() => client.create({ ...scope, user_id: "u", content: "tea" }), () => client.remove(scope, "mem_1")]) {
+      const err = await rejection(call());
+      expect([err.code, err.status, err.message]).toEqual(["unavailable", 503, "The memory service did not answer within 200 ms; the change may still take effect."]);
+    }
+    // A read that timed out changed nothing.
+    expect((await rejection(client.get(scope, "mem_1"))).message).toBe("memory service unavailable");
+    const { url: closed, server } = await startServer(() => undefined);
+    await new Promise((resolve) => server.close(resolve));
+    const refused = await rejection(createMemoryClient({ baseUrl: closed, token: "t", timeoutMs: 500 }).create({ ...scope, user_id: "u", content: "tea" }));
+    expect([refused.code, refused.message]).toEqual(["unavailable", "memory service unavailable"]);
+  });
+
   it("gives up on a server that stalls in the middle of the body after timeoutMs", async () => {
     const url = await serve((_req, _body, res) => {
       res.writeHead(200, { "content-type": "application/json" });

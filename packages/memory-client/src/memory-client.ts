@@ -91,11 +91,17 @@ interface Call<E extends Expected> {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   answers: E;
+  /** The call changes the store: one that timed out may still take effect. */
+  writes?: boolean;
 }
 
 type Answer<E extends Expected> = E extends z.ZodType ? z.output<E> : void;
 
 const unavailable = (cause: unknown): AppError => new AppError("unavailable", { message: "memory service unavailable", cause });
+
+/** A change the service did not confirm in time: it was sent, and may be applied once the service catches up. */
+const unconfirmed = (timeoutMs: number, cause: unknown): AppError =>
+  new AppError("unavailable", { message: `The memory service did not answer within ${timeoutMs} ms; the change may still take effect.`, cause });
 
 /**
  * The service's errors that are about the caller's request and so are rethrown as they are.
@@ -156,7 +162,7 @@ function successBody<E extends Expected>(answers: E, status: number, text: strin
 export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fetchImpl = globalThis.fetch }: MemoryClientOptions): MemoryClient {
   const base = baseUrl.replace(/\/+$/, "");
 
-  async function call<E extends Expected>({ method, path, query, body, answers }: Call<E>, opts: CallOptions = {}): Promise<Answer<E>> {
+  async function call<E extends Expected>({ method, path, query, body, answers, writes }: Call<E>, opts: CallOptions = {}): Promise<Answer<E>> {
     const url = new URL(base + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const timeout = AbortSignal.timeout(timeoutMs);
@@ -178,7 +184,7 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
       }));
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      throw unavailable(err);
+      throw writes && timeout.aborted ? unconfirmed(timeoutMs, err) : unavailable(err);
     }
 
     if (status >= 200 && status < 300) return successBody(answers, status, text, `${method} ${path}`);
@@ -199,7 +205,7 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
   const entryPath = (id: string) => `/internal/memories/${encodeURIComponent(id)}`;
 
   return {
-    create: (input, opts) => call({ method: "POST", path: "/internal/memories", body: input, answers: RESPONSE_SCHEMAS.create }, opts),
+    create: (input, opts) => call({ method: "POST", path: "/internal/memories", body: input, answers: RESPONSE_SCHEMAS.create, writes: true }, opts),
     list: (query, opts) =>
       call(
         {
@@ -211,7 +217,7 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
         opts,
       ),
     get: (scope, id, opts) => call({ method: "GET", path: entryPath(id), query: scopeQuery(scope), answers: RESPONSE_SCHEMAS.get }, opts),
-    remove: (scope, id, opts) => call({ method: "DELETE", path: entryPath(id), query: scopeQuery(scope), answers: "no_content" }, opts),
+    remove: (scope, id, opts) => call({ method: "DELETE", path: entryPath(id), query: scopeQuery(scope), answers: "no_content", writes: true }, opts),
     search: (input, opts) => call({ method: "POST", path: "/internal/memories/search", body: input, answers: RESPONSE_SCHEMAS.search }, opts),
     context: (input, opts) => call({ method: "POST", path: "/internal/memories/context", body: input, answers: RESPONSE_SCHEMAS.context }, opts),
   };
