@@ -15,6 +15,9 @@ const tooDeep = Symbol("tooDeep");
 /** Set by the parser when the raw body is not valid UTF-8 (the parser would put U+FFFD in its place). */
 const notUtf8 = Symbol("notUtf8");
 
+/** Set by the parser when the raw body may hold the key `__proto__` (spelled out or escaped); the walk confirms it. */
+const mayHoldProto = Symbol("mayHoldProto");
+
 /**
  * How deeply a body may nest arrays and objects. What the API takes is at most a few levels deep;
  * a far deeper body would overflow the stack of every recursive step after the parser (validation,
@@ -56,6 +59,7 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
       if (buf.includes("\\u0000") || buf.includes("\\ud") || buf.includes("\\uD")) (req as Request & { [mayHoldNul]?: true })[mayHoldNul] = true;
       if (nestsDeeperThan(buf, MAX_JSON_DEPTH)) (req as Request & { [tooDeep]?: true })[tooDeep] = true;
       if (!isUtf8(buf)) (req as Request & { [notUtf8]?: true })[notUtf8] = true;
+      if (buf.includes("proto") || buf.includes("\\u")) (req as Request & { [mayHoldProto]?: true })[mayHoldProto] = true;
     },
   });
   const checkType: RequestHandler = (req, _res, next) => {
@@ -76,9 +80,36 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
       const found = unstorablePath(req.body, []);
       if (found) throw unstorableRefused(found.path.length ? found.path.join(".") : "body", found.text, found.path.join("."));
     }
+    if ((req as Request & { [mayHoldProto]?: true })[mayHoldProto]) {
+      // JSON.parse keeps `__proto__` as a key of its own, but copying the object into another
+      // (validation does) sets the copy's prototype instead: the entry would be lost unsaid.
+      const at = protoKeyPath(req.body, []);
+      if (at) {
+        const path = at.join(".");
+        const message = `The key __proto__ is not accepted${path ? ` (in ${path})` : ""}.`;
+        throw new AppError("invalid_request", { message, details: [{ path: [...at, "__proto__"].join("."), message }] });
+      }
+    }
     next();
   };
   return [checkType, parse, checkParsed];
+}
+
+/** The path of the first object holding the key `__proto__`, or null. */
+function protoKeyPath(value: unknown, at: (string | number)[]): (string | number)[] | null {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const p = protoKeyPath(value[i], [...at, i]);
+      if (p) return p;
+    }
+  } else if (value && typeof value === "object") {
+    if (Object.hasOwn(value, "__proto__")) return at;
+    for (const [k, v] of Object.entries(value)) {
+      const p = protoKeyPath(v, [...at, k]);
+      if (p) return p;
+    }
+  }
+  return null;
 }
 
 /** 400 for `text` (a string or key at `where`) holding U+0000 or a lone surrogate. */

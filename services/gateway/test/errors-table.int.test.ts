@@ -96,6 +96,20 @@ describe("400 invalid_request", () => {
     expect(await prisma.run.count({ where: { orgId: tenant.orgId } })).toBe(before);
   });
 
+  it.each([
+    ["a run's metadata", "/api/run", '{"query":"x","stream":false,"context":{"metadata":{"__proto__":{"admin":true},"a":1}}}', "context.metadata"],
+    ["a task's metadata, the key escaped", "/api/tasks", '{"metadata":{"\\u005f_proto__":1}}', "metadata"],
+    ["a value deep in a task's metadata", "/api/tasks", '{"metadata":{"list":[{"__proto__":{}}]}}', "metadata.list.0"],
+  ])("the key __proto__ in %s, rather than dropped without a word", async (_name, path, text, where) => {
+    const before = await prisma.task.count({ where: { orgId: tenant.orgId } });
+    const err = await expectError(await call(path, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: text }), 400, "invalid_request");
+    expect(err.error.message).toBe(`The key __proto__ is not accepted (in ${where}).`);
+    expect(err.error.details[0].path).toBe(`${where}.__proto__`);
+    expect(await prisma.task.count({ where: { orgId: tenant.orgId } })).toBe(before);
+    // A value "__proto__" is text like any other.
+    expect((await call("/api/tasks", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: '{"title":"__proto__","metadata":{"k":"__proto__"}}' })).status).toBe(201);
+  });
+
   it("JSON nested within 32 levels is data like any other", async () => {
     const res = await call("/api/tasks", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: `{"metadata":{"a":${"[".repeat(29)}${"]".repeat(29)}}}` });
     expect(res.status).toBe(201);
