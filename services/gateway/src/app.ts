@@ -8,6 +8,7 @@ import { orgRateLimit, orgRateLimitOnAgentRefusal } from "./middleware/rate-limi
 import { requireHttps } from "./middleware/require-https.middleware";
 import { refuseOptions } from "./middleware/refuse-options.middleware";
 import { securityHeaders } from "./middleware/security-headers.middleware";
+import { answerConditionalGetsOnlyWithValidator } from "./middleware/conditional-get";
 import { authFailureGuard } from "./rate-limit/auth-failure-guard";
 import { openApiRoutes } from "./openapi/openapi.routes";
 import { healthRoutes } from "./routes/health.routes";
@@ -23,10 +24,14 @@ import { widgetAssetRoutes } from "./widget/widget-assets.routes";
 export function createApp(deps: GatewayDeps): Express {
   const app = express();
   app.disable("x-powered-by");
+  // No ETag computed from every response body (a hash of each list page): API answers are
+  // per-caller and change with every run. widget.js sets its own (see widgetAssetRoutes).
+  app.set("etag", false);
+  answerConditionalGetsOnlyWithValidator(app);
   app.set("trust proxy", parseTrustProxy(deps.config.TRUST_PROXY));
   app.use(requestId(deps.logger));
   app.use(securityHeaders());
-  app.use(["/healthz", "/readyz", "/api/openapi.json", "/api/v1/openapi.json"], refuseOptions());
+  app.use(["/healthz", "/readyz", "/api/openapi.json", "/api/v1/openapi.json", "/widget.js", "/widget-demo"], refuseOptions());
   app.use(healthRoutes(deps));
   app.use(requireHttps(deps.config.REQUIRE_HTTPS));
   app.use(openApiRoutes());

@@ -50,6 +50,16 @@ describe("tasks", () => {
     }
   });
 
+  it("answers lists without an ETag, and If-None-Match: * never turns them into an empty 304", async () => {
+    const first = await fetch(`${stack.gatewayUrl}/api/tasks?limit=1`, { headers: tenant.headers });
+    expect(first.status).toBe(200);
+    expect(first.headers.get("etag")).toBeNull();
+    const body = await first.text();
+    const again = await fetch(`${stack.gatewayUrl}/api/tasks?limit=1`, { headers: { ...tenant.headers, "if-none-match": "*", "cache-control": "max-age=0" } });
+    expect(again.status).toBe(200);
+    expect(await again.text()).toBe(body);
+  });
+
   it("creates a task, runs on it, and returns it with run summaries and runs", async () => {
     const created = await api("POST", "/tasks", { title: "Support case", user_id: "u-1", metadata: { plan: "pro" } });
     expect(created.status).toBe(201);

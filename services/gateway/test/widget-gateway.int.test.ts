@@ -292,6 +292,11 @@ describe("the widget's assets", () => {
     // A browser revalidating (fetch itself would add "no-cache" to a request with If-None-Match).
     const again = await fetch(`${stack.gatewayUrl}/widget.js`, { headers: { "if-none-match": res.headers.get("etag")!, "cache-control": "max-age=0" } });
     expect(again.status).toBe(304);
+    // OPTIONS is a method these paths do not serve, answered in the contract's error shape.
+    for (const path of ["/widget.js", "/widget-demo"]) {
+      const options = await fetch(`${stack.gatewayUrl}${path}`, { method: "OPTIONS" });
+      expect([path, options.status, ((await options.json()) as any).error.code]).toEqual([path, 404, "not_found"]);
+    }
   });
 
   it("serves the demo page with the key from ?key=, and nothing else from the query", async () => {

@@ -43,10 +43,17 @@ const STYLES_PLACEHOLDER = '"{{WIDGET_STYLES}}"';
  * make one request and their CSP has no stylesheet to block (the widget adopts the styles as a
  * constructed stylesheet of its shadow root).
  */
-async function loadWidgetScript(): Promise<Buffer> {
+async function loadWidgetScript(): Promise<WidgetScript> {
   const [source, css] = await Promise.all([readFile(path.join(PUBLIC_DIR, "widget.js"), "utf8"), readFile(path.join(PUBLIC_DIR, "widget.css"), "utf8")]);
   if (!source.includes(STYLES_PLACEHOLDER)) throw new Error(`widget.js has no ${STYLES_PLACEHOLDER} for its styles`);
-  return Buffer.from(source.replace(STYLES_PLACEHOLDER, () => JSON.stringify(css)), "utf8");
+  const body = Buffer.from(source.replace(STYLES_PLACEHOLDER, () => JSON.stringify(css)), "utf8");
+  return { body, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"` };
+}
+
+interface WidgetScript {
+  body: Buffer;
+  /** A strong ETag of `body`, computed once. */
+  etag: string;
 }
 
 /** True when the `/widget-demo` page is served: WIDGET_DEMO, else everywhere but production. */
@@ -62,7 +69,7 @@ export function widgetDemoEnabled(config: Pick<GatewayConfig, "WIDGET_DEMO" | "N
 export function widgetAssetRoutes(config: Pick<GatewayConfig, "WIDGET_DEMO" | "NODE_ENV">): Router {
   const router = Router();
   let demoPage: Promise<DemoPage> | null = null;
-  let widgetScript: Promise<Buffer> | null = null;
+  let widgetScript: Promise<WidgetScript> | null = null;
 
   router.get("/widget.js", async (_req, res) => {
     widgetScript ??= loadWidgetScript().catch((err: unknown) => {
@@ -70,12 +77,12 @@ export function widgetAssetRoutes(config: Pick<GatewayConfig, "WIDGET_DEMO" | "N
       throw err;
     });
     const script = await widgetScript;
-    // Pages on other sites load it with a plain <script> tag. `send` adds an ETag from the body
-    // and answers a matching If-None-Match with 304.
+    // Pages on other sites load it with a plain <script> tag. `send` answers a matching
+    // If-None-Match with 304.
     res
       .type("application/javascript; charset=utf-8")
-      .set({ "Cache-Control": `public, max-age=${WIDGET_SCRIPT_MAX_AGE_S}`, "Cross-Origin-Resource-Policy": "cross-origin" })
-      .send(script);
+      .set({ "Cache-Control": `public, max-age=${WIDGET_SCRIPT_MAX_AGE_S}`, "Cross-Origin-Resource-Policy": "cross-origin", ETag: script.etag })
+      .send(script.body);
   });
 
   if (widgetDemoEnabled(config)) {
