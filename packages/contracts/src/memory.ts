@@ -11,7 +11,12 @@ export const memoryCategorySchema = z.enum(MEMORY_CATEGORIES);
 export const memoryUserIdSchema = z.string().min(1).max(256);
 
 /** A memory's content, trimmed: what the API, the memory service and the memory tool accept. */
-export const memoryContentSchema = z.string().trim().min(1, "must not be empty").max(MEMORY_CONTENT_MAX_CHARS);
+export const memoryContentSchema = z
+  .string()
+  .trim()
+  .min(1, "must not be empty")
+  .max(MEMORY_CONTENT_MAX_CHARS)
+  .meta({ description: `Stored trimmed: 1..${MEMORY_CONTENT_MAX_CHARS} characters once leading and trailing whitespace is removed.` });
 
 /** Body of `POST /api/memory`. */
 export const memoryCreateSchema = z
@@ -35,7 +40,7 @@ export const memoryEntrySchema = z.object({
   content: z.string(),
   category: memoryCategorySchema,
   user_id: z.string(),
-  created_at: z.string(),
+  created_at: z.string().meta({ format: "date-time" }),
 });
 export type MemoryEntryView = z.infer<typeof memoryEntrySchema>;
 

@@ -36,7 +36,13 @@ const eventStream = { schema: runEventSchema };
 const STREAM_FRAMING =
   "Each event is framed `id: <seq>` + `data: <RunEvent as JSON>` + a blank line; seq starts at 1 in each run and increases by 1. A `: ping` comment comes at least every 15 s while idle. Exactly one terminal event (run_completed, run_failed or run_cancelled) ends the stream.";
 
-/** Errors every authenticated operation can answer, in the contract's order of checks. */
+/** Every request that sends a body, whatever the method: it must be JSON (415) within the limit (413). */
+const BODY_ERRORS: ZodOpenApiResponsesObject = { "413": ref("responses", "PayloadTooLarge"), "415": ref("responses", "UnsupportedMediaType") };
+
+/**
+ * Errors every authenticated operation can answer, in the contract's order of checks; a body is
+ * checked whatever the method (a GET with a body that is not JSON is 415).
+ */
 const COMMON_ERRORS: ZodOpenApiResponsesObject = {
   "400": ref("responses", "BadRequest"),
   "401": ref("responses", "Unauthorized"),
@@ -45,9 +51,8 @@ const COMMON_ERRORS: ZodOpenApiResponsesObject = {
   "429": ref("responses", "TooManyRequests"),
   "500": ref("responses", "InternalError"),
   "503": ref("responses", "Unavailable"),
+  ...BODY_ERRORS,
 };
-/** Every request that sends a body, whatever the method: it must be JSON (415) within the limit (413). */
-const BODY_ERRORS: ZodOpenApiResponsesObject = { "413": ref("responses", "PayloadTooLarge"), "415": ref("responses", "UnsupportedMediaType") };
 
 /** An operation that needs the API key and X-Agent-Id. */
 function authed(tag: string, op: Omit<ZodOpenApiOperationObject, "tags">, extraErrors: ZodOpenApiResponsesObject = {}): ZodOpenApiOperationObject {
@@ -145,7 +150,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
             headers: okHeaders,
             content: { "text/event-stream": eventStream, "application/json": { schema: z.object({ events: z.array(runEventSchema) }) } },
           },
-          "204": noContent(AFTER_THE_END),
+          "204": noContent(`${AFTER_THE_END} Only in the live framing: with \`Accept: application/json\` the answer is 200 \`{"events": []}\`.`),
         },
       }),
     },
@@ -154,7 +159,9 @@ export function openApiPaths(): ZodOpenApiPathsObject {
         operationId: "cancelRun",
         summary: "Cancel a queued or running run",
         requestParams: { path: runPathSchema },
-        responses: { "202": json(runViewSchema, "The run; it ends with run_cancelled.") },
+        responses: {
+          "202": json(runViewSchema, "The run as it is now. A queued run is cancelled at once, a running one within moments; either ends with run_cancelled. A run that has already ended is answered unchanged."),
+        },
       }, BODY_ERRORS),
     },
     "/api/messages": {
@@ -203,7 +210,10 @@ export function openApiPaths(): ZodOpenApiPathsObject {
         summary: "This OpenAPI document",
         description: "Needs no API key.",
         security: [],
-        responses: { "200": { description: "The OpenAPI 3.1 document.", content: { "application/json": { schema: { type: "object" } } } } },
+        responses: {
+          "200": { description: "The OpenAPI 3.1 document.", content: { "application/json": { schema: { type: "object" } } } },
+          "403": ref("responses", "HttpsRequired"),
+        },
       },
     },
   };

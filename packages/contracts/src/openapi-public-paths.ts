@@ -20,13 +20,17 @@ const widgetRateLimit = {
 };
 const widgetHeaders = { ...requestId, ...visitorToken, ...widgetRateLimit };
 
-/** A CORS preflight of a widget route. */
-const preflight = (operationId: string) => ({
+/** A CORS preflight of a widget route (`path`: the route's path parameters). */
+const preflight = (operationId: string, path?: typeof runPathSchema) => ({
   operationId,
   tags: ["Widget"],
   summary: "CORS preflight",
-  description: "Answered for an Origin that at least one active widget key allows; any other Origin gets 403 without CORS headers (and counts as a failed authentication of the address).",
-  requestParams: { header: z.object({ Origin: z.string().meta({ description: "The page's origin." }), "Access-Control-Request-Method": z.string().optional() }) },
+  description: "Answered for an Origin that at least one active widget key allows; any other Origin gets 403 without CORS headers (and counts as a failed authentication of the address). Browsers send it without credentials.",
+  security: [],
+  requestParams: {
+    ...(path ? { path } : {}),
+    header: z.object({ Origin: z.string().meta({ description: "The page's origin." }), "Access-Control-Request-Method": z.string().optional() }),
+  },
   responses: {
     "204": {
       description: "The origin may call this route.",
@@ -120,7 +124,7 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
           ...WIDGET_ERRORS,
         },
       },
-      options: preflight("widgetRunEventsPreflight"),
+      options: preflight("widgetRunEventsPreflight", runPathSchema),
     },
     "/widget.js": {
       get: {
@@ -129,7 +133,15 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         summary: "The embeddable chat widget",
         description: 'Load it with `<script src="…/widget.js" data-widget-key="pk_…" defer></script>`. Cacheable (5 minutes, then revalidated with its ETag); loadable from any site.',
         security: [],
-        responses: { "200": { description: "The script.", content: { "application/javascript": { schema: { type: "string" } } } } },
+        responses: {
+          "200": {
+            description: "The script.",
+            headers: { ETag: { description: "The script's version; send it back as If-None-Match to revalidate.", schema: { type: "string" } } },
+            content: { "application/javascript": { schema: { type: "string" } } },
+          },
+          "304": { description: "Not modified: the If-None-Match names the current version." },
+          "403": ref("responses", "HttpsRequired"),
+        },
       },
     },
     "/healthz": {

@@ -4,7 +4,7 @@
  * generated from zod end to end. Request schemas come from the contract modules themselves.
  */
 import { z } from "zod";
-import { RUN_STATUSES, TASK_STATUSES, idParam } from "./common";
+import { RUN_STATUSES, TASK_STATUSES } from "./common";
 import { runErrorSchema } from "./events";
 
 /** An OpenAPI header object for a non-negative integer header. */
@@ -83,9 +83,11 @@ export const messageViewSchema = z.object({
 
 export const messageListSchema = z.object({ messages: z.array(messageViewSchema).meta({ description: "Oldest first." }), has_more: z.boolean() });
 
-export const taskPathSchema = z.object({ task_id: idParam });
-export const runPathSchema = z.object({ task_id: idParam, run_id: idParam });
-export const memoryPathSchema = z.object({ memory_id: idParam });
+/** An id in a path: one that names nothing, whatever its form, is answered 404 (not 400). */
+const pathId = (what: string) => z.string().meta({ description: `The ${what}'s id; an id that names no ${what} of the agent, whatever its form, is 404.` });
+export const taskPathSchema = z.object({ task_id: pathId("task") });
+export const runPathSchema = z.object({ task_id: pathId("task"), run_id: pathId("run") });
+export const memoryPathSchema = z.object({ memory_id: pathId("memory entry") });
 
 /** The answer to a stream resumed after its run's terminal event. */
 export const AFTER_THE_END = "The run has ended and nothing follows the given seq (a stream resumed after its terminal event): no body. EventSource stops reconnecting on a 204.";

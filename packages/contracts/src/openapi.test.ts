@@ -33,7 +33,8 @@ describe("OpenAPI document", () => {
     expect(o).toBeDefined();
     expect(o!.security).toBeUndefined(); // the document's default: bearerAuth
     expect(o!.parameters).toContainEqual({ $ref: "#/components/parameters/AgentId" });
-    for (const status of ["401", "403", "404", "429", "500", "503"]) expect(o!.responses?.[status]).toBeDefined();
+    // 413 and 415 too: a body is checked whatever the method.
+    for (const status of ["401", "403", "404", "413", "415", "429", "500", "503"]) expect(o!.responses?.[status]).toBeDefined();
     expect(Object.keys(o!.responses ?? {}).some((s) => s.startsWith("2"))).toBe(true);
   });
 
@@ -131,6 +132,27 @@ describe("OpenAPI document", () => {
 
   it("states which X-Request-Id values are echoed", () => {
     expect((doc.components?.headers?.["X-Request-Id"] as OpenAPIV3_1.HeaderObject).description).toMatch(/1\.\.200 printable ASCII/);
+  });
+
+  it("declares every path parameter of a templated path on each of its operations", () => {
+    for (const [path, item] of Object.entries(doc.paths ?? {})) {
+      const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      for (const [method, o] of Object.entries(item as Record<string, Op>)) {
+        const declared = ((o.parameters ?? []) as OpenAPIV3_1.ParameterObject[]).filter((p) => p.in === "path").map((p) => p.name);
+        expect({ path, method, declared: declared.sort() }).toEqual({ path, method, declared: [...names].sort() });
+      }
+    }
+  });
+
+  it("leaves the widget's CORS preflights without credentials, as browsers send them", () => {
+    for (const path of ["/api/v1/widget/run", "/api/v1/widget/tasks/{task_id}/runs/{run_id}/events"]) expect(op(path, "options")!.security).toEqual([]);
+  });
+
+  it("shows Last-Event-ID as a non-negative integer, and ids as strings answered 404 whatever their form", () => {
+    const params = (op("/api/tasks/{task_id}/runs/{run_id}/events", "get")!.parameters ?? []) as OpenAPIV3_1.ParameterObject[];
+    expect(params.find((p) => p.name === "Last-Event-ID")).toMatchObject({ in: "header", schema: { type: "integer", minimum: 0 } });
+    for (const p of params.filter((x) => x.in === "path")) expect([p.name, (p.schema as OpenAPIV3_1.SchemaObject).pattern]).toEqual([p.name, undefined]);
+    expect((doc.components?.parameters?.AgentId as OpenAPIV3_1.ParameterObject).schema).toEqual({ type: "string" });
   });
 
   it("lists has_more and the before cursor of GET /api/memory", () => {

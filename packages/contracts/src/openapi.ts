@@ -26,7 +26,7 @@ const DESCRIPTION = `Runs configured AI agents, streaming their answers as Serve
 
 Every \`/api/...\` path is also served under \`/api/v1/...\`. Requests authenticate with \`Authorization: Bearer <API key>\` and name an agent with \`X-Agent-Id\`; this document itself (\`GET /api/openapi.json\`) needs neither.
 
-Checks run in this order: authentication (401) → agent (400 missing header / 404 / 403) → rate limit (429) → body and parameters (400/413/415) → resources (404/403/409) → credits (402).
+Checks run in this order: authentication (401) → agent (400 missing header / 404 / 403) → rate limit (429) → body and parameters (400/413/415) → resources (404/403/409) → credits (402). An unknown path or method under \`/api\` is 404 \`not_found\` once the key, the agent and the rate limit have passed. With \`REQUIRE_HTTPS\` on, a request that did not arrive over TLS is refused before all of these: 403 \`https_required\`, without rate-limit headers (the health probes excepted).
 
 Rate limit: per organization over a sliding 60-second window (Free 10, Starter 60, Pro 300 requests per minute, Enterprise its own figure). Every response to a request with a valid API key carries X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, the 400/404/403 of the agent check included (such a refusal does not count against the limit); a 429 adds Retry-After. Failed authentications are also limited per client address: beyond that limit they get 429 with Retry-After only, since they belong to no organization.
 
@@ -64,7 +64,13 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         widgetKey: { type: "apiKey", in: "header", name: "X-Widget-Key", description: "A publishable widget key (`pk_…`): safe to put in a web page, valid only from its allowed origins." },
       },
       parameters: {
-        AgentId: { in: "header", name: "X-Agent-Id", required: true, description: "The agent, one of the key's organization.", schema: { type: "string", pattern: "^[A-Za-z0-9_-]{1,100}$" } },
+        AgentId: {
+          in: "header",
+          name: "X-Agent-Id",
+          required: true,
+          description: "The agent, one of the key's organization. Sent once; a value that names no agent, whatever its form, is 404 agent_not_found.",
+          schema: { type: "string" },
+        },
       },
       headers: {
         "X-Request-Id": {
@@ -82,7 +88,9 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         Unauthorized: errorResponse("unauthorized: missing, malformed, unknown or revoked API key. After too many failures from one address, 429 instead."),
         PaymentRequired: errorResponse("insufficient_credits: the organization's balance does not cover the agent's base price (1 credit unless its pricing says otherwise), or is not positive."),
         Forbidden: errorResponse("forbidden: the agent or resource belongs to another organization or agent; https_required: the request did not arrive over TLS."),
-        NotFound: errorResponse("agent_not_found, task_not_found, run_not_found, memory_not_found, or not_found for an unknown route or method."),
+        NotFound: errorResponse(
+          "agent_not_found, task_not_found, run_not_found, memory_not_found (for any id that names nothing, whatever its form), or not_found for an unknown route or method (under /api, once the key and X-Agent-Id are accepted).",
+        ),
         Conflict: errorResponse("run_in_progress: the task already has a queued or running run; idempotency_conflict: Idempotency-Key reused with another body."),
         PayloadTooLarge: errorResponse("payload_too_large: the body is over the limit (default 1 MiB)."),
         UnsupportedMediaType: errorResponse("unsupported_media_type: a body that is not application/json."),
@@ -95,6 +103,7 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
             "Retry-After": { $ref: "#/components/headers/Retry-After" },
           },
         ),
+        HttpsRequired: errorResponse("https_required: `REQUIRE_HTTPS` is on and the request did not arrive over TLS."),
         InternalError: errorResponse("internal_error: unexpected error, logged with the request id."),
         Unavailable: errorResponse("unavailable: the database or Redis is down; retry later."),
         WidgetUnauthorized: errorResponse("unauthorized: missing, unknown or revoked widget key, or an invalid, expired or missing (where required) visitor token."),

@@ -13,7 +13,10 @@ export const runContextSchema = z
       .record(z.string(), z.unknown())
       .refine((m) => Object.keys(m).length <= METADATA_MAX_KEYS, `must have at most ${METADATA_MAX_KEYS} keys`)
       .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES, `must be at most ${METADATA_MAX_BYTES} bytes as JSON`)
-      .optional(),
+      .optional()
+      .meta({
+        description: `At most ${METADATA_MAX_KEYS} keys and ${METADATA_MAX_BYTES} bytes as JSON, nested at most 32 levels deep, without the key \`__proto__\` at any depth.`,
+      }),
   })
   .strict();
 

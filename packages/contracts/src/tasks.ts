@@ -13,7 +13,7 @@ export const taskListQuerySchema = z.object({
 /** Body of `POST /api/tasks`. */
 export const taskCreateSchema = z
   .object({
-    title: z.string().trim().min(1).max(200).optional(),
+    title: z.string().trim().min(1).max(200).optional().meta({ description: "Stored trimmed: 1..200 characters once leading and trailing whitespace is removed." }),
     user_id: z.string().min(1).max(256).optional(),
     metadata: runContextSchema.shape.metadata,
   })
@@ -35,7 +35,7 @@ export const eventsQuerySchema = z.object({
 });
 
 /** `Last-Event-ID`: the seq of the last event the client has. */
-export const lastEventIdSchema = z.string().regex(/^\d{1,10}$/, "must be a non-negative integer").transform(Number).pipe(z.number().max(MAX_EVENT_SEQ));
+export const lastEventIdSchema = z.string().regex(/^\d{1,10}$/, "must be a non-negative integer").transform(Number).pipe(z.number().int().min(0).max(MAX_EVENT_SEQ));
 
 /** `Idempotency-Key` header. */
 export const idempotencyKeySchema = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, "must be 1-255 printable ASCII characters without spaces");
