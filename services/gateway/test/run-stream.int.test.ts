@@ -1,4 +1,4 @@
-import { runJson, createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { runJson, createTenant, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
@@ -180,5 +180,25 @@ describe("failure paths", () => {
     expect(status).toBe("completed");
     const dbRun = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
     expect(dbRun.output).toBe("Echo: keep going after disconnect");
+  });
+});
+
+describe("HEAD of a run's events", () => {
+  it("answers the headers a GET would start with at once, without following the run", async () => {
+    const w = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:200][chunks:10] slow" }, headers: tenant.headers });
+    await w.waitFor((e) => e.type === "run_started");
+    const { run_id, task_id } = w.events[0];
+    const url = `${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`;
+    const live = await fetch(url, { method: "HEAD", headers: tenant.headers, signal: AbortSignal.timeout(1000) });
+    expect([live.status, live.headers.get("content-type")]).toEqual([200, "text/event-stream; charset=utf-8"]);
+    // The HEAD is over: the connection serves the next request at once (were the gateway still
+    // following the run on it, this would wait for the run's end).
+    for (let i = 0; i < 3; i++) expect((await fetch(url, { method: "HEAD", headers: tenant.headers, signal: AbortSignal.timeout(1000) })).status).toBe(200);
+    expect((await fetch(`${stack.gatewayUrl}/api/tasks/${task_id}`, { headers: tenant.headers, signal: AbortSignal.timeout(1000) })).status).toBe(200);
+    const done = await w.result;
+    const last = done.events.at(-1)!.data;
+    expect(last.type).toBe("run_completed");
+    const ended = await fetch(url, { method: "HEAD", headers: { ...tenant.headers, "last-event-id": String(last.seq) }, signal: AbortSignal.timeout(1000) });
+    expect(ended.status).toBe(204);
   });
 });
