@@ -72,6 +72,8 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   const wait = new AbortController();
   const timer = setTimeout(() => wait.abort(), deps.config.RUN_WAIT_TIMEOUT_MS);
   res.on("close", () => wait.abort());
+  // Gone before this wait began: `close` has been emitted already.
+  if (req.socket.destroyed) wait.abort();
   openWaits.add(wait);
   // Whether the run has emitted anything beyond `run_started` (it is running then).
   let started = afterSeq > 1;

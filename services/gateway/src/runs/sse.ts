@@ -54,7 +54,8 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
   res.status(200);
   res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
   res.setHeader("Cache-Control", "no-cache, no-transform");
-  res.setHeader("Connection", "keep-alive");
+  // No Connection header of its own: Node keeps the connection alive after the stream, or closes
+  // it when the client asked for that (Connection: close, HTTP/1.0).
   res.setHeader("X-Accel-Buffering", "no");
   // The headers leave with the first event when there is one right away (a new run's
   // run_started: one write instead of two); otherwise at the end of this turn of the event loop.
@@ -77,7 +78,10 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
   const stall = () => {
     if (stalled) return;
     // Destroying the response closes its socket, drops what is buffered and emits `close`.
-    stalled = setTimeout(() => res.destroy(), stalledClientTimeoutMs);
+    stalled = setTimeout(() => {
+      req.log?.warn({ stalledMs: stalledClientTimeoutMs }, "disconnected an event-stream client that took nothing in time");
+      res.destroy();
+    }, stalledClientTimeoutMs);
     stalled.unref();
   };
   const unstall = () => {
@@ -142,6 +146,9 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
     controller.abort(STREAM_CLOSED);
   };
   res.on("close", close);
+  // A client gone before this stream began (while the run was being created or looked up):
+  // `close` has been emitted already, so release at once what the caller would follow with.
+  if (req.socket.destroyed) queueMicrotask(close);
 
   const stream: SseStream = {
     signal: controller.signal,
