@@ -64,9 +64,16 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
   });
   const checkType: RequestHandler = (req, _res, next) => {
     if (/%00/i.test(req.originalUrl)) throw unstorableRefused("The URL", "\0");
-    const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+    const declared = Number(req.headers["content-length"] ?? 0);
+    const hasBody = req.headers["transfer-encoding"] !== undefined || declared > 0;
     if (!hasBody) return next();
     if (!req.is("application/json")) throw new AppError("unsupported_media_type");
+    // Refused from its declared length, before reading any of it; the connection closes after
+    // the answer instead of reading and discarding the rest.
+    if (declared > limitBytes) {
+      _res.setHeader("Connection", "close");
+      throw new AppError("payload_too_large", { message: `The request body is too large: at most ${limitBytes} bytes.` });
+    }
     next();
   };
   const checkParsed: RequestHandler = (req, _res, next) => {

@@ -20,6 +20,15 @@ runMain(async () => {
   const tls = config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } : null;
   const server = tls ? https.createServer(tls, app) : http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  // Headers are bounded by their total size (Node's 16 KiB): no count of its own, so that a
+  // request with many small headers is not read with some of them silently dropped.
+  server.maxHeadersCount = 0;
+  // Expect: 100-continue: a body declared over the limit is refused (413, by the app) without
+  // inviting the client to send it.
+  server.on("checkContinue", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (Number(req.headers["content-length"] ?? 0) <= config.BODY_LIMIT_BYTES) res.writeContinue();
+    server.emit("request", req, res);
+  });
   // A port in use rejects here, so runMain reports it as one line.
   server.listen(config.PORT);
   await once(server, "listening");

@@ -1,3 +1,4 @@
+import net from "node:net";
 import { createTenant, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
@@ -63,6 +64,29 @@ describe("400 invalid_request", () => {
   it("missing X-Agent-Id", async () => {
     const body = await expectError(await call("/api/memory", { headers: { authorization: tenant.headers.authorization! } }), 400, "invalid_request");
     expect(body.error.message).toMatch(/X-Agent-Id/);
+  });
+
+  it("Authorization sent twice, whichever of the two keys is valid", async () => {
+    for (const [first, second] of [[tenant.headers.authorization!, "Bearer ar_live_notakey"], ["Bearer ar_live_notakey", tenant.headers.authorization!]]) {
+      // fetch joins repeated headers into one; a raw request sends them apart, as a proxy might.
+      const { port } = new URL(stack.gatewayUrl);
+      const answer = await new Promise<string>((resolve) => {
+        const socket = net.connect(Number(port), "127.0.0.1");
+        let got = "";
+        socket.on("data", (d) => (got += d.toString("utf8")));
+        socket.on("close", () => resolve(got));
+        socket.write(`GET /api/memory HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: ${first}\r\nauthorization: ${second}\r\nx-agent-id: ${tenant.agentId}\r\nconnection: close\r\n\r\n`);
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+      expect(answer).toContain("Send the Authorization header once");
+    }
+  });
+
+  it("a request with a thousand small headers is read whole: its Authorization after them counts", async () => {
+    const headers: Record<string, string> = {};
+    for (let i = 0; i < 1100; i++) headers[`x-pad-${i}`] = "v";
+    const res = await fetch(`${stack.gatewayUrl}/api/memory`, { headers: { ...headers, ...tenant.headers } });
+    expect(res.status).toBe(200);
   });
 
   it("X-Agent-Id sent twice", async () => {
@@ -240,6 +264,29 @@ it("413 payload_too_large: a body over BODY_LIMIT_BYTES (1 MiB)", async () => {
   const big = JSON.stringify({ query: "x".repeat(1024 * 1024 + 10) });
   const body = await expectError(await call("/api/run", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: big }), 413, "payload_too_large");
   expect(body.error.message).toMatch(/1048576/);
+});
+
+it("413 payload_too_large from the declared Content-Length, at once, without asking for or reading the body", async () => {
+  const { port } = new URL(stack.gatewayUrl);
+  const ask = (extra: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(port), "127.0.0.1");
+      let got = "";
+      const timer = setTimeout(() => (socket.destroy(), reject(new Error(`no answer: ${got}`))), 3000);
+      socket.on("data", (d) => (got += d.toString("utf8")));
+      socket.on("close", () => (clearTimeout(timer), resolve(got)));
+      socket.on("error", () => undefined);
+      const head = Object.entries({ ...tenant.headers, "content-type": "application/json", "content-length": "300000000" }).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+      // Two bytes of the 300 MB it declares: the answer must not wait for the rest.
+      socket.write(`POST /api/run HTTP/1.1\r\nhost: 127.0.0.1\r\n${head}${extra}\r\n{"`);
+    });
+  for (const extra of ["", "expect: 100-continue\r\n"]) {
+    const answer = await ask(extra);
+    expect(answer).not.toContain("100 Continue");
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+    expect(answer).toContain('"code":"payload_too_large"');
+  }
 });
 
 describe("415 unsupported_media_type", () => {

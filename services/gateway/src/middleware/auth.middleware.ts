@@ -21,6 +21,8 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
     const match = BEARER.exec(req.get("authorization") ?? "");
     const refuse = (message: string) => failures.reject(req, new AppError("unauthorized", { message }));
     if (!match?.[1]) throw await refuse("Missing or malformed Authorization header; expected 'Bearer <API key>'.");
+    // Node keeps the first of two Authorization headers and drops the other: which key was meant?
+    if (sentTwice(req.rawHeaders, "authorization")) throw await refuse("Send the Authorization header once, with one API key.");
     const key = looksLikeApiKey(match[1]) ? await cache.apiKey(hashApiKey(match[1])) : null;
     if (!key || key.revoked) throw await refuse("The API key is invalid or revoked.");
     cache.markUsed(key.keyId);
@@ -39,4 +41,16 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
     req.auth = auth;
     next();
   };
+}
+
+/** Whether `rawHeaders` (name, value, name, value, …) holds the header `lowerName` more than once. */
+function sentTwice(rawHeaders: string[], lowerName: string): boolean {
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.length === lowerName.length && rawHeaders[i]!.toLowerCase() === lowerName) {
+      if (seen) return true;
+      seen = true;
+    }
+  }
+  return false;
 }
