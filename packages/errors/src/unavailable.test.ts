@@ -14,6 +14,12 @@ describe("isUnavailableError", () => {
     expect(isUnavailableError(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }))).toBe(true);
   });
 
+  it("takes a process out of file descriptors for unavailable (503), not an internal error", () => {
+    expect(isUnavailableError(Object.assign(new Error("connect EMFILE 127.0.0.1:5432 - Local (undefined:undefined)"), { code: "EMFILE" }))).toBe(true);
+    expect(isUnavailableError(new Error("Raw query failed", { cause: new Error("connect EMFILE 127.0.0.1:5432") }))).toBe(true);
+    expect(isUnavailableError(Object.assign(new Error("DriverAdapterError"), { name: "DriverAdapterError", cause: { message: "connect ENFILE 127.0.0.1:5432" } }))).toBe(true);
+  });
+
   it("does not take a refused value or a bug for an outage", () => {
     expect(isUnavailableError(prismaError("22P02", "invalid input syntax for type json"))).toBe(false);
     expect(isUnavailableError(prismaError("23505", "duplicate key value violates unique constraint"))).toBe(false);
