@@ -9,6 +9,7 @@ import { createGatewayDeps } from "./create-deps";
 import { createApp } from "./app";
 import { endAllStreams } from "./runs/sse";
 import { endAllWaits } from "./runs/respond-run";
+import { answerMalformedRequests } from "./middleware/malformed-requests";
 
 runMain(async () => {
   const config = loadConfig(gatewayConfigSchema);
@@ -23,6 +24,7 @@ runMain(async () => {
   // Headers are bounded by their total size (Node's 16 KiB): no count of its own, so that a
   // request with many small headers is not read with some of them silently dropped.
   server.maxHeadersCount = 0;
+  answerMalformedRequests(server);
   // Expect: 100-continue: a body declared over the limit is refused (413, by the app) without
   // inviting the client to send it.
   server.on("checkContinue", (req: http.IncomingMessage, res: http.ServerResponse) => {

@@ -289,6 +289,26 @@ it("413 payload_too_large from the declared Content-Length, at once, without ask
   }
 });
 
+it.each([
+  ["Content-Length sent twice", "POST /api/run HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\n{}", 400],
+  ["Content-Length with Transfer-Encoding", "POST /api/run HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n", 400],
+  ["headers over 16 KiB", `GET /api/tasks HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(20_000)}\r\n\r\n`, 431],
+])("what Node's parser refuses (%s) is answered in the error shape, with a request id", async (_what, raw, status) => {
+  const { port } = new URL(stack.gatewayUrl);
+  const answer = await new Promise<string>((resolve) => {
+    const socket = net.connect(Number(port), "127.0.0.1");
+    let got = "";
+    socket.on("data", (d) => (got += d.toString("utf8")));
+    socket.on("close", () => resolve(got));
+    socket.on("error", () => undefined);
+    socket.write(raw);
+  });
+  const [head, body] = answer.split("\r\n\r\n");
+  expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+  expect(head).toMatch(/\r\nx-request-id: req_[0-9a-f]{32}\r\n/i);
+  expect(JSON.parse(body!)).toEqual({ error: { code: "invalid_request", message: expect.any(String) } });
+});
+
 describe("415 unsupported_media_type", () => {
   it.each([
     ["text/plain", "query=x"],

@@ -1,0 +1,30 @@
+import { randomUUID } from "node:crypto";
+import type { Server } from "node:http";
+import type { Duplex } from "node:stream";
+
+/** What Node found wrong with a request before the app saw it: status, reason phrase, message. */
+function answerFor(code: string | undefined): [number, string, string] {
+  if (code === "HPE_HEADER_OVERFLOW") return [431, "Request Header Fields Too Large", "The request's headers are too large (16 KiB in all)."];
+  if (code === "ERR_HTTP_REQUEST_TIMEOUT") return [408, "Request Timeout", "The request did not arrive in time."];
+  return [400, "Bad Request", "The request is not valid HTTP/1.1 (for example Content-Length sent twice, or with Transfer-Encoding)."];
+}
+
+/**
+ * Answers the requests Node's HTTP parser refuses (malformed framing, oversized headers, a
+ * request that never arrives in full) in the contract's error shape, with an X-Request-Id, where
+ * Node would send a bare status line. The connection closes after the answer.
+ */
+export function answerMalformedRequests(server: Server): void {
+  server.on("clientError", (err: Error & { code?: string }, socket: Duplex) => {
+    if (err.code === "ECONNRESET" || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const [status, reason, message] = answerFor(err.code);
+    const body = JSON.stringify({ error: { code: "invalid_request", message } });
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: req_${randomUUID().replaceAll("-", "")}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
