@@ -9,3 +9,4 @@ export { readSse, type SseEvent, type SseResponse, type StreamOptions } from "./
 export { startPrivateRedis, startPrivatePostgres, type PrivateRedis, type PrivatePostgres } from "./private-servers";
 export { startStackOnPrivatePostgres, type PrivatePostgresStack } from "./private-stack";
 export { eventually, watchSse, within, type SseWatch } from "./waiting";
+export { rawExchange, rawHead } from "./raw-http";

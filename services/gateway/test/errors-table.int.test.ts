@@ -1,5 +1,4 @@
-import net from "node:net";
-import { createTenant, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, rawExchange, rawHead, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // One test per row of the contract's error table, through HTTP against the real services.
@@ -69,14 +68,7 @@ describe("400 invalid_request", () => {
   it("Authorization sent twice, whichever of the two keys is valid", async () => {
     for (const [first, second] of [[tenant.headers.authorization!, "Bearer ar_live_notakey"], ["Bearer ar_live_notakey", tenant.headers.authorization!]]) {
       // fetch joins repeated headers into one; a raw request sends them apart, as a proxy might.
-      const { port } = new URL(stack.gatewayUrl);
-      const answer = await new Promise<string>((resolve) => {
-        const socket = net.connect(Number(port), "127.0.0.1");
-        let got = "";
-        socket.on("data", (d) => (got += d.toString("utf8")));
-        socket.on("close", () => resolve(got));
-        socket.write(`GET /api/memory HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: ${first}\r\nauthorization: ${second}\r\nx-agent-id: ${tenant.agentId}\r\nconnection: close\r\n\r\n`);
-      });
+      const answer = await rawExchange(stack.gatewayUrl, `GET /api/memory HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: ${first}\r\nauthorization: ${second}\r\nx-agent-id: ${tenant.agentId}\r\nconnection: close\r\n\r\n`);
       expect(answer).toMatch(/^HTTP\/1\.1 401 /);
       expect(answer).toContain("Send the Authorization header once");
     }
@@ -267,20 +259,10 @@ it("413 payload_too_large: a body over BODY_LIMIT_BYTES (1 MiB)", async () => {
 });
 
 it("413 payload_too_large from the declared Content-Length, at once, without asking for or reading the body", async () => {
-  const { port } = new URL(stack.gatewayUrl);
-  const ask = (extra: string) =>
-    new Promise<string>((resolve, reject) => {
-      const socket = net.connect(Number(port), "127.0.0.1");
-      let got = "";
-      const timer = setTimeout(() => (socket.destroy(), reject(new Error(`no answer: ${got}`))), 3000);
-      socket.on("data", (d) => (got += d.toString("utf8")));
-      socket.on("close", () => (clearTimeout(timer), resolve(got)));
-      socket.on("error", () => undefined);
-      const head = Object.entries({ ...tenant.headers, "content-type": "application/json", "content-length": "300000000" }).map(([k, v]) => `${k}: ${v}\r\n`).join("");
-      // Two bytes of the 300 MB it declares: the answer must not wait for the rest.
-      socket.write(`POST /api/run HTTP/1.1\r\nhost: 127.0.0.1\r\n${head}${extra}\r\n{"`);
-    });
-  for (const extra of ["", "expect: 100-continue\r\n"]) {
+  const head = { ...tenant.headers, "content-type": "application/json", "content-length": "300000000" };
+  // Two bytes of the 300 MB it declares: the answer must not wait for the rest.
+  const ask = (extra: Record<string, string>) => rawExchange(stack.gatewayUrl, `${rawHead("POST", "/api/run", { ...head, ...extra })}{"`, { timeoutMs: 3000 });
+  for (const extra of [{}, { expect: "100-continue" }] as Record<string, string>[]) {
     const answer = await ask(extra);
     expect(answer).not.toContain("100 Continue");
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);
@@ -294,15 +276,7 @@ it.each([
   ["Content-Length with Transfer-Encoding", "POST /api/run HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n", 400],
   ["headers over 16 KiB", `GET /api/tasks HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(20_000)}\r\n\r\n`, 431],
 ])("what Node's parser refuses (%s) is answered in the error shape, with a request id", async (_what, raw, status) => {
-  const { port } = new URL(stack.gatewayUrl);
-  const answer = await new Promise<string>((resolve) => {
-    const socket = net.connect(Number(port), "127.0.0.1");
-    let got = "";
-    socket.on("data", (d) => (got += d.toString("utf8")));
-    socket.on("close", () => resolve(got));
-    socket.on("error", () => undefined);
-    socket.write(raw);
-  });
+  const answer = await rawExchange(stack.gatewayUrl, raw);
   const [head, body] = answer.split("\r\n\r\n");
   expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
   expect(head).toMatch(/\r\nx-request-id: req_[0-9a-f]{32}\r\n/i);

@@ -1,5 +1,4 @@
-import { runJson, createTenant, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
-import net from "node:net";
+import { runJson, createTenant, rawExchange, rawHead, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
@@ -206,17 +205,10 @@ describe("HEAD of a run's events", () => {
 
 describe("connections", () => {
   it("closes the connection after the stream when the client asked for Connection: close", async () => {
-    const { port } = new URL(stack.gatewayUrl);
-    const socket = net.connect(Number(port), "127.0.0.1");
     const text = JSON.stringify({ query: "bye [chunks:2]" });
-    const head = Object.entries({ ...tenant.headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), connection: "close" })
-      .map(([k, v]) => `${k}: ${v}\r\n`)
-      .join("");
-    let got = "";
-    socket.on("data", (d) => (got += d.toString("utf8")));
-    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
-    socket.write(`POST /api/run HTTP/1.1\r\nhost: 127.0.0.1\r\n${head}\r\n${text}`);
-    await Promise.race([closed, new Promise((_, reject) => setTimeout(() => reject(new Error("the gateway kept the connection open")), 5000))]);
+    const head = rawHead("POST", "/api/run", { ...tenant.headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), connection: "close" });
+    // Resolves once the gateway has closed the connection.
+    const got = await rawExchange(stack.gatewayUrl, head + text);
     expect(got).toMatch(/\r\nconnection: close\r\n/i);
     expect(got).toContain('"type":"run_completed"');
   });
