@@ -1,22 +1,21 @@
 import { isUtf8 } from "node:buffer";
-import express, { type Request, type RequestHandler } from "express";
+import express, { type RequestHandler } from "express";
 import { isStorableText } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 
-/**
- * Set by the parser when the raw body holds a `\u0000` escape or a surrogate's escape (`\ud800`
- * … `\udfff`, which may be lone); the walk confirms it.
- */
-const mayHoldNul = Symbol("mayHoldNul");
-
-/** Set by the parser when the raw body nests arrays and objects deeper than {@link MAX_JSON_DEPTH}. */
-const tooDeep = Symbol("tooDeep");
-
-/** Set by the parser when the raw body is not valid UTF-8 (the parser would put U+FFFD in its place). */
-const notUtf8 = Symbol("notUtf8");
-
-/** Set by the parser when the raw body may hold the key `__proto__` (spelled out or escaped); the walk confirms it. */
-const mayHoldProto = Symbol("mayHoldProto");
+/** What the parser's look at the raw body found, for the checks after parsing. */
+interface RawBodyFlags {
+  /** It holds a `\u0000` escape or a surrogate's escape (`\ud800` … `\udfff`, which may be lone); the walk confirms it. */
+  mayHoldNul?: true;
+  /** It nests arrays and objects deeper than {@link MAX_JSON_DEPTH}. */
+  tooDeep?: true;
+  /** It is not valid UTF-8 (the parser would put U+FFFD in its place). */
+  notUtf8?: true;
+  /** It may hold the key `__proto__` (spelled out or escaped); the walk confirms it. */
+  mayHoldProto?: true;
+}
+const rawBodyFlags = Symbol("rawBodyFlags");
+type Flagged = { [rawBodyFlags]?: RawBodyFlags };
 
 /**
  * How deeply a body may nest arrays and objects. What the API takes is at most a few levels deep;
@@ -56,13 +55,14 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     strict: true,
     type: () => true,
     verify: (req, _res, buf) => {
-      if (buf.includes("\\u0000") || buf.includes("\\ud") || buf.includes("\\uD")) (req as Request & { [mayHoldNul]?: true })[mayHoldNul] = true;
-      if (nestsDeeperThan(buf, MAX_JSON_DEPTH)) (req as Request & { [tooDeep]?: true })[tooDeep] = true;
-      if (!isUtf8(buf)) (req as Request & { [notUtf8]?: true })[notUtf8] = true;
-      if (buf.includes("proto") || buf.includes("\\u")) (req as Request & { [mayHoldProto]?: true })[mayHoldProto] = true;
+      const flags: RawBodyFlags = ((req as Flagged)[rawBodyFlags] = {});
+      if (buf.includes("\\u0000") || buf.includes("\\ud") || buf.includes("\\uD")) flags.mayHoldNul = true;
+      if (nestsDeeperThan(buf, MAX_JSON_DEPTH)) flags.tooDeep = true;
+      if (!isUtf8(buf)) flags.notUtf8 = true;
+      if (buf.includes("proto") || buf.includes("\\u")) flags.mayHoldProto = true;
     },
   });
-  const checkType: RequestHandler = (req, _res, next) => {
+  const checkType: RequestHandler = (req, res, next) => {
     if (/%00/i.test(req.originalUrl)) throw unstorableRefused("The URL", "\0");
     const declared = Number(req.headers["content-length"] ?? 0);
     const hasBody = req.headers["transfer-encoding"] !== undefined || declared > 0;
@@ -71,23 +71,26 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     // Refused from its declared length, before reading any of it; the connection closes after
     // the answer instead of reading and discarding the rest.
     if (declared > limitBytes) {
-      _res.setHeader("Connection", "close");
+      res.setHeader("Connection", "close");
       throw new AppError("payload_too_large", { message: `The request body is too large: at most ${limitBytes} bytes.` });
     }
     next();
   };
   const checkParsed: RequestHandler = (req, _res, next) => {
-    if ((req as Request & { [notUtf8]?: true })[notUtf8]) {
+    // Set only when there was a body to parse.
+    const flags = (req as Flagged)[rawBodyFlags];
+    if (!flags) return next();
+    if (flags.notUtf8) {
       throw new AppError("invalid_request", { message: "The body is not valid UTF-8; JSON must be." });
     }
-    if ((req as Request & { [tooDeep]?: true })[tooDeep]) {
+    if (flags.tooDeep) {
       throw new AppError("invalid_request", { message: `The JSON body must not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep.` });
     }
-    if ((req as Request & { [mayHoldNul]?: true })[mayHoldNul]) {
+    if (flags.mayHoldNul) {
       const found = unstorablePath(req.body, []);
       if (found) throw unstorableRefused(found.path.length ? found.path.join(".") : "body", found.text, found.path.join("."));
     }
-    if ((req as Request & { [mayHoldProto]?: true })[mayHoldProto]) {
+    if (flags.mayHoldProto) {
       // JSON.parse keeps `__proto__` as a key of its own, but copying the object into another
       // (validation does) sets the copy's prototype instead: the entry would be lost unsaid.
       const at = protoKeyPath(req.body, []);

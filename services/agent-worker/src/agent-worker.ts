@@ -99,20 +99,17 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     if (beating) return; // a database that hangs stops the heartbeat, as one that refuses does
     beating = true;
     try {
-      await beatOnce();
+      const now = await schemaState(prisma).catch((): "unavailable" => "unavailable");
+      if (now !== database) {
+        if (now === "ok") log.info("database reachable: heartbeating");
+        else log.error({ database: now }, "database not usable: not heartbeating, so not counted as a live worker");
+      }
+      database = now;
+      if (now === "ok") await redis.zadd(workersKey(config.REDIS_PREFIX), Date.now(), workerId).catch(() => {});
+      else await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
     } finally {
       beating = false;
     }
-  };
-  const beatOnce = async () => {
-    const now = await schemaState(prisma).catch((): "unavailable" => "unavailable");
-    if (now !== database) {
-      if (now === "ok") log.info("database reachable: heartbeating");
-      else log.error({ database: now }, "database not usable: not heartbeating, so not counted as a live worker");
-    }
-    database = now;
-    if (now === "ok") await redis.zadd(workersKey(config.REDIS_PREFIX), Date.now(), workerId).catch(() => {});
-    else await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
   };
   void beat();
   const heartbeat = setInterval(() => void beat(), 5000);
