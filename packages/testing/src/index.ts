@@ -4,7 +4,7 @@ export { createTestRun, createTenant, testPrisma, type Tenant, type TenantOption
 export { startStack, type Stack, type StackOptions } from "./stack";
 export { freePort, startService, waitForOk, type ServiceProcess } from "./processes";
 export { reachableAddresses } from "./listen-host";
-export { postRun, runJson } from "./runs";
+export { apiJson, postRun, runJson } from "./runs";
 export { readSse, type SseEvent, type SseResponse, type StreamOptions } from "./sse-client";
 export { startPrivateRedis, startPrivatePostgres, type PrivateRedis, type PrivatePostgres } from "./private-servers";
 export { startStackOnPrivatePostgres, type PrivatePostgresStack } from "./private-stack";

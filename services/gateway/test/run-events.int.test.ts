@@ -1,4 +1,4 @@
-import { createTenant, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { apiJson, createTenant, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // Replaying and following a run's events: GET /api/tasks/{id}/runs/{run_id}/events.
@@ -17,15 +17,7 @@ afterAll(async () => {
   await prisma?.$disconnect();
 });
 
-const api = async (method: string, path: string, body?: unknown, t: Tenant = tenant, headers: Record<string, string> = {}) => {
-  const res = await fetch(`${stack.gatewayUrl}/api${path}`, {
-    method,
-    headers: { ...t.headers, ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-};
+const api = (method: string, path: string, body?: unknown, t: Tenant = tenant, headers: Record<string, string> = {}) => apiJson(stack.gatewayUrl, method, path, { ...t.headers, ...headers }, body);
 const run = (query: string, extra: object = {}, t: Tenant = tenant) => api("POST", "/run", { query, stream: false, ...extra }, t);
 
 describe("run events", () => {

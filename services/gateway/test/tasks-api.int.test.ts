@@ -1,4 +1,4 @@
-import { createTenant, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { apiJson, createTenant, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
 
 let stack: Stack;
@@ -15,15 +15,7 @@ afterAll(async () => {
   await prisma?.$disconnect();
 });
 
-const api = async (method: string, path: string, body?: unknown, t: Tenant = tenant, headers: Record<string, string> = {}) => {
-  const res = await fetch(`${stack.gatewayUrl}/api${path}`, {
-    method,
-    headers: { ...t.headers, ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-};
+const api = (method: string, path: string, body?: unknown, t: Tenant = tenant, headers: Record<string, string> = {}) => apiJson(stack.gatewayUrl, method, path, { ...t.headers, ...headers }, body);
 const run = (query: string, extra: object = {}, t: Tenant = tenant) => api("POST", "/run", { query, stream: false, ...extra }, t);
 
 describe("tasks", () => {
