@@ -2,54 +2,7 @@ import { hashApiKey } from "@agentrun/api-keys";
 import type { PrismaClient } from "@agentrun/db";
 import { createTenant, testEnv, testPrisma } from "@agentrun/testing";
 import { AuthCache } from "./auth-cache";
-import { LookupCache, MAX_CACHED_LOOKUPS } from "./lookup-cache";
-
-describe("LookupCache", () => {
-  it("keeps what was found while more than its size of distinct misses come and go", () => {
-    const cache = new LookupCache<string>(60_000, 100);
-    cache.set("found", "row");
-    for (let i = 0; i < 1000; i++) cache.set(`miss-${i}`, null);
-    expect(cache.get("found")).toBe("row");
-    expect(cache.size).toEqual({ found: 1, missing: 100 });
-    // The newest misses are kept, the oldest made room.
-    expect(cache.get("miss-999")).toBeNull();
-    expect(cache.get("miss-900")).toBeNull();
-    expect(cache.get("miss-899")).toBeUndefined();
-    expect(cache.get("miss-0")).toBeUndefined();
-  });
-
-  it("evicts the oldest entry first, counting a rewrite as new", () => {
-    const cache = new LookupCache<number>(60_000, 3);
-    cache.set("a", 1);
-    cache.set("b", 2);
-    cache.set("c", 3);
-    cache.set("a", 10);
-    cache.set("d", 4);
-    expect(["a", "b", "c", "d"].map((k) => cache.get(k))).toEqual([10, undefined, 3, 4]);
-  });
-
-  it("keeps a key in one map only: a miss that is later found is a hit, and the reverse", () => {
-    const cache = new LookupCache<number>(60_000, 10);
-    cache.set("k", null);
-    cache.set("k", 1);
-    expect(cache.get("k")).toBe(1);
-    cache.set("k", null);
-    expect(cache.get("k")).toBeNull();
-    expect(cache.size).toEqual({ found: 0, missing: 1 });
-  });
-
-  it("forgets entries after the TTL, and caches nothing with a TTL of 0", async () => {
-    const short = new LookupCache<number>(20);
-    short.set("k", 1);
-    short.set("gone", null);
-    await new Promise((r) => setTimeout(r, 40));
-    expect(short.get("k")).toBeUndefined();
-    expect(short.get("gone")).toBeUndefined();
-    const none = new LookupCache<number>(0);
-    none.set("k", 1);
-    expect(none.get("k")).toBeUndefined();
-  });
-});
+import { MAX_CACHED_LOOKUPS } from "./lookup-cache";
 
 describe("AuthCache", () => {
   let prisma: PrismaClient;
@@ -77,4 +30,22 @@ describe("AuthCache", () => {
     expect(await cache.apiKey(valid)).toMatchObject({ keyId: tenant.keyId });
     expect(lookups).toHaveBeenCalledTimes(1 + misses);
   }, 60_000);
+
+  it("looks a key and an agent up once for many requests that miss them at the same time", async () => {
+    const tenant = await createTenant(prisma);
+    const cache = new AuthCache(prisma, 900);
+    const keyLookups = jest.spyOn(prisma.apiKey, "findUnique");
+    const agentLookups = jest.spyOn(prisma.agent, "findUnique");
+    keyLookups.mockClear();
+    agentLookups.mockClear();
+    const hash = hashApiKey(tenant.apiKey);
+    const [keys, agents] = await Promise.all([
+      Promise.all(Array.from({ length: 100 }, () => cache.apiKey(hash))),
+      Promise.all(Array.from({ length: 100 }, () => cache.agent(tenant.agentId))),
+    ]);
+    expect(new Set(keys.map((k) => k?.keyId))).toEqual(new Set([tenant.keyId]));
+    expect(new Set(agents.map((a) => a?.orgId))).toEqual(new Set([tenant.orgId]));
+    expect(keyLookups).toHaveBeenCalledTimes(1);
+    expect(agentLookups).toHaveBeenCalledTimes(1);
+  });
 });
