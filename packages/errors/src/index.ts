@@ -93,12 +93,17 @@ export function errorBody(code: string, message: string, details?: unknown): Err
  * refused connection, it was sent, and the server may still carry it out once it answers again.
  */
 export function isQueryTimeoutError(err: unknown): boolean {
+  for (const e of causeChain(err)) if (/Query read timeout/.test(String(e.message ?? ""))) return true;
+  return false;
+}
+
+/** `err` and its causes, outermost first, each object once (a cycle of causes ends the walk). */
+function* causeChain(err: unknown): Generator<any> {
   const seen = new Set<unknown>();
   for (let e: any = err; e && typeof e === "object" && !seen.has(e); e = e.cause) {
     seen.add(e);
-    if (/Query read timeout/.test(String(e.message ?? ""))) return true;
+    yield e;
   }
-  return false;
 }
 
 /**
@@ -106,10 +111,7 @@ export function isQueryTimeoutError(err: unknown): boolean {
  * reached, as opposed to a bug: these become 503 `unavailable`.
  */
 export function isUnavailableError(err: unknown): boolean {
-  const seen = new Set<unknown>();
-  let e: any = err;
-  while (e && typeof e === "object" && !seen.has(e)) {
-    seen.add(e);
+  for (const e of causeChain(err)) {
     const code = String(e.code ?? "");
     const msg = String(e.message ?? "");
     // Prisma's driver adapter keeps PostgreSQL's SQLSTATE in `meta` (e.g. P2010 → 57P03).
@@ -120,7 +122,6 @@ export function isUnavailableError(err: unknown): boolean {
     // Out of file descriptors (EMFILE, ENFILE): this process cannot open a connection now.
     if (/Connection is closed|connect E[MN]FILE|Stream isn't writeable|enableOfflineQueue|connect ECONNREFUSED|Connection terminated|DatabaseNotReachable|Can't reach database|timeout exceeded when trying to connect|the database system is (starting up|shutting down|not yet accepting connections|in recovery mode)|MaxRetriesPerRequestError|Reached the max retries|Query read timeout/i.test(msg)) return true;
     if (e.name === "DriverAdapterError" && /ECONNREFUSED|E[MN]FILE|closed|terminat/i.test(String(e.cause?.message ?? msg))) return true;
-    e = e.cause;
   }
   return false;
 }

@@ -40,3 +40,15 @@ describe("isQueryTimeoutError", () => {
     expect(isQueryTimeoutError(new Error("timeout exceeded when trying to connect"))).toBe(false);
   });
 });
+
+describe("causes", () => {
+  it("are followed through a chain that loops back on itself, which ends the walk", () => {
+    const a = new Error("outer") as Error & { cause?: unknown };
+    const b = new Error("inner", { cause: a });
+    a.cause = b;
+    expect(isUnavailableError(a)).toBe(false);
+    expect(isQueryTimeoutError(a)).toBe(false);
+    const deep = new Error("wrapped", { cause: new Error("again", { cause: Object.assign(new Error("refused"), { code: "ECONNREFUSED" }) }) });
+    expect(isUnavailableError(deep)).toBe(true);
+  });
+});

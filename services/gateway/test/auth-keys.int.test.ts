@@ -1,16 +1,15 @@
-import { createTenant, startStack, testEnv, testPrisma, type ServiceProcess, type Stack } from "@agentrun/testing";
+import { createTenant, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // Two gateway processes with the default key cache TTL (900 ms); key use is written every 300 ms.
 const FLUSH_MS = 300;
 let stack: Stack;
-let second: ServiceProcess;
 let secondUrl: string;
 let prisma: PrismaClient;
 
 beforeAll(async () => {
   stack = await startStack({ workers: 0, memory: false, gatewayEnv: { KEY_LAST_USED_FLUSH_MS: String(FLUSH_MS), AUTH_FAILURE_LIMIT: "100000" } });
-  ({ proc: second, url: secondUrl } = await stack.addGateway({ AUTH_FAILURE_LIMIT: "100000" }));
+  ({ url: secondUrl } = await stack.addGateway({ AUTH_FAILURE_LIMIT: "100000" }));
   prisma = testPrisma(testEnv().databaseUrl);
 });
 

@@ -1,18 +1,17 @@
-import { createTenant, readSse, startStack, testEnv, testPrisma, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
 jest.setTimeout(120_000);
 
 let stack: Stack;
-let second: ServiceProcess;
 let secondUrl: string;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
 beforeAll(async () => {
   stack = await startStack();
-  ({ proc: second, url: secondUrl } = await stack.addGateway());
+  ({ url: secondUrl } = await stack.addGateway());
   prisma = testPrisma(testEnv().databaseUrl);
   tenant = await createTenant(prisma);
 });

@@ -1,16 +1,15 @@
-import { readSse, startStack, testEnv, testPrisma, createTenant, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
+import { readSse, startStack, testEnv, testPrisma, createTenant, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { Redis } from "ioredis";
 
 // Two gateway processes on the same Redis prefix: the limit is one per organization, not per instance.
 let stack: Stack;
-let second: ServiceProcess;
 let secondUrl: string;
 let prisma: PrismaClient;
 
 beforeAll(async () => {
   stack = await startStack({ workers: 1 });
-  ({ proc: second, url: secondUrl } = await stack.addGateway());
+  ({ url: secondUrl } = await stack.addGateway());
   prisma = testPrisma(testEnv().databaseUrl);
 });
 

@@ -1,4 +1,4 @@
-import { createTenant, readSse, startStack, testEnv, testPrisma, watchSse, eventually, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { taskListSql } from "../src/views/list-queries";
 

@@ -27,7 +27,7 @@ const STOP_CODES: Record<string, { status: "cancelled" | "failed"; code?: string
  * down past the retries) is thrown, so that BullMQ retries the job.
  */
 export async function executeRun(deps: RunDeps, runId: string, control: RunControl): Promise<void> {
-  const { prisma, redis, redisPrefix, config } = deps;
+  const { prisma, redis, redisPrefix } = deps;
   const { signal } = control;
   // The cancel flag is read alongside the claim: a cancel sent after this read reaches the run
   // through `signal` (the run is registered with the control channel's listener before this),

@@ -10,7 +10,6 @@ import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 import { jsonBody } from "@agentrun/json-body";
 import { createRun, newRunIds } from "../runs/create-run";
 import { startRun } from "../runs/start-run";
-import { respondWithRun } from "../runs/respond-run";
 import { resumeAfter, streamRunEvents } from "../runs/run-events-stream";
 import { ownedTask } from "../tasks/task-access";
 import { VisitorTokens } from "./visitor-token";
