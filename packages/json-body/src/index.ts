@@ -1,4 +1,5 @@
 import { isUtf8 } from "node:buffer";
+import type { IncomingMessage } from "node:http";
 import express, { type RequestHandler } from "express";
 import { isStorableText } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
@@ -64,13 +65,12 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
   });
   const checkType: RequestHandler = (req, res, next) => {
     if (/%00/i.test(req.originalUrl)) throw unstorableRefused("The URL", "\0");
-    const declared = Number(req.headers["content-length"] ?? 0);
-    const hasBody = req.headers["transfer-encoding"] !== undefined || declared > 0;
+    const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
     if (!hasBody) return next();
     if (!req.is("application/json")) throw new AppError("unsupported_media_type");
     // Refused from its declared length, before reading any of it; the connection closes after
     // the answer instead of reading and discarding the rest.
-    if (declared > limitBytes) {
+    if (declaresBodyOver(req, limitBytes)) {
       res.setHeader("Connection", "close");
       throw new AppError("payload_too_large", { message: `The request body is too large: at most ${limitBytes} bytes.` });
     }
@@ -147,4 +147,12 @@ function unstorablePath(value: unknown, at: (string | number)[]): { path: (strin
     }
   }
   return null;
+}
+
+/**
+ * Whether the request's Content-Length declares more than `limitBytes`: such a body is refused
+ * (413) before any of it is read, and a client waiting for 100 Continue is not invited to send it.
+ */
+export function declaresBodyOver(req: Pick<IncomingMessage, "headers">, limitBytes: number): boolean {
+  return Number(req.headers["content-length"] ?? 0) > limitBytes;
 }

@@ -4,6 +4,7 @@ import http from "node:http";
 import https from "node:https";
 import { loadConfig, runMain } from "@agentrun/config";
 import { createLogger } from "@agentrun/logger";
+import { declaresBodyOver } from "@agentrun/json-body";
 import { gatewayConfigSchema } from "./config";
 import { createGatewayDeps } from "./create-deps";
 import { createApp } from "./app";
@@ -28,7 +29,7 @@ runMain(async () => {
   // Expect: 100-continue: a body declared over the limit is refused (413, by the app) without
   // inviting the client to send it.
   server.on("checkContinue", (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (Number(req.headers["content-length"] ?? 0) <= config.BODY_LIMIT_BYTES) res.writeContinue();
+    if (!declaresBodyOver(req, config.BODY_LIMIT_BYTES)) res.writeContinue();
     server.emit("request", req, res);
   });
   // A port in use rejects here, so runMain reports it as one line.
