@@ -143,9 +143,17 @@ describe("failure paths", () => {
     expect(dbRun.task.status).toBe("failed");
   });
 
-  it("ends with run_failed model_bad_response on a malformed stream", async () => {
+  it("ends with run_failed model_bad_response on a malformed stream, keeping the text streamed before it", async () => {
+    // The scripted model sends its first chunk and the truncated line in one write.
     const res = await run({ query: "[malformed] some text" });
+    expect(res.events.map((e) => e.data.type)).toEqual(["run_started", "text_chunk", "run_failed"]);
+    const streamed: string = res.events[1]!.data.content;
+    expect(streamed.length).toBeGreaterThan(0);
+    expect("Echo: some text".startsWith(streamed)).toBe(true);
     expect(res.events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "model_bad_response" } });
+    const { run_id, task_id } = res.events[0]!.data;
+    const replay = await readSse(`${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`, { headers: tenant.headers });
+    expect(replay.events.map((e) => e.data)).toEqual(res.events.map((e) => e.data));
   });
 
   it("keeps no output and no answer in the history of a run that failed after streaming text", async () => {

@@ -59,6 +59,18 @@ describe("completionChunks", () => {
     await expect(reads([event(chunk("a")), 'data: {"id":"c1","choices":[{"delta":\n\n'])).rejects.toBeInstanceOf(SyntaxError);
   });
 
+  it("gives the chunks before a bad one in the same read, then throws", async () => {
+    for (const bad of ['data: {"id":"c1","choices":[{"delta":\n\n', event({ error: { message: "overloaded" } })]) {
+      const seen: string[][] = [];
+      const body = response([event(chunk("a")), event(chunk("b")) + event(chunk("c")) + bad + event(chunk("never"))]);
+      const err = await (async () => {
+        for await (const chunks of completionChunks(body)) seen.push(chunks.map((c) => c.choices[0]!.delta.content!));
+      })().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect(seen).toEqual([["a"], ["b", "c"]]);
+    }
+  });
+
   it("throws SyntaxError when one event outgrows the bound instead of buffering it", async () => {
     const endless = ["data: ", "x".repeat(600), "x".repeat(600)];
     await expect(reads(endless, 1000)).rejects.toThrow(/exceeded 1000 characters/);

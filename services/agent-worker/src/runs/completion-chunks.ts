@@ -29,7 +29,7 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  * model, interleaved runs). As there,
  * `data: [DONE]` ends the answer (what follows is read and ignored, so that the connection can be
  * reused), a chunk whose JSON does not parse throws `SyntaxError`, and one carrying `error`
- * throws the SDK's `APIError`. The SSE framing is read by `eventsource-parser`.
+ * throws the SDK's `APIError`, each after the good chunks before it. The SSE framing is read by `eventsource-parser`.
  */
 export async function* completionChunks(response: StreamedResponse, maxEventChars = MAX_EVENT_CHARS): AsyncGenerator<ChatCompletionChunk[]> {
   if (!response.body) throw new OpenAI.OpenAIError("Attempted to iterate over a response with no body");
@@ -51,16 +51,25 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
     const read = events;
     events = [];
     const chunks: ChatCompletionChunk[] = [];
+    let failure: Error | undefined;
     for (const { data } of read) {
       if (done) continue;
       if (data.startsWith("[DONE]")) {
         done = true;
         continue;
       }
-      const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: object };
-      if (chunk?.error) throw new OpenAI.APIError(undefined, chunk.error, undefined, response.headers);
-      chunks.push(chunk);
+      try {
+        const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: object };
+        if (chunk?.error) throw new OpenAI.APIError(undefined, chunk.error, undefined, response.headers);
+        chunks.push(chunk);
+      } catch (err) {
+        failure = err as Error;
+        break;
+      }
     }
+    // The chunks that came before a bad one in the same read are the model's answer so far:
+    // they are given first, and the error thrown when the consumer asks for more.
     if (chunks.length > 0) yield chunks;
+    if (failure) throw failure;
   }
 }
