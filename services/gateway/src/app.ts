@@ -9,6 +9,7 @@ import { requireHttps } from "./middleware/require-https.middleware";
 import { refuseOptions } from "./middleware/refuse-options.middleware";
 import { securityHeaders } from "./middleware/security-headers.middleware";
 import { answerConditionalGetsOnlyWithValidator } from "./middleware/conditional-get";
+import { strictQueryParser } from "./middleware/strict-query";
 import { authFailureGuard } from "./rate-limit/auth-failure-guard";
 import { openApiRoutes } from "./openapi/openapi.routes";
 import { healthRoutes } from "./routes/health.routes";
@@ -28,6 +29,7 @@ export function createApp(deps: GatewayDeps): Express {
   // per-caller and change with every run. widget.js sets its own (see widgetAssetRoutes).
   app.set("etag", false);
   answerConditionalGetsOnlyWithValidator(app);
+  app.set("query parser", strictQueryParser);
   app.set("trust proxy", parseTrustProxy(deps.config.TRUST_PROXY));
   app.use(requestId(deps.logger));
   app.use(securityHeaders());

@@ -118,6 +118,25 @@ describe("400 invalid_request", () => {
   it("malformed percent-encoding in the path", async () => {
     await expectError(await call("/api/memory/%E0%A4%A", { method: "DELETE" }), 400, "invalid_request");
   });
+
+  it.each([
+    ["bytes that are not UTF-8", "/api/memory?user_id=a%FF"],
+    ["an escape without its two hex digits", "/api/tasks?status=%zz"],
+    ["a cut UTF-8 sequence", "/api/tasks?limit=1&x=%E2%9C"],
+    ["an encoded lone surrogate", "/api/memory?user_id=%ED%A0%80"],
+  ])("malformed percent-encoding in the query string: %s, rather than read as U+FFFD or left escaped", async (_what, path) => {
+    const err = await expectError(await call(path), 400, "invalid_request");
+    expect(err.error.message).toBe("The URL contains a malformed percent-encoding.");
+  });
+
+  it("a well-formed query string is decoded as before: escapes, UTF-8 and '+' for a space", async () => {
+    const created = await postJson("/api/memory", { user_id: "ü ser", content: "query strings" });
+    expect(created.status).toBe(201);
+    const res = await call("/api/memory?user_id=%C3%BC+ser&limit=%31");
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { memories: { content: string }[] };
+    expect(body.memories.map((m) => m.content)).toEqual(["query strings"]);
+  });
 });
 
 describe("400 invalid_request: U+0000 and lone surrogates, which PostgreSQL cannot store", () => {

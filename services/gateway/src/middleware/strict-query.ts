@@ -1,0 +1,22 @@
+import querystring from "node:querystring";
+import { AppError } from "@agentrun/errors";
+
+/**
+ * The app's "query parser": Express's simple parser (`node:querystring`), except that a query
+ * string with a malformed percent-encoding, or one that decodes to bytes that are not UTF-8, is
+ * refused (400) as it is in a path, instead of being read with the escape left as it was or with
+ * U+FFFD where the bytes were (`?user_id=a%FF` would otherwise name the user `a\uFFFD`).
+ * Express calls it when a handler reads `req.query`, so the refusal comes in the contract's
+ * order: after authentication and the rate limit, with the other parameter checks.
+ */
+export function strictQueryParser(query: string | null | undefined): querystring.ParsedUrlQuery {
+  if (!query) return querystring.parse("");
+  if (query.includes("%")) {
+    try {
+      decodeURIComponent(query);
+    } catch {
+      throw new AppError("invalid_request", { message: "The URL contains a malformed percent-encoding." });
+    }
+  }
+  return querystring.parse(query);
+}
