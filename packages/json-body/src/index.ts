@@ -3,6 +3,7 @@ import type { IncomingMessage } from "node:http";
 import express, { type RequestHandler } from "express";
 import { isStorableText } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
+import { inexactNumber } from "./inexact-number";
 
 /** What the parser's look at the raw body found, for the checks after parsing. */
 interface RawBodyFlags {
@@ -14,6 +15,8 @@ interface RawBodyFlags {
   notUtf8?: true;
   /** It may hold the key `__proto__` (spelled out or escaped); the walk confirms it. */
   mayHoldProto?: true;
+  /** Its first number that would not be kept as written (see {@link inexactNumber}). */
+  inexactNumber?: string;
 }
 const rawBodyFlags = Symbol("rawBodyFlags");
 type Flagged = { [rawBodyFlags]?: RawBodyFlags };
@@ -59,6 +62,8 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
       const flags: RawBodyFlags = ((req as Flagged)[rawBodyFlags] = {});
       if (buf.includes("\\u0000") || buf.includes("\\ud") || buf.includes("\\uD")) flags.mayHoldNul = true;
       if (nestsDeeperThan(buf, MAX_JSON_DEPTH)) flags.tooDeep = true;
+      const inexact = inexactNumber(buf);
+      if (inexact !== null) flags.inexactNumber = inexact;
       if (!isUtf8(buf)) flags.notUtf8 = true;
       if (buf.includes("proto") || buf.includes("\\u")) flags.mayHoldProto = true;
     },
@@ -85,6 +90,12 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     }
     if (flags.tooDeep) {
       throw new AppError("invalid_request", { message: `The JSON body must not nest arrays and objects more than ${MAX_JSON_DEPTH} levels deep.` });
+    }
+    if (flags.inexactNumber !== undefined) {
+      const shown = flags.inexactNumber.length > 40 ? `${flags.inexactNumber.slice(0, 40)}…` : flags.inexactNumber;
+      throw new AppError("invalid_request", {
+        message: `The JSON body holds the number ${shown}, which would not be kept as written: integers must lie within ±9007199254740991 and other numbers within the range of a double; send such values as strings.`,
+      });
     }
     if (flags.mayHoldNul) {
       const found = unstorablePath(req.body, []);

@@ -110,6 +110,18 @@ describe("400 invalid_request", () => {
     expect((await call("/api/tasks", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: '{"title":"__proto__","metadata":{"k":"__proto__"}}' })).status).toBe(201);
   });
 
+  it.each([
+    ["an integer beyond ±(2^53 − 1) in a task's metadata", "/api/tasks", '{"metadata":{"id":12345678901234567890}}', "12345678901234567890"],
+    ["a number beyond a double's range in a run's metadata", "/api/run", '{"query":"x","stream":false,"context":{"metadata":{"big":1e309}}}', "1e309"],
+  ])("%s, rather than stored rounded or as null", async (_name, path, text, number) => {
+    const before = await prisma.task.count({ where: { orgId: tenant.orgId } });
+    const err = await expectError(await call(path, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: text }), 400, "invalid_request");
+    expect(err.error.message).toContain(`the number ${number},`);
+    expect(await prisma.task.count({ where: { orgId: tenant.orgId } })).toBe(before);
+    const kept = await call("/api/tasks", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: '{"metadata":{"max":9007199254740991,"f":1.5e300,"s":"12345678901234567890"}}' });
+    expect(((await kept.json()) as { metadata: unknown }).metadata).toEqual({ max: 9007199254740991, f: 1.5e300, s: "12345678901234567890" });
+  });
+
   it("JSON nested within 32 levels is data like any other", async () => {
     const res = await call("/api/tasks", { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: `{"metadata":{"a":${"[".repeat(29)}${"]".repeat(29)}}}` });
     expect(res.status).toBe(201);
