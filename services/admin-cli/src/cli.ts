@@ -123,7 +123,10 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Cl
     emit: (o) => void (output = o),
   };
   try {
-    await buildProgram(ctx, captured).parseAsync([...argv], { from: "user" });
+    // `help [command…]` is `[command…] --help`: commander's own help command ends as a missing
+    // command when its output is captured.
+    const args = argv[0] === "help" ? [...argv.slice(1), "--help"] : [...argv];
+    await buildProgram(ctx, captured).parseAsync(args, { from: "user" });
   } catch (err) {
     return err instanceof CommanderError ? fromCommanderError(err, captured) : errorResult(err);
   }

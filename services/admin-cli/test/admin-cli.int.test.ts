@@ -271,4 +271,10 @@ describe("command line errors", () => {
     expect(out.help).toContain("Usage: cli key");
     expect(out.help).toContain("revoke");
   });
+
+  it("answers the help command it lists as --help: `help`, `help org`, `help org create`", async () => {
+    expect((await ok("help")).help).toContain("help [command]");
+    expect((await ok("help", "org")).help).toContain("Usage: cli org [options] [command]");
+    expect((await ok("help", "org", "create")).help).toContain("Usage: cli org create [options]");
+  });
 });
