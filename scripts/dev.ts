@@ -6,6 +6,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import pg from "pg";
 import { Redis } from "ioredis";
@@ -50,6 +51,9 @@ function fail(line: string): never {
   throw new DevFailure(line);
 }
 
+/** SQLSTATEs of a refused login: unknown role or no pg_hba.conf entry (28000), wrong password (28P01). */
+const LOGIN_REFUSED = ["28000", "28P01"];
+
 async function checkDependencies(): Promise<void> {
   const admin = new URL(config.DATABASE_URL);
   admin.pathname = "/postgres";
@@ -58,17 +62,37 @@ async function checkDependencies(): Promise<void> {
     await client.connect();
     await client.end();
   } catch (err) {
-    fail(`PostgreSQL is not reachable at ${admin.host} (${(err as Error).message}); ${HOW_TO_START}.`);
+    const { code, message } = err as { code?: string; message: string };
+    if (code && LOGIN_REFUSED.includes(code)) fail(`PostgreSQL at ${admin.host} refused the login in DATABASE_URL (${message}); check its user name and password.`);
+    fail(`PostgreSQL is not reachable at ${admin.host} (${message}); ${HOW_TO_START}.`);
   }
   const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 3000 });
-  redis.on("error", () => {});
+  // What went wrong is in the connection's error event; connect() itself only says it closed.
+  let cause: Error | undefined;
+  redis.on("error", (err: Error) => (cause ??= err));
   try {
     await redis.connect();
     await redis.ping();
   } catch (err) {
-    fail(`Redis is not reachable at ${new URL(config.REDIS_URL).host} (${(err as Error).message}); ${HOW_TO_START}.`);
+    fail(`Redis is not reachable at ${new URL(config.REDIS_URL).host} (${(cause ?? (err as Error)).message}); ${HOW_TO_START}.`);
   } finally {
     redis.disconnect();
+  }
+}
+
+/**
+ * Fails when a port a service is about to listen on is taken (another `npm run dev`, say): the
+ * readiness check would otherwise be answered by whatever listens there, and "ready" printed
+ * for a stack that is about to stop.
+ */
+async function checkPortsFree(ports: { name: string; port: number; host?: string }[]): Promise<void> {
+  for (const { name, port, host } of ports) {
+    const server = net.createServer();
+    const taken = await new Promise<boolean>((resolve, reject) => {
+      server.once("error", (err: NodeJS.ErrnoException) => (err.code === "EADDRINUSE" ? resolve(true) : reject(err)));
+      server.listen({ port, host, exclusive: true }, () => server.close(() => resolve(false)));
+    });
+    if (taken) fail(`port ${port} is already in use (another agentrun, perhaps); stop what listens there or set ${name}.`);
   }
 }
 
@@ -169,6 +193,11 @@ async function waitReady(url: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  await checkPortsFree([
+    { name: "PORT", port: config.PORT },
+    { name: "MEMORY_PORT", port: config.MEMORY_PORT, host: process.env.MEMORY_HOST ?? "127.0.0.1" },
+    { name: "SCRIPTED_MODEL_PORT", port: config.SCRIPTED_MODEL_PORT, host: process.env.SCRIPTED_MODEL_HOST ?? "127.0.0.1" },
+  ]);
   await checkDependencies();
   if (await ensureDatabase(config.DATABASE_URL)) console.log(`created database ${new URL(config.DATABASE_URL).pathname.slice(1)}`);
   await migrateDeploy(config.DATABASE_URL);
@@ -184,6 +213,8 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void stopAll(0));
   process.on("SIGTERM", () => void stopAll(0));
   await waitReady(`http://127.0.0.1:${config.PORT}/readyz`);
+  // A service that exited meanwhile is stopping the stack: no "ready" for it.
+  if (stopping) await stopping;
   const base = `http://127.0.0.1:${config.PORT}`;
   console.log(
     [

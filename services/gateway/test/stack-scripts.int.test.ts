@@ -39,6 +39,29 @@ it("npm run dev names each bad variable on one line and exits 1", () => {
   expect(r.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^invalid environment: PORT: .*; WORKERS: /)]);
 });
 
+/** `npm run dev` with `env` added, run to its exit (it must fail before starting anything). */
+const devFails = (env: Record<string, string>) =>
+  spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts/dev.ts")], { cwd: REPO_ROOT, env: { ...process.env, ...env }, encoding: "utf8", timeout: 30_000 });
+
+it("npm run dev says in one line which port is taken, which login was refused, why Redis is unreachable", async () => {
+  const [taken, memory, model, closed] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const ports = { MEMORY_PORT: String(memory), SCRIPTED_MODEL_PORT: String(model) };
+  // Something else on the gateway's port: refused before anything starts, never "ready".
+  const other = net.createServer().listen(taken);
+  await once(other, "listening");
+  try {
+    const r = devFails({ ...ports, PORT: String(taken), DATABASE_URL: testEnv().databaseUrl });
+    expect([r.status, r.stdout, r.stderr.trim()]).toEqual([1, "", `port ${taken} is already in use (another agentrun, perhaps); stop what listens there or set PORT.`]);
+  } finally {
+    other.close();
+  }
+  const free = { ...ports, PORT: String(taken) };
+  const login = devFails({ ...free, DATABASE_URL: "postgresql://agentrun_no_such_role@127.0.0.1:5432/x" });
+  expect([login.status, login.stderr.trim().split("\n")]).toEqual([1, [expect.stringMatching(/^PostgreSQL at 127\.0\.0\.1:5432 refused the login in DATABASE_URL \(.*agentrun_no_such_role.*\); check its user name and password\.$/)]]);
+  const redis = devFails({ ...free, DATABASE_URL: testEnv().databaseUrl, REDIS_URL: `redis://127.0.0.1:${closed}` });
+  expect([redis.status, redis.stderr.trim().split("\n")]).toEqual([1, [expect.stringMatching(new RegExp(`^Redis is not reachable at 127\\.0\\.0\\.1:${closed} \\(connect ECONNREFUSED .*\\); start them with`))]]);
+});
+
 it("long-running npm scripts exec their command, so that a supervisor's SIGTERM to npm reaches it", () => {
   // npm runs a script as `sh -c <script>`; Debian's sh does not hand a signal on to its child,
   // so without `exec` a SIGTERM to npm stops npm and sh and leaves the stack running unseen.
