@@ -29,7 +29,8 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  * model, interleaved runs). As there,
  * `data: [DONE]` ends the answer (what follows is read and ignored, so that the connection can be
  * reused), a chunk whose JSON does not parse throws `SyntaxError`, and one carrying `error`
- * throws the SDK's `APIError`, each after the good chunks before it. The SSE framing is read by `eventsource-parser`.
+ * throws the SDK's `APIError`, each after the good chunks before it. The SSE framing is read by
+ * `eventsource-parser`.
  */
 export async function* completionChunks(response: StreamedResponse, maxEventChars = MAX_EVENT_CHARS): AsyncGenerator<ChatCompletionChunk[]> {
   if (!response.body) throw new OpenAI.OpenAIError("Attempted to iterate over a response with no body");
