@@ -123,10 +123,12 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Cl
     emit: (o) => void (output = o),
   };
   try {
-    // `help [command…]` is `[command…] --help`: commander's own help command ends as a missing
-    // command when its output is captured.
-    const args = argv[0] === "help" ? [...argv.slice(1), "--help"] : [...argv];
-    await buildProgram(ctx, captured).parseAsync(args, { from: "user" });
+    const program = buildProgram(ctx, captured);
+    // `help [command…]` is `[command…] --help` (commander's own help command ends as a missing
+    // command when its output is captured); `help <unknown>` is refused as `<unknown>` would be.
+    const known = argv[1] === undefined || program.commands.some((c) => c.name() === argv[1]);
+    const args = argv[0] === "help" ? [...argv.slice(1), ...(known ? ["--help"] : [])] : [...argv];
+    await program.parseAsync(args, { from: "user" });
   } catch (err) {
     return err instanceof CommanderError ? fromCommanderError(err, captured) : errorResult(err);
   }

@@ -276,5 +276,6 @@ describe("command line errors", () => {
     expect((await ok("help")).help).toContain("help [command]");
     expect((await ok("help", "org")).help).toContain("Usage: cli org [options] [command]");
     expect((await ok("help", "org", "create")).help).toContain("Usage: cli org create [options]");
+    expect(await fails("help", "nope")).toEqual({ exitCode: 2, stderr: expect.stringMatching(/^error: unknown command 'nope'/) });
   });
 });
