@@ -32,9 +32,13 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
   // The cancel flag is read alongside the claim: a cancel sent after this read reaches the run
   // through `signal` (the run is registered with the control channel's listener before this),
   // and the heartbeat reads the flag again, for a control message this worker did not get.
+  // A flag that cannot be read (Redis down as the run starts) does not fail the run: the
+  // heartbeat reads it again, and a cancel sent later comes through the control channel.
   const cancelKey = runCancelKey(redisPrefix, runId);
-  const cancelFlag = redis.exists(cancelKey);
-  cancelFlag.catch(() => {}); // awaited below once claimed; unclaimed runs never look at it
+  const cancelFlag = redis.exists(cancelKey).catch((err: unknown) => {
+    deps.logger.warn({ runId, err }, "could not read the run's cancel flag; the heartbeat reads it again");
+    return 0;
+  });
   const claim = await claimRun(deps, runId);
   if (!claim) return;
   const log = deps.logger.child({ runId });
