@@ -1,4 +1,4 @@
-import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, readSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // MODEL_TIMEOUT_MS bounds a model call to its last streamed chunk, not only to its headers: a
@@ -7,16 +7,7 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ memory: false, workerEnv: { MODEL_TIMEOUT_MS: "2000", MODEL_IDLE_TIMEOUT_MS: "1500" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { memory: false, workerEnv: { MODEL_TIMEOUT_MS: "2000", MODEL_IDLE_TIMEOUT_MS: "1500" } } });
 
 it("fails with model_timeout a run whose model is still streaming after MODEL_TIMEOUT_MS", async () => {
   const t0 = Date.now();

@@ -1,23 +1,13 @@
-import { createTenant, eventually, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, eventually, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
 // Queued runs whose BullMQ job was lost (e.g. Redis lost its data): the workers' sweeper queues
 // a recent one again, and ends one that is too old to start now.
-let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 1, workerEnv: { QUEUED_STALE_AFTER_MS: "1000", QUEUED_MAX_AGE_MS: "600000" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ prisma, tenant } = started), { stack: { workers: 1, workerEnv: { QUEUED_STALE_AFTER_MS: "1000", QUEUED_MAX_AGE_MS: "600000" } } });
 
 /** Records a queued run the way the gateway does, but never puts it on the queue; `ageMs` backdates it. */
 async function queuedRunWithoutJob(query: string, ageMs: number): Promise<string> {

@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, createTenant, readSse, type Stack, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
@@ -8,16 +8,7 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 1, workerEnv: { HTTP_TOOL_ALLOW_PRIVATE: "true" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma, { credits: 100 });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 1, workerEnv: { HTTP_TOOL_ALLOW_PRIVATE: "true" } }, tenant: { credits: 100 } });
 
 const run = (query: string) => readSse(`${stack.gatewayUrl}/api/run`, { body: { query }, headers: tenant.headers });
 

@@ -1,23 +1,12 @@
 import { randomInt } from "node:crypto";
-import { createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
-import type { PrismaClient } from "@agentrun/db";
+import { stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 
 // TRUST_PROXY lets each test speak from an address of its own through X-Forwarded-For.
 const LIMIT = 5;
 let stack: Stack;
-let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 0, gatewayEnv: { TRUST_PROXY: "true", AUTH_FAILURE_LIMIT: String(LIMIT) } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, tenant } = started), { stack: { workers: 0, gatewayEnv: { TRUST_PROXY: "true", AUTH_FAILURE_LIMIT: String(LIMIT) } }, tenant: { plan: "enterprise", rpmLimit: 100_000 } });
 
 const newIp = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
 const get = (ip: string, headers: Record<string, string>) => fetch(`${stack.gatewayUrl}/api/memory`, { headers: { ...headers, "x-forwarded-for": ip } });

@@ -1,4 +1,4 @@
-import { createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, createTenant, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // The contract's order of checks: authentication (401) → agent (400/404/403) → rate limit (429)
@@ -7,16 +7,7 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 1, gatewayEnv: { AUTH_FAILURE_LIMIT: "100000" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 1, gatewayEnv: { AUTH_FAILURE_LIMIT: "100000" } }, tenant: { plan: "enterprise", rpmLimit: 100_000 } });
 
 const BAD_JSON = '{"query":';
 const post = (headers: Record<string, string>, body: string, contentType = "application/json") =>

@@ -1,4 +1,4 @@
-import { createTenant, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, createTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // One test per row of the contract's error table, through HTTP against the real services.
@@ -6,16 +6,7 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 1, gatewayEnv: { AUTH_FAILURE_LIMIT: "100000" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 1, gatewayEnv: { AUTH_FAILURE_LIMIT: "100000" } }, tenant: { plan: "enterprise", rpmLimit: 100_000 } });
 
 interface Call {
   method?: string;

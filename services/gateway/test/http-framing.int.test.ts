@@ -1,22 +1,11 @@
-import { createTenant, rawExchange, rawHead, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
-import type { PrismaClient } from "@agentrun/db";
+import { stackWithTenant, rawExchange, rawHead, type Stack, type Tenant } from "@agentrun/testing";
 
 // Requests as they arrive on the connection, sent raw where fetch would not send them so:
 // headers repeated or many, a body declared larger than it is, framing Node's parser refuses.
 let stack: Stack;
-let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 1, gatewayEnv: { AUTH_FAILURE_LIMIT: "100000" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, tenant } = started), { stack: { workers: 1, gatewayEnv: { AUTH_FAILURE_LIMIT: "100000" } }, tenant: { plan: "enterprise", rpmLimit: 100_000 } });
 
 it("Authorization sent twice, whichever of the two keys is valid", async () => {
   for (const [first, second] of [[tenant.headers.authorization!, "Bearer ar_live_notakey"], ["Bearer ar_live_notakey", tenant.headers.authorization!]]) {

@@ -1,6 +1,6 @@
 import { runRequestSchema } from "@agentrun/contracts";
 import { newId, type PrismaClient } from "@agentrun/db";
-import { createTenant, readSse, runJson, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, readSse, runJson, type Stack, type Tenant } from "@agentrun/testing";
 import { IDEMPOTENCY_TTL_MS, requestHash } from "../src/runs/idempotency";
 
 // What a replay of an Idempotency-Key gets when the run it names is gone, or not there yet.
@@ -8,16 +8,7 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ memory: false });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { memory: false } });
 
 const keyed = (key: string) => ({ ...tenant.headers, "idempotency-key": key });
 const run = (key: string, query: string) => runJson(stack.gatewayUrl, keyed(key), { query });

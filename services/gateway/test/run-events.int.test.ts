@@ -1,4 +1,4 @@
-import { apiJson, createTenant, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, apiJson, createTenant, readSse, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // Replaying and following a run's events: GET /api/tasks/{id}/runs/{run_id}/events.
@@ -7,15 +7,7 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ memory: false });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma);
-});
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { memory: false } });
 
 const api = (method: string, path: string, body?: unknown, t: Tenant = tenant, headers: Record<string, string> = {}) => apiJson(stack.gatewayUrl, method, path, { ...t.headers, ...headers }, body);
 const run = (query: string, extra: object = {}, t: Tenant = tenant) => api("POST", "/run", { query, stream: false, ...extra }, t);

@@ -1,4 +1,4 @@
-import { runJson, createTenant, rawExchange, rawHead, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, runJson, createTenant, rawExchange, rawHead, readSse, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
@@ -6,16 +6,7 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 1 });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma, { instructions: "You help {{user_name}} (id {{user_id}}) on plan {{metadata.plan}}.{{metadata.missing}}" });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 1 }, tenant: { instructions: "You help {{user_name}} (id {{user_id}}) on plan {{metadata.plan}}.{{metadata.missing}}" } });
 
 const run = (body: object, headers: Record<string, string> = tenant.headers) => readSse(`${stack.gatewayUrl}/api/run`, { body, headers });
 const runOnce = (body: Record<string, unknown>) => runJson(stack.gatewayUrl, tenant.headers, { ...body, stream: false });

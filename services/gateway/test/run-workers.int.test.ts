@@ -1,4 +1,4 @@
-import { runJson, createTenant, eventually, readSse, startStack, watchSse, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, runJson, eventually, readSse, startStack, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 let stack: Stack;
@@ -8,16 +8,7 @@ let tenant: Tenant;
 // Short stall and orphan timings so that a dead worker is noticed within seconds.
 const workerEnv = { WORKER_CONCURRENCY: "3", LOCK_DURATION_MS: "2000", STALLED_INTERVAL_MS: "1000", RUN_STALE_AFTER_MS: "4000", MODEL_IDLE_TIMEOUT_MS: "1500", SHUTDOWN_GRACE_MS: "8000" };
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 2, workerEnv });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 2, workerEnv } });
 
 const runResult = async (query: string) => (await runJson(stack.gatewayUrl, tenant.headers, { query })).body;
 

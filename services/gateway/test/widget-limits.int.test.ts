@@ -1,6 +1,6 @@
 import { newId, type PrismaClient } from "@agentrun/db";
 import { generateWidgetKey } from "@agentrun/api-keys";
-import { createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 
 // Widget limits per client address and per widget key, apart from the organization's API limit.
 // TRUST_PROXY lets the test speak from several addresses through X-Forwarded-For; this stack also
@@ -14,16 +14,7 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_RPM_PER_IP: String(PER_IP), WIDGET_RPM_PER_KEY: String(PER_KEY), AUTH_FAILURE_LIMIT: String(AUTH_FAILURES), TRUST_PROXY: "true" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma, { plan: "free" });
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 1, gatewayEnv: { WIDGET_RPM_PER_IP: String(PER_IP), WIDGET_RPM_PER_KEY: String(PER_KEY), AUTH_FAILURE_LIMIT: String(AUTH_FAILURES), TRUST_PROXY: "true" } }, tenant: { plan: "free" } });
 
 async function createWidgetKey(): Promise<string> {
   const value = generateWidgetKey();
