@@ -1,6 +1,6 @@
-import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import type { Duplex } from "node:stream";
+import { newRequestId } from "./request-id.middleware";
 
 /** What Node found wrong with a request before the app saw it: status, reason phrase, message. */
 function answerFor(code: string | undefined): [number, string, string] {
@@ -24,7 +24,7 @@ export function answerMalformedRequests(server: Server): void {
     const body = JSON.stringify({ error: { code: "invalid_request", message } });
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        `X-Request-Id: req_${randomUUID().replaceAll("-", "")}\r\nConnection: close\r\n\r\n${body}`,
+        `X-Request-Id: ${newRequestId()}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
 }

@@ -9,6 +9,9 @@ import type { Logger } from "@agentrun/logger";
  */
 const CLIENT_REQUEST_ID = /^[\x20-\x7e]{1,200}$/;
 
+/** A request id of the gateway's own making, for a request without a usable X-Request-Id. */
+export const newRequestId = (): string => `req_${randomUUID().replaceAll("-", "")}`;
+
 /**
  * Echoes the client's X-Request-Id (or makes one), gives the request a child logger carrying it,
  * and logs one line per request when the response ends (or the client goes away).
@@ -16,7 +19,7 @@ const CLIENT_REQUEST_ID = /^[\x20-\x7e]{1,200}$/;
 export function requestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const incoming = req.get("x-request-id")?.trim();
-    req.id = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll("-", "")}`;
+    req.id = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : newRequestId();
     res.setHeader("X-Request-Id", req.id);
     req.log = logger.child({ requestId: req.id });
     const start = process.hrtime.bigint();
