@@ -11,6 +11,13 @@ export interface PrivateRedis {
   start(): Promise<void>;
   /** Kills the server; with no persistence, its data is gone. */
   stop(): Promise<void>;
+  /**
+   * Suspends the server (SIGSTOP): connections stay open and take every command, and nothing
+   * is answered, as from a hung server or a half-open connection.
+   */
+  freeze(): void;
+  /** Resumes a frozen server (SIGCONT): commands sent meanwhile are answered then. */
+  thaw(): void;
 }
 
 export async function startPrivateRedis(): Promise<PrivateRedis> {
@@ -32,6 +39,13 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       const exited = new Promise((r) => c.once("exit", r));
       c.kill("SIGKILL");
       await exited;
+    },
+    freeze() {
+      if (!child?.pid) throw new Error("private redis is not running");
+      process.kill(child.pid, "SIGSTOP");
+    },
+    thaw() {
+      if (child?.pid) process.kill(child.pid, "SIGCONT");
     },
   };
   await server.start();
