@@ -178,9 +178,10 @@ describe("memory client", () => {
     const { url, server } = await startServer(() => undefined);
     await new Promise((resolve) => server.close(resolve));
     const started = Date.now();
-    const err = await rejection(createMemoryClient({ baseUrl: url, token: "t", timeoutMs: 500 }).get(scope, "mem_1"));
+    const err = await rejection(createMemoryClient({ baseUrl: url, token: "t", timeoutMs: 20_000 }).get(scope, "mem_1"));
     expect(err.code).toBe("unavailable");
-    expect(Date.now() - started).toBeLessThan(500);
+    // At the refusal, not at the timeout.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it("gives up on a server that never answers after timeoutMs", async () => {

@@ -1,4 +1,4 @@
-import { createTenant, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
+import { createTenant, eventually, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // Two gateway processes with the default key cache TTL (900 ms); key use is written every 300 ms.
@@ -30,8 +30,12 @@ it("records last_used_at in batches, not with a write per request", async () => 
   const seen = new Set<number>();
   const t0 = Date.now();
   let requests = 0;
+  let lastSentAt = 0;
+  let lastAnsweredAt = 0;
   while (Date.now() - t0 < 2000) {
+    lastSentAt = Date.now();
     expect(await status(stack.gatewayUrl, t.headers)).toBe(200);
+    lastAnsweredAt = Date.now();
     requests++;
     const v = await lastUsed();
     if (v !== null) seen.add(v);
@@ -43,13 +47,13 @@ it("records last_used_at in batches, not with a write per request", async () => 
   expect(seen.size).toBeLessThanOrEqual(maxWrites);
   expect(requests).toBeGreaterThan(2 * maxWrites);
 
-  // Once the requests stop, the last one is recorded within a flush interval.
-  const lastRequest = Date.now();
-  await sleep(FLUSH_MS * 2);
-  const final = (await lastUsed())!;
-  // The time of the last request itself, not of the flush that wrote it.
-  expect(final).toBeGreaterThanOrEqual(lastRequest - FLUSH_MS - 50);
-  expect(final).toBeLessThanOrEqual(lastRequest);
+  // Once the requests stop, the last one is recorded: the time of that request itself (after
+  // it was sent, before its answer came), not of the flush that wrote it.
+  const final = await eventually(async () => {
+    const v = await lastUsed();
+    return v !== null && v >= lastSentAt ? v : null;
+  });
+  expect(final).toBeLessThanOrEqual(lastAnsweredAt);
 });
 
 it("stops accepting a revoked key within 1 second on every instance", async () => {
@@ -60,18 +64,24 @@ it("stops accepting a revoked key within 1 second on every instance", async () =
 
   await prisma.apiKey.update({ where: { id: t.keyId }, data: { revokedAt: new Date() } });
   const revokedAt = Date.now();
-  const refusedAfter = await Promise.all(
+  // When each instance last accepted the key, counted from when that request was sent: a request
+  // sent more than a second after the revocation committed must be refused, however slow the
+  // answer, since the gateway reads the key after the request was sent.
+  const lastAcceptedSent = await Promise.all(
     instances.map(async (base) => {
+      let accepted = -Infinity;
       for (;;) {
+        const sentAt = Date.now();
         const s = await status(base, t.headers);
-        if (s === 401) return Date.now() - revokedAt;
+        if (s === 401) return accepted;
         expect(s).toBe(200);
+        accepted = sentAt - revokedAt;
         if (Date.now() - revokedAt > 5000) throw new Error(`${base} still accepts the revoked key`);
         await sleep(10);
       }
     }),
   );
-  for (const ms of refusedAfter) expect(ms).toBeLessThanOrEqual(1100);
+  for (const ms of lastAcceptedSent) expect(ms).toBeLessThanOrEqual(1000);
   // And it stays refused.
   for (const base of instances) for (let i = 0; i < 5; i++) expect(await status(base, t.headers)).toBe(401);
 });

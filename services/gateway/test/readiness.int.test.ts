@@ -28,7 +28,7 @@ const worker = (prefix: string, databaseUrl: string) =>
 
 const readiness = async (url: string) => {
   const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(10_000) });
-  const body = (await res.json()) as { checks?: object; error?: { details?: object } };
+  const body = (await res.json()) as { checks?: Record<string, unknown>; error?: { details?: Record<string, unknown> } };
   return { status: res.status, checks: body.checks ?? body.error?.details };
 };
 

@@ -197,11 +197,12 @@ describe("scripted model via the openai SDK", () => {
     expect(chunks.filter((c) => c.choices[0]?.delta.content)).toHaveLength(4);
     expect(streamed).toBeGreaterThanOrEqual(4 * 50 - 10);
 
+    // Once, not once per chunk: 300 ms against the 20 × 300 ms a streamed answer would take.
     start = Date.now();
-    await client.chat.completions.create({ model: "scripted", messages: [{ role: "user", content: "[sleep:50][chunks:4] slow" }] });
+    await client.chat.completions.create({ model: "scripted", messages: [{ role: "user", content: "[sleep:300][chunks:20] slow" }] });
     const whole = Date.now() - start;
-    expect(whole).toBeGreaterThanOrEqual(50 - 5);
-    expect(whole).toBeLessThan(4 * 50);
+    expect(whole).toBeGreaterThanOrEqual(300 - 5);
+    expect(whole).toBeLessThan(20 * 300);
   });
 
   it("makes the SDK stream throw on [malformed]", async () => {
