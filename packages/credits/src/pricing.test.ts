@@ -22,4 +22,9 @@ describe("runCost", () => {
   ])("caps the cost of %j under %j at 1,000,000,000 credits", (usage, pricing) => {
     expect(runCost(usage, pricing)).toBe(1_000_000_000);
   });
+
+  it("never costs less than the base price, whatever counts it is given", () => {
+    expect(runCost({ toolCalls: -5, totalTokens: -10_000 })).toBe(1);
+    expect(runCost({ toolCalls: 0, totalTokens: -10_000 }, { base: 3, per_tool_call: 1, per_1k_tokens: 1 })).toBe(3);
+  });
 });

@@ -29,6 +29,7 @@ export const MAX_RUN_COST = 1_000_000_000;
 /** Credits a run costs for what it consumed, at most {@link MAX_RUN_COST}. */
 export function runCost(usage: RunUsage, pricing: unknown = DEFAULT_PRICING): number {
   const p = parsePricing(pricing);
-  const cost = p.base + p.per_tool_call * usage.toolCalls + p.per_1k_tokens * Math.ceil(usage.totalTokens / 1000);
+  // Counts below zero (which no caller should pass) would lower the cost below the base price.
+  const cost = p.base + p.per_tool_call * Math.max(0, usage.toolCalls) + p.per_1k_tokens * Math.ceil(Math.max(0, usage.totalTokens) / 1000);
   return Math.min(cost, MAX_RUN_COST);
 }

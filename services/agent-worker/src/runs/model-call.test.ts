@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
-import { callModel, type ModelCallOptions, type ModelUsage } from "./model-call";
+import { callModel, MAX_REPORTED_TOKENS, type ModelCallOptions, type ModelUsage } from "./model-call";
 import { RunFailure } from "./run-failure";
 
 // A provider's stream as raw chunks: the SDK reads them over HTTP as from any hosted model.
@@ -94,6 +94,25 @@ describe("callModel", () => {
     expect(texts).toEqual(["smile ", "\ud83d\ude00!", "a\uFFFDb\uFFFD", "end ", "\uFFFD"]);
     expect(turn.text).toBe("smile \u{1F600}!a\uFFFDb\uFFFDend \uFFFD");
     expect(turn.text.isWellFormed()).toBe(true);
+  });
+
+  it.each([
+    ["negative counts", { prompt_tokens: -5000, completion_tokens: -5000, total_tokens: -10000 }, { promptTokens: 2, completionTokens: 3 }],
+    ["null counts", { prompt_tokens: null, completion_tokens: null }, { promptTokens: 2, completionTokens: 3 }],
+    ["counts that are strings", { prompt_tokens: "abc", completion_tokens: "7", total_tokens: "zz" }, { promptTokens: 2, completionTokens: 3 }],
+    ["one count missing", { completion_tokens: 11 }, { promptTokens: 2, completionTokens: 11 }],
+    ["fractions", { prompt_tokens: 1.5, completion_tokens: 2.5 }, { promptTokens: 2, completionTokens: 3 }],
+    ["counts beyond any model's window", { prompt_tokens: 1e12, completion_tokens: 3_000_000_000 }, { promptTokens: MAX_REPORTED_TOKENS, completionTokens: MAX_REPORTED_TOKENS }],
+  ])("takes a model's usage with %s only as counts: estimates the rest, caps the huge", async (_name, usage, expected) => {
+    // "12345678" → 2 prompt tokens; "abcdefghi" → 3 completion tokens, when estimated.
+    script = [chunk({ content: "abcdefghi" }), chunk({}, usage)];
+    expect((await call()).usages).toEqual([expected]);
+  });
+
+  it("estimates a count the model sent as a number too large to be finite", async () => {
+    // JSON.parse reads 1e400 as Infinity.
+    script = [chunk({ content: "abcdefghi" }), chunk({}, { prompt_tokens: 123456789, completion_tokens: 4 }).replace("123456789", "1e400")];
+    expect((await call()).usages).toEqual([{ promptTokens: 2, completionTokens: 4 }]);
   });
 
   it("reports the model's usage, or an estimate at four characters per token when it sends none", async () => {

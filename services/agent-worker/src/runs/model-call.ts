@@ -23,6 +23,23 @@ export interface ModelUsage {
   completionTokens: number;
 }
 
+/**
+ * Most tokens one count of one call is taken as (a prompt or an answer of 40 million tokens,
+ * beyond any model's window). With at most 50 calls per run, a run's token counts stay inside
+ * PostgreSQL's `integer`, whatever a model endpoint reports.
+ */
+export const MAX_REPORTED_TOKENS = 40_000_000;
+
+/**
+ * A token count as the model reported it, or null when it is not a count (missing, null,
+ * negative, not a finite number): such a count is estimated instead. A fraction is rounded up,
+ * a count beyond {@link MAX_REPORTED_TOKENS} taken as that.
+ */
+function reportedTokens(v: unknown): number | null {
+  if (typeof v !== "number" || !Number.isFinite(v) || v < 0) return null;
+  return Math.min(Math.ceil(v), MAX_REPORTED_TOKENS);
+}
+
 export interface ModelCallOptions {
   client: OpenAI;
   model: string;
@@ -70,13 +87,21 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const signal = AbortSignal.any([opts.signal, idle.signal, deadline.signal]);
   const turn: ModelTurn = { text: "", toolCalls: [] };
   const calls = new Map<number, ModelToolCall>();
-  let usage: ModelUsage | undefined;
+  // The usage object of the model's last chunk that had one, as it came.
+  let reported: { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
   // Set once the response headers arrived: the model accepted the request and reads its prompt.
   let accepted = false;
   // A high surrogate ending a delta, held back until the next delta brings its pair.
   let pendingHigh = "";
-  // Once per call: the model's usage, or the estimate when it sent none.
-  const reportUsage = () => opts.onUsage(usage ?? estimateUsage(opts.messages, turn.text, calls.values()));
+  // Once per call: the model's usage, or the estimate for what it sent none of (or nothing usable:
+  // a model endpoint's numbers become credits and stored counts only when they are counts).
+  const reportUsage = () => {
+    const prompt = reportedTokens(reported?.prompt_tokens);
+    const completion = reportedTokens(reported?.completion_tokens);
+    if (prompt !== null && completion !== null) return opts.onUsage({ promptTokens: prompt, completionTokens: completion });
+    const estimate = estimateUsage(opts.messages, turn.text, calls.values());
+    opts.onUsage({ promptTokens: prompt ?? estimate.promptTokens, completionTokens: completion ?? estimate.completionTokens });
+  };
   const forward = (raw: string) => {
     // The text is stored as it streams: PostgreSQL takes no U+0000 and jsonb no lone surrogate.
     const text = storableText(raw);
@@ -103,7 +128,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     for await (const chunks of completionChunks(response as unknown as StreamedResponse)) {
       armIdle();
       for (const chunk of chunks) {
-        if (chunk.usage) usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
+        if (chunk.usage && typeof chunk.usage === "object") reported = chunk.usage;
         const delta = chunk.choices?.[0]?.delta;
         if (delta?.content) {
           const content = pendingHigh + delta.content;

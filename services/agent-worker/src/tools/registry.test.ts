@@ -99,11 +99,11 @@ describe("ToolRegistry.call", () => {
   it.each([
     ["arguments that are not JSON", "{oops"],
     ["a truncated JSON object", '{"expression": "1+'],
-  ])("answers invalid_arguments for %s, still announcing the call", async (_name, args) => {
+  ])("answers invalid_arguments for %s, still announcing the call with the arguments as sent", async (_name, args) => {
     const started: unknown[] = [];
     const outcome = await registry.call("calc_evaluate", args, ["calc"], ctxFor(), (c) => started.push(c));
-    expect(outcome).toMatchObject({ tool: "calc", action: "evaluate", params: {}, ok: false, result: { error: { code: "invalid_arguments", message: expect.any(String) } } });
-    expect(started).toHaveLength(1);
+    expect(outcome).toMatchObject({ tool: "calc", action: "evaluate", params: { arguments: args }, ok: false, charged: false, result: { error: { code: "invalid_arguments", message: expect.any(String) } } });
+    expect(started).toEqual([{ tool: "calc", action: "evaluate", params: { arguments: args } }]);
   });
 
   it.each([

@@ -86,6 +86,8 @@ export class ToolRegistry {
       const parsed = storableJson(rawArgs.trim() ? JSON.parse(rawArgs) : {});
       params = parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed : { value: parsed };
     } catch {
+      // Shown as the model sent them, so that the call does not look like one without arguments.
+      params = { arguments: storableText(rawArgs) };
       onStart?.({ tool, action, params });
       return fail("invalid_arguments", "The arguments are not valid JSON.", false);
     }
