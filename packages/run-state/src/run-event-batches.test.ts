@@ -1,19 +1,27 @@
 import type { PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { readDbEvents, runLogKey, RunEventWriter } from "@agentrun/events";
-import { createTestRun, eventually, testEnv, testPrisma } from "@agentrun/testing";
+import { createTestRun, eventually, startPgRelay, testEnv, testPrisma, type PgRelay } from "@agentrun/testing";
 import { failRun, finishRun } from "./finish-run";
 
 let prisma: PrismaClient;
 let redis: Redis;
+// A second client whose connections pass a relay that cuts them where a test says: its writes
+// meet real lost connections.
+let relay: PgRelay;
+let relayed: PrismaClient;
 const redisPrefix = `${testEnv().redisPrefix}:batches`;
 
-beforeAll(() => {
+beforeAll(async () => {
   prisma = testPrisma(testEnv().databaseUrl);
   redis = createRedis({ url: testEnv().redisUrl, role: "commands" });
+  relay = await startPgRelay(testEnv().databaseUrl);
+  relayed = testPrisma(relay.url);
 });
 afterAll(async () => {
   redis.disconnect();
+  await relayed.$disconnect();
+  await relay.close();
   await prisma.$disconnect();
 });
 
@@ -22,24 +30,6 @@ const seqs = (from: number, to: number) => Array.from({ length: to - from + 1 },
 const batchesOf = async (runId: string) =>
   (await prisma.runEventBatch.findMany({ where: { runId }, orderBy: { firstSeq: "asc" } })).map((b) => [b.firstSeq, b.lastSeq, (b.events as unknown[]).length]);
 
-/**
- * The writer's PostgreSQL client, with its next batch writes made to fail: `committed` runs the
- * statement and then reports an error (the acknowledgement of a commit lost with its connection),
- * `refused` fails after a delay without running it.
- */
-function faultyPrisma(faults: ("committed" | "refused")[]): PrismaClient {
-  const queryRaw = (async (...args: Parameters<PrismaClient["$queryRaw"]>) => {
-    const fault = faults.shift();
-    if (fault === "refused") {
-      await new Promise((r) => setTimeout(r, 50));
-      throw new Error("connection lost before the statement");
-    }
-    const rows = await prisma.$queryRaw(...args);
-    if (fault === "committed") throw new Error("connection lost after the commit");
-    return rows;
-  }) as PrismaClient["$queryRaw"];
-  return new Proxy(prisma, { get: (target, key) => (key === "$queryRaw" ? queryRaw : Reflect.get(target, key)) });
-}
 
 describe("run events in PostgreSQL", () => {
   it("stores a run's events as one row per batch: run_started, each flush, the rest with the terminal event", async () => {
@@ -79,9 +69,12 @@ describe("run events in PostgreSQL", () => {
 
   it("writes a batch again with the events after it when its write reported an error after committing: each event once", async () => {
     const runId = await createTestRun(prisma);
-    const writer = new RunEventWriter({ ...deps(), prisma: faultyPrisma(["committed"]), runId, lastSeq: 1, flushIntervalMs: 600_000, onError: () => {} });
+    const writer = new RunEventWriter({ ...deps(), prisma: relayed, runId, lastSeq: 1, flushIntervalMs: 600_000, onError: () => {} });
     for (let i = 0; i < 4; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
-    await expect(writer.flush()).rejects.toThrow("after the commit");
+    const cuts = relay.cuts();
+    relay.cutAfterNextAnswer();
+    await expect(writer.flush()).rejects.toThrow();
+    expect(relay.cuts()).toBe(cuts + 1);
     expect(await batchesOf(runId)).toEqual([[1, 1, 1], [2, 5, 4]]);
     for (let i = 0; i < 2; i++) writer.emit({ type: "text_chunk", content: `b${i}` });
     await writer.flush();
@@ -109,11 +102,15 @@ describe("run events in PostgreSQL", () => {
 
   it("ends a run after the batch on its way: events of a write that fails meanwhile are stored with the terminal event", async () => {
     const runId = await createTestRun(prisma);
-    const writer = new RunEventWriter({ ...deps(), prisma: faultyPrisma(["refused"]), runId, lastSeq: 1, flushIntervalMs: 600_000, onError: () => {} });
+    const writer = new RunEventWriter({ ...deps(), prisma: relayed, runId, lastSeq: 1, flushIntervalMs: 600_000, onError: () => {} });
     for (let i = 0; i < 3; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
-    const failing = writer.flush().catch((err: Error) => err.message);
+    relay.cutBeforeNextStatement();
+    const failing = writer.flush().then(
+      () => "stored",
+      () => "failed",
+    );
     const terminal = await finishRun(deps(), { runId, status: "completed", output: "x", messages: [], writer });
-    expect(await failing).toBe("connection lost before the statement");
+    expect(await failing).toBe("failed");
     expect(terminal).toMatchObject({ type: "run_completed", seq: 5 });
     expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(seqs(1, 5));
     expect(await batchesOf(runId)).toEqual([[1, 1, 1], [2, 5, 4]]);
@@ -134,12 +131,11 @@ describe("run events in PostgreSQL", () => {
 
   it("an end that could not be stored leaves its events and its seq to the next attempt", async () => {
     const runId = await createTestRun(prisma);
-    const refusing = new Proxy(prisma, {
-      get: (target, key) => (key === "$queryRaw" ? () => Promise.reject(new Error("refused once")) : Reflect.get(target, key)),
-    });
     const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, flushIntervalMs: 600_000 });
     for (let i = 0; i < 2; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
-    await expect(finishRun({ ...deps(), prisma: refusing }, { runId, status: "completed", output: "x", messages: [], writer })).rejects.toThrow("refused once");
+    relay.cutBeforeNextStatement();
+    await expect(finishRun({ ...deps(), prisma: relayed }, { runId, status: "completed", output: "x", messages: [], writer })).rejects.toThrow();
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running" });
     const terminal = await finishRun(deps(), { runId, status: "failed", messages: [], writer, error: { code: "internal_error", message: "x" } });
     expect(terminal).toMatchObject({ type: "run_failed", seq: 4 });
     expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(seqs(1, 4));

@@ -2,7 +2,7 @@ import pg from "pg";
 import { type PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { readDbEvents, RUN_LOG_TTL_LIVE_S, RunEventWriter, runLogKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
-import { createTestRun, testEnv, testPrisma } from "@agentrun/testing";
+import { createTestRun, startPgRelay, testEnv, testPrisma } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
 import { finishRun, failRun } from "./finish-run";
 
@@ -60,16 +60,19 @@ it("gives the run back when its log cannot be taken over (Redis down), so its wo
 
 it("leaves a queued run's log alone: a worker claiming it after a failed end is not refused", async () => {
   const runId = await createTestRun(prisma, "queued");
-  // The end is refused by PostgreSQL after the take-over (a value it cannot store is not the point
-  // here: a lost connection is). The run stays queued, under the taker's id.
-  const refusing = new Proxy(prisma, {
-    get: (target, key) =>
-      key === "$queryRaw"
-        ? (strings: TemplateStringsArray, ...values: unknown[]) =>
-            strings.join("").includes("agentrun_finish_run") ? Promise.reject(new Error("Connection terminated unexpectedly")) : target.$queryRaw(strings, ...values)
-        : Reflect.get(target, key),
-  }) as PrismaClient;
-  await expect(failRun({ prisma: refusing, redis, redisPrefix }, { id: runId, query: "q" }, lost)).rejects.toThrow();
+  // The end is lost with its connection after the take-over (a value PostgreSQL cannot store is
+  // not the point here: a lost connection is). The run stays queued.
+  const relay = await startPgRelay(testEnv().databaseUrl);
+  const relayed = testPrisma(relay.url);
+  try {
+    relay.cutBeforeNextStatement("agentrun_finish_run");
+    await expect(failRun({ prisma: relayed, redis, redisPrefix }, { id: runId, query: "q" }, lost)).rejects.toThrow();
+    expect(relay.cuts()).toBe(1);
+  } finally {
+    await relayed.$disconnect();
+    await relay.close();
+  }
+  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "queued" });
   expect(await redis.get(runWriterKey(redisPrefix, runId))).toBeNull();
   // A worker claims it: its appends go through.
   await prisma.run.update({ where: { id: runId }, data: { status: "running", workerId: "w2" } });
