@@ -1,48 +1,26 @@
-import { once } from "node:events";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { generateWidgetKey } from "@agentrun/api-keys";
-import { createTenant, eventually, readSse, runJson, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, eventually, freePort, readSse, runJson, startService, startStack, testEnv, testPrisma, waitForOk, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
 
-// A model provider whose error text echoes the request's key, as some providers and proxies do:
-// API clients and anonymous widget visitors get a fixed message with the status and the
-// provider's error code; the text goes to the worker's log only. A stack of its own, since its
-// worker holds a key for this provider.
+// A model provider whose error text echoes the request's key, as some providers and proxies do
+// (a scripted model of its own, with `[echo-key]`): API clients and anonymous widget visitors get
+// a fixed message with the status and the provider's error code; the text goes to the worker's
+// log only. A stack of its own, since its worker holds a key for this provider.
 const ORIGIN = "https://shop.example";
 const WIDGET_SECRET = "model-error-text-test-secret-0123456789abcdef";
 const MODEL_KEY = "sk-live-0123456789abcdefSECRET";
 
-let provider: Server;
+let provider: ServiceProcess;
 let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 let widgetKey: string;
 
-/**
- * The provider: the last user message names the failure. `401`, `429`: an error status whose
- * message repeats the Authorization header; `stream`: a 200 stream whose first chunk is an error.
- */
-function answer(query: string, authorization: string) {
-  const message = `Incorrect API key provided: ${authorization}. Request from 10.1.2.3 (internal-proxy-7).`;
-  if (query.includes("[stream]")) return { status: 200, body: `data: ${JSON.stringify({ error: { message, type: "server_error", code: "server_error" } })}\n\n` };
-  if (query.includes("[429]")) return { status: 429, body: JSON.stringify({ error: { message, type: "rate_limit_error", code: "rate_limit_exceeded" } }) };
-  return { status: 401, body: JSON.stringify({ error: { message, type: "invalid_request_error", param: null, code: "invalid_api_key" } }) };
-}
-
 beforeAll(async () => {
-  provider = createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c) => (raw += c));
-    req.on("end", () => {
-      const messages = (JSON.parse(raw) as { messages: { role: string; content: string }[] }).messages;
-      const { status, body } = answer(messages.findLast((m) => m.role === "user")?.content ?? "", req.headers.authorization ?? "");
-      res.writeHead(status, { "content-type": status === 200 ? "text/event-stream" : "application/json" }).end(body);
-    });
-  });
-  provider.listen(0, "127.0.0.1");
-  await once(provider, "listening");
-  const modelUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`;
+  const port = await freePort();
+  provider = startService("scripted-model", { SCRIPTED_MODEL_PORT: String(port), SCRIPTED_MODEL_HOST: "127.0.0.1" });
+  const modelUrl = `http://127.0.0.1:${port}/v1`;
+  await waitForOk(`${modelUrl}/models`, provider);
 
   stack = await startStack({ workers: 1, memory: false, gatewayEnv: { WIDGET_TOKEN_SECRET: WIDGET_SECRET }, workerEnv: { MODEL_API_KEYS: JSON.stringify({ [modelUrl]: MODEL_KEY }) } });
   prisma = testPrisma(testEnv().databaseUrl);
@@ -55,15 +33,14 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
   await prisma?.$disconnect();
-  provider?.closeAllConnections();
-  await new Promise((resolve) => provider?.close(resolve));
+  await provider?.stop();
 });
 
 /** Nothing the provider wrote (the key, its addresses) is in `value`. */
 function expectNoProviderText(value: unknown) {
   const text = JSON.stringify(value);
   expect(text).not.toContain(MODEL_KEY);
-  expect(text).not.toMatch(/Bearer|Incorrect API key|10\.1\.2\.3|internal-proxy/);
+  expect(text).not.toMatch(/Bearer|Incorrect API key|scripted error/);
 }
 
 /** The worker logged the provider's text for this run at warn (pino level 40). */
@@ -76,7 +53,7 @@ async function expectLoggedForOperator(runId: string) {
 }
 
 it("answers an API client a fixed message with the status and the provider's code; the provider's text is only in the worker's log", async () => {
-  const res = await runJson(stack.gatewayUrl, tenant.headers, { query: "hello [401]" });
+  const res = await runJson(stack.gatewayUrl, tenant.headers, { query: "hello [error:401][echo-key]" });
   expect(res.status).toBe(200);
   expect(res.body).toMatchObject({ status: "failed", error: { code: "model_error", message: "The model answered 401 (invalid_api_key)." } });
   expectNoProviderText(res.body);
@@ -87,15 +64,15 @@ it("answers an API client a fixed message with the status and the provider's cod
 });
 
 it("keeps the failure codes: 429 is model_rate_limited", async () => {
-  const res = await runJson(stack.gatewayUrl, tenant.headers, { query: "hello [429]" });
+  const res = await runJson(stack.gatewayUrl, tenant.headers, { query: "hello [error:429][echo-key]" });
   expect(res.body).toMatchObject({ status: "failed", error: { code: "model_rate_limited", message: "The model answered 429 (rate_limit_exceeded): the request was rate limited." } });
   expectNoProviderText(res.body);
 });
 
 it("streams an anonymous widget visitor run_failed without the provider's text, also for an error inside the streamed answer", async () => {
   for (const [query, message] of [
-    ["hello [401]", "The model answered 401 (invalid_api_key)."],
-    ["hello [stream]", "The model reported an error while answering (server_error)."],
+    ["hello [error:401][echo-key]", "The model answered 401 (invalid_api_key)."],
+    ["hello [stream-error][echo-key]", "The model reported an error while answering (server_error)."],
   ]) {
     const res = await readSse(`${stack.gatewayUrl}/api/v1/widget/run`, { body: { query }, headers: { "x-widget-key": widgetKey, origin: ORIGIN } });
     expect(res.status).toBe(200);

@@ -44,10 +44,16 @@ export function completionsRouter({ logger }: { logger: Logger }): Router {
       gone();
       return;
     }
-    if (directives.errorStatus !== undefined) {
+    if (directives.errorStatus !== undefined || directives.streamError) {
       if (!(await sleep(directives.sleepMs ?? 0, signal))) return gone();
-      const status = directives.errorStatus;
-      res.status(status).json(openAIError(status, `scripted error ${status}`));
+      const status = directives.errorStatus ?? 500;
+      const key = directives.echoKey ? `: Incorrect API key provided: ${req.get("authorization") ?? "(none)"}.` : "";
+      const error = openAIError(status, `scripted error ${status}${key}`);
+      if (directives.streamError && stream) {
+        res.status(200).type("text/event-stream").send(`data: ${JSON.stringify(error)}\n\n`);
+        return;
+      }
+      res.status(status).json(error);
       return;
     }
     if (stream) {

@@ -25,6 +25,13 @@ describe("parseDirectives", () => {
     expect(directives.sleepMs).toBe(7);
   });
 
+  it("reads [stream-error] and [echo-key]", () => {
+    const { directives, rest } = parseDirectives("hi [stream-error][echo-key]");
+    expect(rest).toBe("hi");
+    expect(directives).toMatchObject({ streamError: true, echoKey: true });
+    expect(parseDirectives("hi").directives).not.toHaveProperty("streamError");
+  });
+
   it("accepts error statuses 400-599 only", () => {
     expect(parseDirectives("[error:429]").directives.errorStatus).toBe(429);
     expect(parseDirectives("[error:503]").directives.errorStatus).toBe(503);

@@ -30,6 +30,14 @@ export interface Directives {
   noUsage?: true;
   /** `[preface]`: the tool-call answer streams the message's text before its tool calls. */
   preface?: true;
+  /**
+   * `[stream-error]`: a streamed request is answered 200 with one error object as its only event,
+   * as a provider reports a failure after its stream began (status and code from `[error:STATUS]`,
+   * else 500); a request without streaming gets that error status.
+   */
+  streamError?: true;
+  /** `[echo-key]`: error messages repeat the request's Authorization header, as some providers and proxies do. */
+  echoKey?: true;
 }
 
 /** The result of {@link parseDirectives}. */
@@ -42,7 +50,7 @@ export interface ParsedMessage {
 /** How many pieces an answer streams in when no `[chunks:N]` is given. */
 export const DEFAULT_CHUNKS = 4;
 
-const FLAG = /^\[(echo-system|history|malformed|hang|no-usage|preface)\]/;
+const FLAG = /^\[(echo-system|history|malformed|hang|no-usage|preface|stream-error|echo-key)\]/;
 const NUMERIC = /^\[(sleep|chunks|error|usage):(\d{1,9})\]/;
 const CALL_HEAD = /^\[call:([A-Za-z0-9_.-]+)\s*/;
 
@@ -77,6 +85,8 @@ function matchDirective(s: string, out: Directives): number {
     else if (name === "malformed") out.malformed = true;
     else if (name === "no-usage") out.noUsage = true;
     else if (name === "preface") out.preface = true;
+    else if (name === "stream-error") out.streamError = true;
+    else if (name === "echo-key") out.echoKey = true;
     else out.hang = true;
     return flag[0].length;
   }

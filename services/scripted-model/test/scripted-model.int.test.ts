@@ -215,6 +215,17 @@ describe("scripted model via the openai SDK", () => {
     expect(seen).toHaveLength(1);
   });
 
+  it("reports [stream-error] as the only event of a 200 stream, and [echo-key] repeats the key in error messages", async () => {
+    const keyed = new OpenAI({ baseURL: client.baseURL, apiKey: "sk-test-echo", maxRetries: 0 });
+    const stream = await keyed.chat.completions.create({ model: "scripted", stream: true, messages: [{ role: "user", content: "[stream-error][error:503][echo-key] hi" }] });
+    const err = await collect(stream).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect(err).toMatchObject({ error: { type: "server_error", code: "service_unavailable", message: "scripted error 503: Incorrect API key provided: Bearer sk-test-echo." } });
+    // Without streaming: the error status itself, 500 by default; without [echo-key], no key.
+    const plain = await keyed.chat.completions.create({ model: "scripted", messages: [{ role: "user", content: "[stream-error] hi" }] }).catch((e: unknown) => e);
+    expect(plain).toMatchObject({ status: 500, error: { code: "server_error", message: "scripted error 500" } });
+  });
+
   it("sends a truncated JSON body for [malformed] without streaming", async () => {
     // Matched by message: the SyntaxError comes from fetch's realm, not jest's.
     await expect(client.chat.completions.create({ model: "scripted", messages: [{ role: "user", content: "[malformed] hi" }] })).rejects.toThrow(/JSON/);
