@@ -1,49 +1,42 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { randomUUID } from "node:crypto";
 import { MEMORY_CONTENT_MAX_CHARS } from "@agentrun/contracts";
-import { createMemoryClient } from "@agentrun/memory-client";
+import { createMemoryClient, type MemoryClient } from "@agentrun/memory-client";
+import { freePort, startService, testEnv, waitForOk, type ServiceProcess } from "@agentrun/testing";
 import { ToolRegistry } from "./registry";
 import type { ToolContext } from "./tool";
 
-/** What the memory service was asked: one body per create. */
-const created: Array<Record<string, unknown>> = [];
-let server: Server;
-let memoryUrl: string;
+// The real memory service, on the test database: what a call saved is read back from it.
+const TOKEN = "test-internal-token-0123456789";
+let memoryService: ServiceProcess;
+let memory: MemoryClient;
 
 beforeAll(async () => {
-  // A real HTTP server in the memory service's place, answering every create in the contract's shape.
-  server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      const input = JSON.parse(body) as Record<string, unknown>;
-      created.push(input);
-      const memory = { memory_id: "mem_1", content: input.content, category: input.category ?? "general", user_id: input.user_id, created_at: "2026-01-01T00:00:00.000Z" };
-      res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ memory, created: true }));
-    });
-  });
-  server.listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  memoryUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const port = await freePort();
+  memoryService = startService("memory", { DATABASE_URL: testEnv().databaseUrl, INTERNAL_TOKEN: TOKEN, MEMORY_PORT: String(port), MEMORY_HOST: "127.0.0.1" });
+  const url = `http://127.0.0.1:${port}`;
+  await waitForOk(`${url}/healthz`, memoryService);
+  memory = createMemoryClient({ baseUrl: url, token: TOKEN, timeoutMs: 5000 });
 });
 
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await memoryService?.stop();
 });
 
+// Each test its own organization and agent: what it finds stored is its own.
+let scope: { org_id: string; agent_id: string };
 beforeEach(() => {
-  created.length = 0;
+  scope = { org_id: `org_test_${randomUUID()}`, agent_id: `agt_test_${randomUUID()}` };
 });
+const stored = async () => (await memory.list({ ...scope, user_id: "u1" })).memories.map((m) => m.content);
 
 const registry = new ToolRegistry({ timeoutMs: 300, maxBytes: 1000, allowPrivate: false });
 const ctx = (): ToolContext => ({
-  orgId: "org_test",
+  orgId: scope.org_id,
   runId: "run_test",
-  agentId: "agt_test",
+  agentId: scope.agent_id,
   userId: "u1",
   httpAllowlist: [],
-  memory: createMemoryClient({ baseUrl: memoryUrl, token: "t", timeoutMs: 2000 }),
+  memory,
   signal: new AbortController().signal,
 });
 const save = (args: object) => registry.call("memory_save", JSON.stringify(args), ["memory"], ctx());
@@ -53,22 +46,22 @@ describe("memory_save", () => {
     ["blank content", "  "],
     ["whitespace and line breaks only", " \n\t "],
     ["empty content", ""],
-  ])("answers invalid_arguments for %s without calling the memory service", async (_name, content) => {
+  ])("answers invalid_arguments for %s and stores nothing", async (_name, content) => {
     const outcome = await save({ content });
     expect(outcome).toMatchObject({ tool: "memory", action: "save", ok: false, result: { error: { code: "invalid_arguments" } } });
-    expect(created).toEqual([]);
+    expect(await stored()).toEqual([]);
   });
 
   it("saves content of the maximum length surrounded by whitespace, trimmed, as POST /api/memory does", async () => {
     const content = "x".repeat(MEMORY_CONTENT_MAX_CHARS);
     const outcome = await save({ content: `  ${content}\n` });
-    expect(outcome).toMatchObject({ ok: true, result: { saved: true, memory_id: "mem_1", duplicate: false } });
-    expect(created).toEqual([{ org_id: "org_test", agent_id: "agt_test", user_id: "u1", content }]);
+    expect(outcome).toMatchObject({ ok: true, result: { saved: true, memory_id: expect.stringMatching(/^mem_/), duplicate: false } });
+    expect(await stored()).toEqual([content]);
   });
 
   it("still refuses content over the maximum length once trimmed", async () => {
     const outcome = await save({ content: ` ${"x".repeat(MEMORY_CONTENT_MAX_CHARS + 1)} ` });
     expect(outcome).toMatchObject({ ok: false, result: { error: { code: "invalid_arguments" } } });
-    expect(created).toEqual([]);
+    expect(await stored()).toEqual([]);
   });
 });

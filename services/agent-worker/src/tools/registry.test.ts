@@ -2,11 +2,12 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import net from "node:net";
 import { createMemoryClient } from "@agentrun/memory-client";
+import { freePort, startService, testEnv, waitForOk, type ServiceProcess } from "@agentrun/testing";
 import { BUILT_IN_TOOLS, ToolRegistry } from "./registry";
 import type { ToolContext } from "./tool";
 
 let memoryUrl: string;
-// A site the http tool may reach (allowPrivate), and a memory service that never answers.
+// A site the http tool may reach (allowPrivate).
 let site: Server;
 let siteUrl: string;
 const registry = new ToolRegistry({ timeoutMs: 300, maxBytes: 1000, allowPrivate: false });
@@ -20,7 +21,7 @@ beforeAll(async () => {
   await new Promise((resolve) => srv.close(resolve));
   site = createServer((req, res) => {
     if (req.url === "/fail") res.writeHead(500).end("down");
-    // /hang and the memory service's routes never answer.
+    // /hang never answers.
   });
   site.listen(0, "127.0.0.1");
   await once(site, "listening");
@@ -160,7 +161,20 @@ describe("ToolRegistry.call", () => {
 describe("which calls are charged", () => {
   // The http tool may reach the local site here; everything else as in production.
   const open = new ToolRegistry({ timeoutMs: 300, maxBytes: 1000, allowPrivate: true });
-  const hangingMemory = () => createMemoryClient({ baseUrl: siteUrl, token: "t", timeoutMs: 300 });
+  // The real memory service, frozen (SIGSTOP) while a call waits for it.
+  const TOKEN = "test-internal-token-0123456789";
+  let memoryService: ServiceProcess;
+  let frozenMemoryUrl: string;
+  beforeAll(async () => {
+    const port = await freePort();
+    memoryService = startService("memory", { DATABASE_URL: testEnv().databaseUrl, INTERNAL_TOKEN: TOKEN, MEMORY_PORT: String(port), MEMORY_HOST: "127.0.0.1" });
+    frozenMemoryUrl = `http://127.0.0.1:${port}`;
+    await waitForOk(`${frozenMemoryUrl}/healthz`, memoryService);
+  });
+  afterAll(async () => {
+    await memoryService?.stop();
+  });
+  const hangingMemory = () => createMemoryClient({ baseUrl: frozenMemoryUrl, token: TOKEN, timeoutMs: 300 });
   const host = () => new URL(siteUrl).hostname;
 
   it.each<[string, string, string, readonly string[], Partial<ToolContext>]>([
@@ -196,7 +210,15 @@ describe("which calls are charged", () => {
   it("does not charge a private address refused by the http tool, nor a memory service that times out", async () => {
     const privateAddress = await registry.call("http_get", JSON.stringify({ url: `${siteUrl}/fail` }), ["http"], ctxFor({ httpAllowlist: [host()] }));
     expect(privateAddress).toMatchObject({ result: { error: { code: "address_not_allowed" } }, charged: false });
-    const timedOut = await open.call("memory_search", '{"query":"tea"}', ["memory"], ctxFor({ userId: "u1", memory: hangingMemory() }));
-    expect(timedOut).toMatchObject({ result: { error: { code: "unavailable" } }, charged: false });
+    // Answering while it runs: the same call goes through.
+    const answering = createMemoryClient({ baseUrl: frozenMemoryUrl, token: TOKEN, timeoutMs: 20_000 });
+    expect(await open.call("memory_search", '{"query":"tea"}', ["memory"], ctxFor({ userId: "u1", memory: answering }))).toMatchObject({ ok: true, charged: true });
+    process.kill(memoryService.child.pid!, "SIGSTOP");
+    try {
+      const timedOut = await open.call("memory_search", '{"query":"tea"}', ["memory"], ctxFor({ userId: "u1", memory: hangingMemory() }));
+      expect(timedOut).toMatchObject({ result: { error: { code: "unavailable" } }, charged: false });
+    } finally {
+      process.kill(memoryService.child.pid!, "SIGCONT");
+    }
   });
 });
