@@ -14,6 +14,11 @@ export interface Metric {
   target?: string;
   /** true PASS, false MISS, undefined: informational. */
   pass?: boolean;
+  /**
+   * The baseline, a bound of the figure (see {@link judged}), misses the target itself: the
+   * machine, not only the service, is too slow for it.
+   */
+  baselineMisses?: boolean;
   note?: string;
 }
 
@@ -35,11 +40,17 @@ const fmt = (v: number | null | undefined) => {
   return a >= 1000 ? Math.round(v).toString() : a >= 100 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : v.toFixed(2);
 };
 
-/** A metric judged against `target`: ≤ limit (or ≥ limit when `atLeast`). */
-export function judged(m: Omit<Metric, "ratio" | "pass" | "target">, limit: number, atLeast = false): Metric {
+/**
+ * A metric judged against `target`: ≤ limit (or ≥ limit when `atLeast`). With `baselineBound`
+ * (the baseline is the same measure of a path the figure cannot beat: `GET /healthz` for an API
+ * latency, the scripted model alone for runs/s), a baseline that misses the target is marked.
+ */
+export function judged(m: Omit<Metric, "ratio" | "pass" | "target" | "baselineMisses">, limit: number, atLeast = false, { baselineBound = false } = {}): Metric {
   const ratio = m.baseline && m.value !== null ? m.value / m.baseline : null;
-  const pass = m.value === null ? false : atLeast ? m.value >= limit : m.value <= limit;
-  return { ...m, ratio, target: `${atLeast ? "≥" : "≤"} ${limit}`, pass };
+  const meets = (v: number) => (atLeast ? v >= limit : v <= limit);
+  const pass = m.value === null ? false : meets(m.value);
+  const baselineMisses = baselineBound && typeof m.baseline === "number" && !meets(m.baseline) ? { baselineMisses: true } : {};
+  return { ...m, ratio, target: `${atLeast ? "≥" : "≤"} ${limit}`, pass, ...baselineMisses };
 }
 
 /** An informational metric (no target), with its ratio to the baseline when there is one. */
@@ -52,7 +63,7 @@ export function printTable(results: ScenarioResult[], out: (s: string) => void =
   for (const r of results) {
     if (r.error) rows.push([r.name, `ERROR: ${r.error.split("\n")[0]!.slice(0, 90)}`, "", "", "", "", "MISS"]);
     for (const m of r.metrics) {
-      const result = m.pass === undefined ? "" : m.pass ? "PASS" : "MISS";
+      const result = m.pass === undefined ? "" : m.pass ? "PASS" : m.baselineMisses ? "MISS (baseline too)" : "MISS";
       rows.push([r.name, m.name, `${fmt(m.value)} ${m.unit}`.trim(), m.baseline === undefined ? "" : fmt(m.baseline), m.ratio ? `${fmt(m.ratio)}×` : "", m.target ? (/^[≤≥]/.test(m.target) ? `${m.target} ${m.unit}`.trim() : m.target) : "", result]);
     }
   }
@@ -66,6 +77,9 @@ export function printTable(results: ScenarioResult[], out: (s: string) => void =
     last = row[0]!;
   }
   for (const r of results) for (const m of r.metrics) if (m.note) out(`  ${r.name} / ${m.name}: ${m.note}`);
+  const slowMachine = results.flatMap((r) => r.metrics.filter((m) => m.baselineMisses).map((m) => `${r.name} / ${m.name}`));
+  if (slowMachine.length)
+    out(`  the baseline alone misses the target (the machine is too slow for it, whatever the service does): ${slowMachine.join("; ")}`);
 }
 
 /** Writes bench/results/<iso-timestamp>.json and returns its path. */

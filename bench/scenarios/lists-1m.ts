@@ -32,14 +32,14 @@ function listMetrics(label: string, r: LoadResult | null, base: LoadResult, why:
     // One request at a time: the endpoint's own latency at 1,000,000 tasks, without queueing.
     return [
       info({ name: `${label} p50, 1 connection`, unit: "ms", value: round(r.latency.p50), baseline: round(base.latency.p50) }),
-      judged({ name: `${label} p99, 1 connection`, unit: "ms", value: round(r.latency.p99), baseline: round(base.latency.p99), note: `one request at a time; baseline GET /healthz the same way` }, 10),
+      judged({ name: `${label} p99, 1 connection`, unit: "ms", value: round(r.latency.p99), baseline: round(base.latency.p99), note: `one request at a time; baseline GET /healthz the same way` }, 10, false, { baselineBound: true }),
       judged({ name: `${label} non-2xx + errors, 1 connection`, unit: "", value: r.non2xx + r.errors, baseline: base.non2xx + base.errors }, 0),
     ];
   }
   const cpuMetrics = Object.entries(cpu ?? {}).map(([group, ms]) => info({ name: `${label} CPU per request: ${group}`, unit: "ms", value: round(ms, 3) }));
   return [
     info({ name: `${label} p50, 10 connections`, unit: "ms", value: round(r.latency.p50), baseline: round(base.latency.p50) }),
-    judged({ name: `${label} p99, 10 connections`, unit: "ms", value: round(r.latency.p99), baseline: round(base.latency.p99), note: `autocannon histogram p99 ${r.autocannonP99} ms; baseline GET /healthz p99 ${base.autocannonP99} ms` }, 10),
+    judged({ name: `${label} p99, 10 connections`, unit: "ms", value: round(r.latency.p99), baseline: round(base.latency.p99), note: `autocannon histogram p99 ${r.autocannonP99} ms; baseline GET /healthz p99 ${base.autocannonP99} ms` }, 10, false, { baselineBound: true }),
     info({ name: `${label} req/s, 10 connections`, unit: "req/s", value: round(r.rps, 0), baseline: round(base.rps, 0) }),
     judged({ name: `${label} non-2xx + errors, 10 connections`, unit: "", value: r.non2xx + r.errors, baseline: base.non2xx + base.errors }, 0),
     ...cpuMetrics,
