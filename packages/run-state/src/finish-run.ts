@@ -157,6 +157,15 @@ async function publishStoredTerminal(deps: FinishRunDeps, runId: string): Promis
 }
 
 /**
+ * A count as PostgreSQL's `integer` takes it: a whole number from 0 to 2^31 − 1 (the callers'
+ * counts already are; this is the last line of defence, like storableJsonText, so that no figure
+ * leaves a run that cannot end).
+ */
+export function storableCount(n: number): number {
+  return Number.isFinite(n) ? Math.min(Math.max(0, Math.ceil(n)), 2_147_483_647) : 0;
+}
+
+/**
  * Stores the end of a run with `pending` (the events not yet in PostgreSQL), through `writer`,
  * and publishes the terminal event. With `writerId`, only while the run is held under that id.
  */
@@ -188,7 +197,7 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
   const store = () => prisma.$queryRaw<{ terminal: RunEvent | null }[]>`
     SELECT agentrun_finish_run(
       ${input.runId}, ${input.status}::"RunStatus", ${input.output ?? ""}, ${cost}::integer,
-      ${usage.promptTokens}::integer, ${usage.completionTokens}::integer, ${usage.toolCalls}::integer,
+      ${storableCount(usage.promptTokens)}::integer, ${storableCount(usage.completionTokens)}::integer, ${storableCount(usage.toolCalls)}::integer,
       ${input.error?.code ?? null}, ${input.error?.message ?? null},
       ${JSON.stringify(terminal)}::jsonb, ${storableJsonText(pending)}::jsonb, ${storableJsonText(messages)}::jsonb, ${newId("led")},
       ${input.onlyIfQueued ?? false}, ${writerId ?? null}::text

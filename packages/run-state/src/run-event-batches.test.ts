@@ -116,6 +116,15 @@ describe("run events in PostgreSQL", () => {
     expect(await batchesOf(runId)).toEqual([[1, 1, 1], [2, 5, 4]]);
   });
 
+  it("ends a run whose counts PostgreSQL's integer could not hold, with the counts brought into its range", async () => {
+    const runId = await createTestRun(prisma);
+    const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, flushIntervalMs: 600_000 });
+    const usage = { promptTokens: 3e9, completionTokens: -5, toolCalls: 1.5, chargedToolCalls: 0, modelCalls: 1 };
+    const terminal = await finishRun(deps(), { runId, status: "completed", output: "x", messages: [], writer, usage });
+    expect(terminal).toMatchObject({ type: "run_completed", seq: 2 });
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "completed", promptTokens: 2_147_483_647, completionTokens: 0, toolCallCount: 2 });
+  });
+
   it("a run ended by someone else than its worker keeps the events only its Redis log holds", async () => {
     const runId = await createTestRun(prisma);
     // A worker that emitted three events and died (or gave up) before storing them.
