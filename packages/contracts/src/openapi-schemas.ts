@@ -84,10 +84,13 @@ export const messageViewSchema = z.object({
 export const messageListSchema = z.object({ messages: z.array(messageViewSchema).meta({ description: "Oldest first." }), has_more: z.boolean() });
 
 /** An id in a path: one that names nothing, whatever its form, is answered 404 (not 400). */
-const pathId = (what: string) => z.string().meta({ description: `The ${what}'s id; an id that names no ${what} of the agent, whatever its form, is 404.` });
-export const taskPathSchema = z.object({ task_id: pathId("task") });
-export const runPathSchema = z.object({ task_id: pathId("task"), run_id: pathId("run") });
-export const memoryPathSchema = z.object({ memory_id: pathId("memory entry") });
+const pathId = (description: string) => z.string().meta({ description });
+const taskId = pathId("The task's id. An id that names no task, whatever its form, is 404 task_not_found; a task of another organization or of another agent is 403 forbidden.");
+export const taskPathSchema = z.object({ task_id: taskId });
+export const runPathSchema = z.object({ task_id: taskId, run_id: pathId("The run's id. An id that names no run of this task, whatever its form, is 404 run_not_found.") });
+export const memoryPathSchema = z.object({
+  memory_id: pathId("The memory entry's id. An id that names no entry, whatever its form, is 404 memory_not_found; an entry of another organization or of another agent is 403 forbidden."),
+});
 
 /** The answer to a stream resumed after its run's terminal event. */
 export const AFTER_THE_END = "The run has ended and nothing follows the given seq (a stream resumed after its terminal event): no body. EventSource stops reconnecting on a 204.";
