@@ -1,6 +1,23 @@
 import { LookupCache } from "./lookup-cache";
 
+// Fake timers (Date.now included): the cache's ages and the loads' durations are exact, however
+// busy the machine running the tests.
+beforeEach(() => jest.useFakeTimers());
+afterEach(() => jest.useRealTimers());
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Lets `ms` milliseconds pass, running what falls due meanwhile. */
+const pass = (ms: number) => jest.advanceTimersByTimeAsync(ms);
+/** `p` once it settled, time passing a millisecond at a time until then (a load takes fake time). */
+async function settled<T>(p: Promise<T>): Promise<T> {
+  let done = false;
+  p.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let i = 0; i < 10_000 && !done; i++) await pass(1);
+  return p;
+}
 
 /** A load that counts its calls and answers `value` (or fails with `error`) after `ms`. */
 function slowLoad<T>(ms: number, value: () => T, error?: Error) {
@@ -50,7 +67,7 @@ describe("LookupCache", () => {
     const short = new LookupCache<number>(20);
     short.set("k", 1);
     short.set("gone", null);
-    await new Promise((r) => setTimeout(r, 40));
+    await pass(40);
     expect(short.get("k")).toBeUndefined();
     expect(short.get("gone")).toBeUndefined();
     const none = new LookupCache<number>(0);
@@ -62,7 +79,7 @@ describe("LookupCache", () => {
     const cache = new LookupCache<number>(60_000);
     const load = slowLoad(30, () => 7);
     const other = slowLoad(30, () => 8);
-    const answers = await Promise.all([...Array.from({ length: 50 }, () => cache.getOrLoad("k", load)), cache.getOrLoad("other", other)]);
+    const answers = await settled(Promise.all([...Array.from({ length: 50 }, () => cache.getOrLoad("k", load)), cache.getOrLoad("other", other)]));
     expect(answers).toEqual([...Array(50).fill(7), 8]);
     expect(load).toHaveBeenCalledTimes(1);
     expect(other).toHaveBeenCalledTimes(1);
@@ -73,12 +90,12 @@ describe("LookupCache", () => {
   it("gives a failed load's error to every caller waiting for it and caches nothing", async () => {
     const cache = new LookupCache<number>(60_000);
     const failing = slowLoad(20, () => 1, new Error("database down"));
-    const results = await Promise.allSettled(Array.from({ length: 10 }, () => cache.getOrLoad("k", failing)));
+    const results = await settled(Promise.allSettled(Array.from({ length: 10 }, () => cache.getOrLoad("k", failing))));
     expect(results.map((r) => r.status)).toEqual(Array(10).fill("rejected"));
     expect(failing).toHaveBeenCalledTimes(1);
     expect(cache.get("k")).toBeUndefined();
     const working = slowLoad(5, () => 2);
-    expect(await cache.getOrLoad("k", working)).toBe(2);
+    expect(await settled(cache.getOrLoad("k", working))).toBe(2);
     expect(working).toHaveBeenCalledTimes(1);
   });
 
@@ -86,49 +103,49 @@ describe("LookupCache", () => {
     const cache = new LookupCache<number>(300);
     let version = 1;
     const load = slowLoad(20, () => version);
-    expect(await cache.getOrLoad("k", load)).toBe(1);
-    await sleep(60);
+    expect(await settled(cache.getOrLoad("k", load))).toBe(1);
+    await pass(60);
     expect(await cache.getOrLoad("k", load)).toBe(1); // young: no reload
     expect(load).toHaveBeenCalledTimes(1);
-    await sleep(120); // past 150 ms
+    await pass(120); // past 150 ms
     version = 2;
     const during = await Promise.all(Array.from({ length: 5 }, () => cache.getOrLoad("k", load)));
     expect(during).toEqual(Array(5).fill(1)); // nobody waited for the reload
     expect(load).toHaveBeenCalledTimes(2);
-    await sleep(40);
+    await pass(40);
     expect(cache.get("k")).toBe(2);
-    await sleep(200); // past the first entry's expiry (300 ms after its load started)
+    await pass(200); // past the first entry's expiry (300 ms after its load started)
     expect(cache.get("k")).toBe(2);
     expect(load).toHaveBeenCalledTimes(2);
   });
 
   it("keeps a failed background reload from ending the entry before its TTL, and lets it expire then", async () => {
     const cache = new LookupCache<number>(200);
-    expect(await cache.getOrLoad("k", slowLoad(1, () => 1))).toBe(1);
-    await sleep(120);
+    expect(await settled(cache.getOrLoad("k", slowLoad(1, () => 1)))).toBe(1);
+    await pass(120);
     const failing = slowLoad(5, () => 2, new Error("database down"));
     expect(await cache.getOrLoad("k", failing)).toBe(1);
-    await sleep(20);
+    await pass(20);
     expect(failing).toHaveBeenCalledTimes(1);
     expect(cache.get("k")).toBe(1);
-    await sleep(80);
+    await pass(80);
     expect(cache.get("k")).toBeUndefined();
   });
 
   it("counts the TTL from the start of the load, so a slow load's answer is trusted only for what remains", async () => {
     const cache = new LookupCache<number>(100);
-    expect(await cache.getOrLoad("slow", slowLoad(120, () => 1))).toBe(1);
+    expect(await settled(cache.getOrLoad("slow", slowLoad(120, () => 1)))).toBe(1);
     expect(cache.get("slow")).toBeUndefined();
-    expect(await cache.getOrLoad("k", slowLoad(60, () => 2))).toBe(2);
+    expect(await settled(cache.getOrLoad("k", slowLoad(60, () => 2)))).toBe(2);
     expect(cache.get("k")).toBe(2);
-    await sleep(50);
+    await pass(50);
     expect(cache.get("k")).toBeUndefined();
   });
 
   it("loads every time with a TTL of 0", async () => {
     const cache = new LookupCache<number>(0);
     const load = slowLoad(10, () => 3);
-    expect(await Promise.all([cache.getOrLoad("k", load), cache.getOrLoad("k", load)])).toEqual([3, 3]);
+    expect(await settled(Promise.all([cache.getOrLoad("k", load), cache.getOrLoad("k", load)]))).toEqual([3, 3]);
     expect(load).toHaveBeenCalledTimes(2);
   });
 });
