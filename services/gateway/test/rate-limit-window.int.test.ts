@@ -18,22 +18,30 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("SlidingWindowLimiter", () => {
   it("slides: an admitted request frees its slot one window after its own admission, not at a window edge", async () => {
-    const limiter = new SlidingWindowLimiter(redis, { windowMs: 1000 });
+    // Half a window between the first admissions and the third: a window of seconds, so that a
+    // stall of the machine running the test cannot make the third leave with the first two.
+    const windowMs = 3000;
+    const limiter = new SlidingWindowLimiter(redis, { windowMs });
     const k = key();
+    const firstSent = Date.now();
     expect(await limiter.hit(k, 3)).toEqual({ admitted: true, limit: 3, remaining: 2, retryAfterMs: 0 });
+    const firstAnswered = Date.now();
     expect(await limiter.hit(k, 3)).toMatchObject({ admitted: true, remaining: 1, retryAfterMs: 0 });
-    await sleep(500);
+    await sleep(windowMs / 2);
+    const thirdSent = Date.now();
     const third = await limiter.hit(k, 3);
+    const thirdAnswered = Date.now();
     expect(third).toMatchObject({ admitted: true, remaining: 0 });
-    // Full now; the first two admissions leave the window about 500 ms from now.
-    expect(third.retryAfterMs).toBeGreaterThan(300);
-    expect(third.retryAfterMs).toBeLessThanOrEqual(500);
+    // Full now: the first admission leaves the window one window after it was made, counted from
+    // the third's (each known to within its request's round trip; 2 ms for rounding).
+    expect(third.retryAfterMs).toBeGreaterThanOrEqual(windowMs - (thirdAnswered - firstSent) - 2);
+    expect(third.retryAfterMs).toBeLessThanOrEqual(windowMs - (thirdSent - firstAnswered) + 2);
     const refused = await limiter.hit(k, 3);
     expect(refused.admitted).toBe(false);
     expect(refused.remaining).toBe(0);
 
     await sleep(refused.retryAfterMs + 30);
-    // The two oldest have left; the third (500 ms younger) still counts.
+    // The two oldest have left; the third (half a window younger) still counts.
     expect(await limiter.hit(k, 3)).toMatchObject({ admitted: true, remaining: 1 });
     expect(await limiter.hit(k, 3)).toMatchObject({ admitted: true, remaining: 0 });
     expect((await limiter.hit(k, 3)).admitted).toBe(false);
