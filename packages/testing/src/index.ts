@@ -8,6 +8,7 @@ export { reachableAddresses } from "./listen-host";
 export { apiJson, postRun, runJson } from "./runs";
 export { readSse, type SseEvent, type SseResponse, type StreamOptions } from "./sse-client";
 export { startPrivateRedis, startPrivatePostgres, type PrivateRedis, type PrivatePostgres } from "./private-servers";
+export { startMemoryService, type MemoryService } from "./memory-service";
 export { startPgRelay, type PgRelay } from "./pg-relay";
 export { startStackOnPrivatePostgres, type PrivatePostgresStack } from "./private-stack";
 export { eventually, watchSse, within, type SseWatch } from "./waiting";

@@ -1,21 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { MEMORY_CONTENT_MAX_CHARS } from "@agentrun/contracts";
 import { createMemoryClient, type MemoryClient } from "@agentrun/memory-client";
-import { freePort, startService, testEnv, waitForOk, type ServiceProcess } from "@agentrun/testing";
+import { startMemoryService, type MemoryService } from "@agentrun/testing";
 import { ToolRegistry } from "./registry";
 import type { ToolContext } from "./tool";
 
 // The real memory service, on the test database: what a call saved is read back from it.
-const TOKEN = "test-internal-token-0123456789";
-let memoryService: ServiceProcess;
+let memoryService: MemoryService;
 let memory: MemoryClient;
 
 beforeAll(async () => {
-  const port = await freePort();
-  memoryService = startService("memory", { DATABASE_URL: testEnv().databaseUrl, INTERNAL_TOKEN: TOKEN, MEMORY_PORT: String(port), MEMORY_HOST: "127.0.0.1" });
-  const url = `http://127.0.0.1:${port}`;
-  await waitForOk(`${url}/healthz`, memoryService);
-  memory = createMemoryClient({ baseUrl: url, token: TOKEN, timeoutMs: 5000 });
+  memoryService = await startMemoryService();
+  memory = createMemoryClient({ baseUrl: memoryService.url, token: memoryService.token, timeoutMs: 5000 });
 });
 
 afterAll(async () => {

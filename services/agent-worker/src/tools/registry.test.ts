@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import net from "node:net";
 import { createMemoryClient } from "@agentrun/memory-client";
-import { freePort, startService, testEnv, waitForOk, type ServiceProcess } from "@agentrun/testing";
+import { startMemoryService, type MemoryService } from "@agentrun/testing";
 import { BUILT_IN_TOOLS, ToolRegistry } from "./registry";
 import type { ToolContext } from "./tool";
 
@@ -162,19 +162,14 @@ describe("which calls are charged", () => {
   // The http tool may reach the local site here; everything else as in production.
   const open = new ToolRegistry({ timeoutMs: 300, maxBytes: 1000, allowPrivate: true });
   // The real memory service, frozen (SIGSTOP) while a call waits for it.
-  const TOKEN = "test-internal-token-0123456789";
-  let memoryService: ServiceProcess;
-  let frozenMemoryUrl: string;
+  let memoryService: MemoryService;
   beforeAll(async () => {
-    const port = await freePort();
-    memoryService = startService("memory", { DATABASE_URL: testEnv().databaseUrl, INTERNAL_TOKEN: TOKEN, MEMORY_PORT: String(port), MEMORY_HOST: "127.0.0.1" });
-    frozenMemoryUrl = `http://127.0.0.1:${port}`;
-    await waitForOk(`${frozenMemoryUrl}/healthz`, memoryService);
+    memoryService = await startMemoryService();
   });
   afterAll(async () => {
     await memoryService?.stop();
   });
-  const hangingMemory = () => createMemoryClient({ baseUrl: frozenMemoryUrl, token: TOKEN, timeoutMs: 300 });
+  const hangingMemory = () => createMemoryClient({ baseUrl: memoryService.url, token: memoryService.token, timeoutMs: 300 });
   const host = () => new URL(siteUrl).hostname;
 
   it.each<[string, string, string, readonly string[], Partial<ToolContext>]>([
@@ -211,14 +206,14 @@ describe("which calls are charged", () => {
     const privateAddress = await registry.call("http_get", JSON.stringify({ url: `${siteUrl}/fail` }), ["http"], ctxFor({ httpAllowlist: [host()] }));
     expect(privateAddress).toMatchObject({ result: { error: { code: "address_not_allowed" } }, charged: false });
     // Answering while it runs: the same call goes through.
-    const answering = createMemoryClient({ baseUrl: frozenMemoryUrl, token: TOKEN, timeoutMs: 20_000 });
+    const answering = createMemoryClient({ baseUrl: memoryService.url, token: memoryService.token, timeoutMs: 20_000 });
     expect(await open.call("memory_search", '{"query":"tea"}', ["memory"], ctxFor({ userId: "u1", memory: answering }))).toMatchObject({ ok: true, charged: true });
-    process.kill(memoryService.child.pid!, "SIGSTOP");
+    memoryService.freeze();
     try {
       const timedOut = await open.call("memory_search", '{"query":"tea"}', ["memory"], ctxFor({ userId: "u1", memory: hangingMemory() }));
       expect(timedOut).toMatchObject({ result: { error: { code: "unavailable" } }, charged: false });
     } finally {
-      process.kill(memoryService.child.pid!, "SIGCONT");
+      memoryService.thaw();
     }
   });
 });

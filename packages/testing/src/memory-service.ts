@@ -1,0 +1,33 @@
+import { testEnv } from "./env";
+import { freePort, startService, waitForOk, type ServiceProcess } from "./processes";
+
+/** A memory service process of a test's own, on the test database. */
+export interface MemoryService {
+  url: string;
+  /** The internal token it takes (`Authorization: Bearer …`). */
+  token: string;
+  process: ServiceProcess;
+  /** Suspends the process (SIGSTOP): it accepts connections and answers nothing. */
+  freeze(): void;
+  /** Resumes a frozen process (SIGCONT). */
+  thaw(): void;
+  stop(): Promise<void>;
+}
+
+const TOKEN = "test-internal-token-0123456789";
+
+/** Starts the real memory service on a free loopback port and waits until it answers. */
+export async function startMemoryService(): Promise<MemoryService> {
+  const port = await freePort();
+  const proc = startService("memory", { DATABASE_URL: testEnv().databaseUrl, INTERNAL_TOKEN: TOKEN, MEMORY_PORT: String(port), MEMORY_HOST: "127.0.0.1" });
+  const url = `http://127.0.0.1:${port}`;
+  await waitForOk(`${url}/healthz`, proc);
+  return {
+    url,
+    token: TOKEN,
+    process: proc,
+    freeze: () => process.kill(proc.child.pid!, "SIGSTOP"),
+    thaw: () => process.kill(proc.child.pid!, "SIGCONT"),
+    stop: () => proc.stop(),
+  };
+}
