@@ -57,6 +57,13 @@ export interface FinishRunInput {
    * worker claimed meanwhile (it would go on executing a run already ended).
    */
   onlyIfQueued?: boolean;
+  /**
+   * For a caller that is not the run's worker: the run's output is the text its events streamed
+   * in its last model call (read once the run is taken over, so nothing can be added meanwhile),
+   * also stored as the assistant's message: what a cancelled run had said when it stopped,
+   * though its worker is gone.
+   */
+  outputFromEvents?: boolean;
 }
 
 export interface FinishRunDeps {
@@ -118,12 +125,27 @@ async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promis
     if (taken.status === "running") await takeOverLog(deps, input.runId, token, taken.previous);
     const unstored = await readUnstoredEvents(deps, input.runId);
     const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: unstored.lastSeq, writerId: token, onError: () => {} });
-    const terminal = await storeEnd(deps, input, writer, unstored.events, token);
+    const terminal = await storeEnd(deps, input.outputFromEvents ? await withStreamedOutput(deps, input, unstored.events) : input, writer, unstored.events, token);
     if (terminal) return terminal;
     if (await publishStoredTerminal(deps, input.runId)) return null;
     // Still in progress: a worker claimed the queued run after it was taken over. Again.
     if (attempt >= TAKE_OVER_ATTEMPTS) throw new Error(`run ${input.runId} kept being claimed while it was being ended`);
   }
+}
+
+/**
+ * `input` with the text the run's events (those stored and `unstored`) streamed in its last model
+ * call, after its last tool call, as its output and the assistant's message: a run's output, as
+ * its worker would have recorded it.
+ */
+async function withStreamedOutput(deps: FinishRunDeps, input: FinishRunInput, unstored: RunEvent[]): Promise<FinishRunInput> {
+  const events = [...(await readDbEvents(deps, input.runId)), ...unstored].sort((a, b) => a.seq - b.seq);
+  let output = "";
+  for (const e of events) {
+    if (e.type === "tool_call" || e.type === "tool_result") output = "";
+    else if (e.type === "text_chunk" && typeof e.content === "string") output += e.content;
+  }
+  return output ? { ...input, output, messages: [...input.messages, { role: "assistant", content: output }] } : input;
 }
 
 /**
@@ -232,13 +254,14 @@ export async function failRun(deps: FinishRunDeps, run: { id: string; query: str
 /**
  * Ends a running run whose worker is gone (a sweeper or a worker taking over its job does this):
  * `cancelled` when it was asked to stop (its cancel flag is set: the cancel reached no live
- * worker), failed with `error` otherwise. What it consumed is unknown here, so it costs nothing.
+ * worker), with what it had said (the text its events streamed in its last model call) as its output, failed with
+ * `error` otherwise. What it consumed is unknown here, so it costs nothing.
  * False if it had ended already.
  */
 export async function endAbandonedRun(deps: FinishRunDeps, run: { id: string; query: string }, error: { code: string; message: string }): Promise<boolean> {
   const cancelled = await deps.redis.exists(runCancelKey(deps.redisPrefix, run.id)).catch(() => 0);
   if (!cancelled) return failRun(deps, run, error);
-  return (await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }] })) !== null;
+  return (await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }], outputFromEvents: true })) !== null;
 }
 
 /** Runs `fn`, retrying with back-off while the error means a dependency is down, for up to `forMs`. */

@@ -1,10 +1,10 @@
 import pg from "pg";
 import { type PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
-import { readDbEvents, RUN_LOG_TTL_LIVE_S, RunEventWriter, runLogKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
+import { readDbEvents, RUN_LOG_TTL_LIVE_S, runCancelKey, RunEventWriter, runLogKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
 import { createTestRun, startPgRelay, testEnv, testPrisma } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
-import { finishRun, failRun } from "./finish-run";
+import { endAbandonedRun, finishRun, failRun } from "./finish-run";
 
 // Ending a run in its worker's stead (finishRun without the worker's writer), against the real
 // PostgreSQL and Redis: what is taken over, when, and what happens when part of it fails.
@@ -111,4 +111,26 @@ it("refuses the worker's end when a take-over commits while that end waits for t
     await taker.end();
   }
   expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", workerId: "end_taker" });
+});
+
+it("keeps what a cancelled run had said when its worker is gone: the text of its stored and logged events", async () => {
+  const { runId, writer } = await runOfW1();
+  // A first model call that said something and called a tool: its text is a message of its own, not the output.
+  writer.emit({ type: "text_chunk", content: "Let me look. " });
+  writer.emit({ type: "tool_call", tool: "clock", action: "now", params: {}, call_id: "c1" });
+  writer.emit({ type: "tool_result", tool: "clock", action: "now", result: { iso: "2026-01-01T00:00:00.000Z" }, call_id: "c1" });
+  writer.emit({ type: "text_chunk", content: "Hel" });
+  await writer.flush();
+  // Only in the run's Redis log: its worker stopped before storing it.
+  writer.emit({ type: "text_chunk", content: "lo, wor" });
+  await writer.drain();
+  await redis.set(runCancelKey(redisPrefix, runId), "1", "EX", 60);
+  expect(await endAbandonedRun(deps(), { id: runId, query: "q" }, lost)).toBe(true);
+  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "cancelled", output: "Hello, wor", creditsUsed: 0 });
+  const messages = await prisma.message.findMany({ where: { runId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+  expect(messages.map((m) => [m.role, m.content])).toEqual([
+    ["user", "q"],
+    ["assistant", "Hello, wor"],
+  ]);
+  expect((await readDbEvents({ prisma }, runId)).map((e) => e.type)).toEqual(["run_started", "text_chunk", "tool_call", "tool_result", "text_chunk", "text_chunk", "run_cancelled"]);
 });
