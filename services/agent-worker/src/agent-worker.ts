@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import type { Logger } from "@agentrun/logger";
 import { createPrisma, schemaState, type SchemaState } from "@agentrun/db";
 import { closeRedis, createRedis } from "@agentrun/redis";
-import { controlChannel, runCancelKey, workersKey } from "@agentrun/events";
+import { controlChannel, recordWorkerHeartbeat, runCancelKey, workersKey } from "@agentrun/events";
 import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { endAbandonedRun } from "@agentrun/run-state";
@@ -105,7 +105,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
         else log.error({ database: now }, "database not usable: not heartbeating, so not counted as a live worker");
       }
       database = now;
-      if (now === "ok") await redis.zadd(workersKey(config.REDIS_PREFIX), Date.now(), workerId).catch(() => {});
+      if (now === "ok") await recordWorkerHeartbeat(redis, config.REDIS_PREFIX, workerId).catch(() => {});
       else await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
     } finally {
       beating = false;

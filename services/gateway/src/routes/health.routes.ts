@@ -1,6 +1,6 @@
 import { Router } from "express";
 import { schemaState } from "@agentrun/db";
-import { WORKER_HEARTBEAT_STALE_MS, workersKey } from "@agentrun/events";
+import { countLiveWorkers } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
 
 const withTimeout = <T>(p: Promise<T>, ms: number) =>
@@ -23,7 +23,7 @@ export function healthRoutes(deps: GatewayDeps): Router {
     const checks = await Promise.allSettled([
       withTimeout(schemaState(deps.prisma), CHECK_TIMEOUT_MS),
       withTimeout(deps.redis.ping(), CHECK_TIMEOUT_MS),
-      withTimeout(deps.redis.zcount(workersKey(deps.config.REDIS_PREFIX), Date.now() - WORKER_HEARTBEAT_STALE_MS, "+inf"), CHECK_TIMEOUT_MS),
+      withTimeout(countLiveWorkers(deps.redis, deps.config.REDIS_PREFIX), CHECK_TIMEOUT_MS),
     ]);
     const [db, redis, workers] = checks;
     const liveWorkers = workers.status === "fulfilled" ? Number(workers.value) : 0;

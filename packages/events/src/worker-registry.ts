@@ -1,0 +1,33 @@
+import type { Redis } from "ioredis";
+import { WORKER_HEARTBEAT_STALE_MS, workersKey } from "./keys";
+
+/**
+ * A worker that has not beaten for this long leaves the registry (it counts as gone after
+ * {@link WORKER_HEARTBEAT_STALE_MS} already): crashed workers, each with an id of its own, do not
+ * pile up in it.
+ */
+export const WORKER_FORGET_AFTER_MS = 10 * 60_000;
+
+// Redis's clock, in milliseconds: heartbeats and the count of live workers agree whatever the
+// clocks of the hosts that write and read them say (as the rate limiter does).
+const NOW = "local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
+
+/** KEYS[1] the registry, ARGV[1] the worker id, ARGV[2] WORKER_FORGET_AFTER_MS. */
+const BEAT_LUA = `${NOW}
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+return now`;
+
+/** KEYS[1] the registry, ARGV[1] WORKER_HEARTBEAT_STALE_MS. */
+const COUNT_LUA = `${NOW}
+return redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[1]), '+inf')`;
+
+/** Records a heartbeat of `workerId` at Redis's time, and forgets workers silent for {@link WORKER_FORGET_AFTER_MS}. */
+export async function recordWorkerHeartbeat(redis: Redis, prefix: string, workerId: string): Promise<void> {
+  await redis.eval(BEAT_LUA, 1, workersKey(prefix), workerId, WORKER_FORGET_AFTER_MS);
+}
+
+/** Workers whose last heartbeat is at most {@link WORKER_HEARTBEAT_STALE_MS} old by Redis's clock. */
+export async function countLiveWorkers(redis: Redis, prefix: string): Promise<number> {
+  return Number(await redis.eval(COUNT_LUA, 1, workersKey(prefix), WORKER_HEARTBEAT_STALE_MS));
+}
