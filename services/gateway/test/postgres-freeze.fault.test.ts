@@ -55,20 +55,26 @@ it("answers 503 within the query timeout while PostgreSQL stops answering, never
     if (frozen) pg.thaw();
   }
 
-  // The statement that created the refused run reached the database and may be carried out now:
-  // if it was, that run ends without ever running (no text, nothing charged).
-  const refused = await eventually(async () => {
-    const runs = await prisma.run.findMany({ where: { orgId: tenant.orgId, query: "asked while frozen" } });
-    return runs.length > 0 && runs.every((r) => r.status === "failed" || r.status === "cancelled") && runs;
-  }, { timeoutMs: 30_000 });
-  expect(refused).toHaveLength(1);
-  await new Promise((r) => setTimeout(r, 4000)); // a sweep of old queued runs, had it been left queued
-  for (const run of await prisma.run.findMany({ where: { orgId: tenant.orgId, query: "asked while frozen" } })) {
-    expect({ status: run.status, credits: run.creditsUsed, output: run.output }).toEqual({ status: expect.stringMatching(/^(failed|cancelled)$/), credits: 0, output: "" });
-  }
-
   // Service resumes by itself.
   await eventually(async () => (await postRun(stack.gatewayUrl, tenant.headers, { query: "after the freeze" })).status === 200, { timeoutMs: 30_000 });
+
+  // The statement that created the refused run reached the database if its API key was still
+  // cached (a loaded machine may have taken longer than the cache's second, and then the key's
+  // lookup was what timed out): carried out once the database answered, that run ends without
+  // ever running (no text, nothing charged). Time for a sweep of old queued runs, had it been
+  // left queued.
+  await new Promise((r) => setTimeout(r, 4000));
+  const refused = await eventually(
+    async () => {
+      const runs = await prisma.run.findMany({ where: { orgId: tenant.orgId, query: "asked while frozen" } });
+      return runs.every((r) => r.status === "failed" || r.status === "cancelled") && runs;
+    },
+    { timeoutMs: 30_000 },
+  );
+  expect(refused.length).toBeLessThanOrEqual(1);
+  for (const run of refused) {
+    expect({ status: run.status, credits: run.creditsUsed, output: run.output }).toEqual({ status: expect.stringMatching(/^(failed|cancelled)$/), credits: 0, output: "" });
+  }
 });
 
 it("answers 202 with the run's status at the wait limit while PostgreSQL does not answer: the run was accepted, a 503 would invite a second one", async () => {
