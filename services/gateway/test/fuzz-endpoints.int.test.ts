@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { createTenant, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, eventually, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // Random bodies, headers, query strings and path segments at every endpoint: no answer is a 5xx,
@@ -19,6 +19,14 @@ beforeAll(async () => {
   const res = await fetch(`${stack.gatewayUrl}/api/run`, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: '{"query":"x","stream":false}' });
   const run = (await res.json()) as any;
   known = { taskId: run.task_id, runId: run.run_id };
+  // The memory service's first answers (its connections, its first statements) may take longer
+  // than the gateway waits for it on a loaded machine: a 503 that is right, but not what this test
+  // is about. Warm it up until it answers.
+  await eventually(async () => {
+    const saved = await fetch(`${stack.gatewayUrl}/api/memory`, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: '{"user_id":"warm","content":"warm-up"}' });
+    const listed = await fetch(`${stack.gatewayUrl}/api/memory?user_id=warm`, { headers: tenant.headers });
+    return saved.status < 300 && listed.status === 200;
+  });
 });
 
 afterAll(async () => {
