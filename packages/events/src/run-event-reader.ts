@@ -47,13 +47,13 @@ function readBothStores(store: EventStore, runId: string, afterSeq: number): Pro
 
 /**
  * The events of a run's Redis log that PostgreSQL does not hold (those its worker emitted but did
- * not get to store), in order, and the last seq stored anywhere.
+ * not get to store), in order, the last seq stored anywhere, and all the events of both stores.
  */
-export async function readUnstoredEvents(store: EventStore, runId: string): Promise<{ events: RunEvent[]; lastSeq: number }> {
+export async function readUnstoredEvents(store: EventStore, runId: string): Promise<{ events: RunEvent[]; lastSeq: number; all: RunEvent[] }> {
   const [rows, log] = await readBothStores(store, runId, 0);
   const inDb = new Set(rows.map((e) => e.seq));
   const all = mergeEvents(rows, log, 0);
-  return { events: all.filter((e) => !inDb.has(e.seq)), lastSeq: all.at(-1)?.seq ?? 0 };
+  return { events: all.filter((e) => !inDb.has(e.seq)), lastSeq: all.at(-1)?.seq ?? 0, all };
 }
 
 /**

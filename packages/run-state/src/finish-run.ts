@@ -125,7 +125,7 @@ async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promis
     if (taken.status === "running") await takeOverLog(deps, input.runId, token, taken.previous);
     const unstored = await readUnstoredEvents(deps, input.runId);
     const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: unstored.lastSeq, writerId: token, onError: () => {} });
-    const terminal = await storeEnd(deps, input.outputFromEvents ? await withStreamedOutput(deps, input, unstored.events) : input, writer, unstored.events, token);
+    const terminal = await storeEnd(deps, input.outputFromEvents ? withStreamedOutput(input, unstored.all) : input, writer, unstored.events, token);
     if (terminal) return terminal;
     if (await publishStoredTerminal(deps, input.runId)) return null;
     // Still in progress: a worker claimed the queued run after it was taken over. Again.
@@ -134,12 +134,11 @@ async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promis
 }
 
 /**
- * `input` with the text the run's events (those stored and `unstored`) streamed in its last model
+ * `input` with the text the run's `events` (all of them, in order) streamed in its last model
  * call, after its last tool call, as its output and the assistant's message: a run's output, as
  * its worker would have recorded it.
  */
-async function withStreamedOutput(deps: FinishRunDeps, input: FinishRunInput, unstored: RunEvent[]): Promise<FinishRunInput> {
-  const events = [...(await readDbEvents(deps, input.runId)), ...unstored].sort((a, b) => a.seq - b.seq);
+function withStreamedOutput(input: FinishRunInput, events: RunEvent[]): FinishRunInput {
   let output = "";
   for (const e of events) {
     if (e.type === "tool_call" || e.type === "tool_result") output = "";
@@ -183,7 +182,7 @@ async function publishStoredTerminal(deps: FinishRunDeps, runId: string): Promis
  * counts already are; this is the last line of defence, like storableJsonText, so that no figure
  * leaves a run that cannot end).
  */
-export function storableCount(n: number): number {
+function storableCount(n: number): number {
   return Number.isFinite(n) ? Math.min(Math.max(0, Math.ceil(n)), 2_147_483_647) : 0;
 }
 
@@ -254,8 +253,8 @@ export async function failRun(deps: FinishRunDeps, run: { id: string; query: str
 /**
  * Ends a running run whose worker is gone (a sweeper or a worker taking over its job does this):
  * `cancelled` when it was asked to stop (its cancel flag is set: the cancel reached no live
- * worker), with what it had said (the text its events streamed in its last model call) as its output, failed with
- * `error` otherwise. What it consumed is unknown here, so it costs nothing.
+ * worker), with what it had said (the text its events streamed in its last model call) as its
+ * output, failed with `error` otherwise. What it consumed is unknown here, so it costs nothing.
  * False if it had ended already.
  */
 export async function endAbandonedRun(deps: FinishRunDeps, run: { id: string; query: string }, error: { code: string; message: string }): Promise<boolean> {

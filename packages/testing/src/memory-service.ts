@@ -1,5 +1,6 @@
 import { testEnv } from "./env";
 import { freePort, startService, waitForOk, type ServiceProcess } from "./processes";
+import { TEST_INTERNAL_TOKEN } from "./stack";
 
 /** A memory service process of a test's own, on the test database. */
 export interface MemoryService {
@@ -14,17 +15,15 @@ export interface MemoryService {
   stop(): Promise<void>;
 }
 
-const TOKEN = "test-internal-token-0123456789";
-
 /** Starts the real memory service on a free loopback port and waits until it answers. */
 export async function startMemoryService(): Promise<MemoryService> {
   const port = await freePort();
-  const proc = startService("memory", { DATABASE_URL: testEnv().databaseUrl, INTERNAL_TOKEN: TOKEN, MEMORY_PORT: String(port), MEMORY_HOST: "127.0.0.1" });
+  const proc = startService("memory", { DATABASE_URL: testEnv().databaseUrl, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN, MEMORY_PORT: String(port), MEMORY_HOST: "127.0.0.1" });
   const url = `http://127.0.0.1:${port}`;
   await waitForOk(`${url}/healthz`, proc);
   return {
     url,
-    token: TOKEN,
+    token: TEST_INTERNAL_TOKEN,
     process: proc,
     freeze: () => process.kill(proc.child.pid!, "SIGSTOP"),
     thaw: () => process.kill(proc.child.pid!, "SIGCONT"),

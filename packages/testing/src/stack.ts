@@ -1,6 +1,9 @@
 import { testEnv } from "./env";
 import { freePort, startService, waitForOk, waitForWorker, type ServiceProcess } from "./processes";
 
+/** The internal token (gateway and worker → memory service) of the services tests start. */
+export const TEST_INTERNAL_TOKEN = "test-internal-token-0123456789";
+
 export interface StackOptions {
   /** Agent worker processes. @defaultValue 1 */
   workers?: number;
@@ -47,7 +50,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     REDIS_URL: redisUrl,
     // Each stack gets its own queue and channels, so test files never take each other's jobs.
     REDIS_PREFIX: `${redisPrefix}:${gatewayPort}`,
-    INTERNAL_TOKEN: "test-internal-token-0123456789",
+    INTERNAL_TOKEN: TEST_INTERNAL_TOKEN,
     MEMORY_URL: memoryUrl,
     SCRIPTED_MODEL_URL: `${modelUrl}/v1`,
     MODEL_MAX_RETRIES: "0",

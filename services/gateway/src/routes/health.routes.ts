@@ -26,7 +26,7 @@ export function healthRoutes(deps: GatewayDeps): Router {
       withTimeout(countLiveWorkers(deps.redis, deps.config.REDIS_PREFIX), CHECK_TIMEOUT_MS),
     ]);
     const [db, redis, workers] = checks;
-    const liveWorkers = workers.status === "fulfilled" ? Number(workers.value) : 0;
+    const liveWorkers = workers.status === "fulfilled" ? workers.value : 0;
     const status = {
       database: db.status === "fulfilled" ? db.value : "unavailable",
       redis: redis.status === "fulfilled" ? "ok" : "unavailable",
