@@ -4,8 +4,9 @@ import path from "node:path";
 import { Router } from "express";
 import { looksLikeWidgetKey } from "@agentrun/api-keys";
 import type { GatewayConfig } from "../config";
+import { bundleWidget, type WidgetScript } from "./widget-bundle";
 
-/** services/gateway/public: the widget script and the demo page. */
+/** services/gateway/public: the widget's sources and the demo page. */
 const PUBLIC_DIR = path.resolve(__dirname, "../../public");
 
 /**
@@ -35,27 +36,6 @@ async function loadDemoPage(): Promise<DemoPage> {
   return { template, csp: demoCsp(`sha256-${createHash("sha256").update(style, "utf8").digest("base64")}`) };
 }
 
-/** Where widget.js takes the styles of widget.css (a JSON string literal in its source). */
-const STYLES_PLACEHOLDER = '"{{WIDGET_STYLES}}"';
-
-/**
- * widget.js as served: its source with widget.css inlined as a string, so that embedding pages
- * make one request and their CSP has no stylesheet to block (the widget adopts the styles as a
- * constructed stylesheet of its shadow root).
- */
-async function loadWidgetScript(): Promise<WidgetScript> {
-  const [source, css] = await Promise.all([readFile(path.join(PUBLIC_DIR, "widget.js"), "utf8"), readFile(path.join(PUBLIC_DIR, "widget.css"), "utf8")]);
-  if (!source.includes(STYLES_PLACEHOLDER)) throw new Error(`widget.js has no ${STYLES_PLACEHOLDER} for its styles`);
-  const body = Buffer.from(source.replace(STYLES_PLACEHOLDER, () => JSON.stringify(css)), "utf8");
-  return { body, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"` };
-}
-
-interface WidgetScript {
-  body: Buffer;
-  /** A strong ETag of `body`, computed once. */
-  etag: string;
-}
-
 /** True when the `/widget-demo` page is served: WIDGET_DEMO, else everywhere but production. */
 export function widgetDemoEnabled(config: Pick<GatewayConfig, "WIDGET_DEMO" | "NODE_ENV">): boolean {
   return config.WIDGET_DEMO ?? config.NODE_ENV !== "production";
@@ -72,7 +52,7 @@ export function widgetAssetRoutes(config: Pick<GatewayConfig, "WIDGET_DEMO" | "N
   let widgetScript: Promise<WidgetScript> | null = null;
 
   router.get("/widget.js", async (_req, res) => {
-    widgetScript ??= loadWidgetScript().catch((err: unknown) => {
+    widgetScript ??= bundleWidget().catch((err: unknown) => {
       widgetScript = null; // read again at the next request
       throw err;
     });

@@ -1,0 +1,34 @@
+/*
+ * agentrun chat widget. Embed with one tag:
+ *   <script src="https://GATEWAY/widget.js" data-widget-key="pk_…" async></script>
+ * Optional attributes: data-title, data-greeting, data-color (any CSS color).
+ * Renders in a shadow root, talks to the gateway's widget API, and keeps the visitor's session and
+ * any answer in progress in localStorage, so an answer interrupted by a page reload is picked up
+ * again where it stopped (Last-Event-ID). The gateway bundles this folder into /widget.js.
+ */
+import { readConfig } from "./config.js";
+import { openSession } from "./session.js";
+import { createPanel } from "./panel.js";
+import { createConversation } from "./conversation.js";
+
+const config = readConfig();
+if (config) {
+  const session = openSession(config.key);
+  let conversation = null;
+  const panel = createPanel(config, {
+    onOpenChange(open) {
+      session.state.open = open;
+      session.save();
+    },
+    onSubmit: (text) => void conversation.send(text),
+  });
+  conversation = createConversation(config, session, panel);
+
+  const mount = () => {
+    document.body.appendChild(panel.host);
+    conversation.restore(config.greeting);
+    if (session.state.open) panel.setOpen(true, false);
+  };
+  if (document.body) mount();
+  else document.addEventListener("DOMContentLoaded", mount);
+}

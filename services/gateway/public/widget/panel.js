@@ -1,0 +1,110 @@
+import STYLES from "./widget.css";
+
+const ICON = '<svg width="26" height="26" viewBox="0 0 24 24" fill="none" aria-hidden="true" focusable="false"><path d="M4 5h16v11H8l-4 4V5z" stroke="currentColor" stroke-width="2" stroke-linejoin="round"/></svg>';
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  if (text) e.textContent = text;
+  return e;
+}
+
+/**
+ * The widget's elements in a shadow root (the host page's CSS does not reach them): a bubble that
+ * opens a dialog with the conversation's log and a composer. `onOpenChange(open)` hears every
+ * opening and closing; `onSubmit(text)` each message the visitor sends (Enter or the button).
+ */
+export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
+  const host = el("agentrun-chat", {});
+  const root = host.attachShadow({ mode: "open" });
+  try {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(STYLES);
+    root.adoptedStyleSheets = [sheet];
+  } catch (e) {
+    root.appendChild(el("style", {}, STYLES));
+  }
+  if (color && window.CSS && window.CSS.supports("color", color)) host.style.setProperty("--ar-accent", color);
+
+  const panel = el("section", { class: "panel", role: "dialog", "aria-label": title + " chat", id: "ar-panel", hidden: "" });
+  const head = el("div", { class: "head" });
+  const closeBtn = el("button", { class: "close", type: "button", "aria-label": "Close chat" }, "×");
+  head.append(el("h2", {}, title), closeBtn);
+  const log = el("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
+  const form = el("form", { class: "composer" });
+  const input = el("textarea", { id: "ar-input", rows: "1", placeholder: "Type a message…", maxlength: "32000" });
+  const sendBtn = el("button", { class: "send", type: "submit" }, "Send");
+  form.append(el("label", { class: "sr-only", for: "ar-input" }, "Your message"), input, sendBtn);
+  panel.append(head, log, form);
+  const bubble = el("button", { class: "bubble", type: "button", "aria-label": "Chat with the " + title.toLowerCase(), "aria-expanded": "false", "aria-controls": "ar-panel" });
+  bubble.innerHTML = ICON;
+  root.append(panel, bubble);
+
+  let busy = false;
+  function setOpen(open, moveFocus) {
+    panel.hidden = !open;
+    bubble.setAttribute("aria-expanded", String(open));
+    onOpenChange(open);
+    if (open) {
+      log.scrollTop = log.scrollHeight;
+      if (moveFocus) input.focus();
+    } else if (moveFocus) bubble.focus();
+  }
+  function submit() {
+    const text = input.value.trim();
+    if (!text || busy) return;
+    input.value = "";
+    onSubmit(text);
+  }
+  bubble.addEventListener("click", () => setOpen(panel.hidden, true));
+  closeBtn.addEventListener("click", () => setOpen(false, true));
+  panel.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") {
+      e.preventDefault();
+      setOpen(false, true);
+    }
+  });
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      if (form.requestSubmit) form.requestSubmit();
+      else submit();
+    }
+  });
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    submit();
+  });
+
+  return {
+    host,
+    setOpen,
+    /** While busy (an answer is being written) the visitor cannot send. */
+    setBusy(b) {
+      busy = b;
+      sendBtn.disabled = b;
+      log.setAttribute("aria-busy", String(b));
+    },
+    /** A message bubble; assistant ones also have a tool-activity line. */
+    addMessage(role, text) {
+      const m = el("div", { class: "msg " + role });
+      const t = el("span", { class: "text" }, text);
+      const status = el("span", { class: "status", hidden: "" });
+      m.append(t, status);
+      log.appendChild(m);
+      log.scrollTop = log.scrollHeight;
+      return {
+        node: m,
+        setText(s) {
+          t.textContent = s;
+          t.classList.toggle("dots", !s);
+          log.scrollTop = log.scrollHeight;
+        },
+        setStatus(s) {
+          status.hidden = !s;
+          status.textContent = s || "";
+        },
+      };
+    },
+  };
+}
