@@ -5,9 +5,12 @@
  */
 import { Command, CommanderError } from "commander";
 import type { PrismaClient } from "@agentrun/db";
-import { AppError, isUnavailableError, sqlStateOf } from "@agentrun/errors";
+import { AppError } from "@agentrun/errors";
 import { EXIT_FAILURE, EXIT_USAGE, NotFoundError, UsageError } from "./cli-errors";
 import type { CliOutput, CommandContext } from "./command-context";
+import { databaseErrorLine } from "./database-errors";
+import { helpAsOption } from "./help-command";
+import { refuseRepeatedOptions } from "./option-parsers";
 import { registerAgentCommands } from "./commands/agent.command";
 import { registerCreditsCommands } from "./commands/credits.command";
 import { registerKeyCommands } from "./commands/key.command";
@@ -49,6 +52,7 @@ function buildProgram(ctx: CommandContext, captured: { out: string; err: string 
   registerAgentCommands(program, ctx);
   registerWidgetKeyCommands(program, ctx);
   registerCreditsCommands(program, ctx);
+  refuseRepeatedOptions(program);
   return program;
 }
 
@@ -71,23 +75,6 @@ function fromCommanderError(err: CommanderError, captured: { out: string; err: s
   return { exitCode: EXIT_USAGE, stderr: oneLine(err.message) };
 }
 
-/** Database errors that mean DATABASE_URL names the wrong database or one not migrated yet. */
-const SCHEMA_PROBLEMS: Record<string, string> = {
-  "3D000": "error: the database named in DATABASE_URL does not exist (create it, then run `npm run db:migrate:deploy`)",
-  "42P01": "error: the database is not migrated (run `npm run db:migrate:deploy`)",
-  "42703": "error: the database is not migrated to this version (run `npm run db:migrate:deploy`)",
-  "42883": "error: the database is not migrated to this version (run `npm run db:migrate:deploy`)",
-};
-
-/** SQLSTATEs of a refused login: unknown role or no pg_hba.conf entry (28000), wrong password (28P01). */
-const LOGIN_REFUSED = ["28000", "28P01"];
-
-/** PostgreSQL's own message of an error raised through Prisma's driver adapter, e.g. `role "x" does not exist`. */
-function serverMessageOf(err: unknown): string | undefined {
-  const message = (err as { meta?: { driverAdapterError?: { cause?: { originalMessage?: unknown } } } } | null)?.meta?.driverAdapterError?.cause?.originalMessage;
-  return typeof message === "string" && message !== "" ? message : undefined;
-}
-
 /** Maps any thrown value to the line and exit code the operator sees. */
 export function errorResult(err: unknown): CliResult {
   if (err instanceof UsageError) return { exitCode: EXIT_USAGE, stderr: oneLine(err.message) };
@@ -95,18 +82,8 @@ export function errorResult(err: unknown): CliResult {
   // The option parsers have checked every value by now: what a package refuses (a balance past
   // its limit, an unknown row) is a failed operation, not a command line that cannot run.
   if (err instanceof AppError) return { exitCode: EXIT_FAILURE, stderr: oneLine(err.message) };
-  if (isUnavailableError(err)) {
-    return {
-      exitCode: EXIT_FAILURE,
-      stderr: "error: the database is unreachable (check DATABASE_URL; start it with `docker compose up -d postgres`)",
-    };
-  }
-  const sqlState = sqlStateOf(err) ?? "";
-  if (LOGIN_REFUSED.includes(sqlState)) {
-    return { exitCode: EXIT_FAILURE, stderr: oneLine(`the database refused the login in DATABASE_URL (${serverMessageOf(err) ?? "check its user name and password"})`) };
-  }
-  const schemaProblem = SCHEMA_PROBLEMS[sqlState];
-  if (schemaProblem) return { exitCode: EXIT_FAILURE, stderr: schemaProblem };
+  const databaseLine = databaseErrorLine(err);
+  if (databaseLine) return { exitCode: EXIT_FAILURE, stderr: oneLine(databaseLine) };
   const message = err instanceof Error ? err.message : String(err);
   return { exitCode: EXIT_FAILURE, stderr: oneLine(message || "unexpected failure") };
 }
@@ -124,11 +101,7 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Cl
   };
   try {
     const program = buildProgram(ctx, captured);
-    // `help [command…]` is `[command…] --help` (commander's own help command ends as a missing
-    // command when its output is captured); `help <unknown>` is refused as `<unknown>` would be.
-    const known = argv[1] === undefined || program.commands.some((c) => c.name() === argv[1]);
-    const args = argv[0] === "help" ? [...argv.slice(1), ...(known ? ["--help"] : [])] : [...argv];
-    await program.parseAsync(args, { from: "user" });
+    await program.parseAsync(helpAsOption(program, argv), { from: "user" });
   } catch (err) {
     return err instanceof CommanderError ? fromCommanderError(err, captured) : errorResult(err);
   }

@@ -3,6 +3,7 @@
  * flag and the accepted values, e.g. `--credits must be an integer from 0 to 2147483647`; they
  * throw {@link UsageError}, which commander passes through unchanged.
  */
+import type { Command } from "commander";
 import { DEFAULT_PRICING } from "@agentrun/credits";
 import { UsageError } from "./cli-errors";
 
@@ -148,4 +149,25 @@ export function pricingOption(flag: string): (value: string) => Record<string, n
     if (Object.keys(pricing).length === 0) throw new UsageError(`${flag} must name at least one of ${PRICING_PARTS.join(", ")}`);
     return pricing;
   };
+}
+
+/**
+ * Makes every option that takes a value, in `command` and all its subcommands, refuse to be given
+ * twice (`--amount 5 --amount 7` is a usage error, not 7). Call it once the commands are
+ * registered and before parsing; each parse needs a freshly built program, as the options
+ * remember that they were seen.
+ */
+export function refuseRepeatedOptions(command: Command): void {
+  for (const option of command.options) {
+    // Boolean flags (e.g. --help) carry no value that a repeat could silently replace.
+    if (!option.required && !option.optional) continue;
+    const parse = option.parseArg;
+    let seen = false;
+    option.argParser((value: string, previous: unknown) => {
+      if (seen) throw new UsageError(`${option.long ?? option.flags} given twice`);
+      seen = true;
+      return parse ? parse(value, previous) : value;
+    });
+  }
+  command.commands.forEach(refuseRepeatedOptions);
 }

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { newId } from "@agentrun/db";
-import { generateApiKey } from "@agentrun/api-keys";
-import { NotFoundError } from "../cli-errors";
+import { API_KEY_DISPLAY_PREFIX_LENGTH, API_KEY_PREFIX, generateApiKey, hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
+import { NotFoundError, UsageError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
 import { textOption } from "../option-parsers";
 
@@ -21,14 +21,27 @@ export async function createKey(ctx: Ctx, opts: { org: string; name?: string }):
   return { key_id: id, api_key: apiKey };
 }
 
-/** `key revoke`: sets `revoked_at`. Revoking a revoked key succeeds and keeps the first time. */
-export async function revokeKey({ prisma }: Ctx, keyId: string): Promise<{ key_id: string; revoked: true }> {
-  const { count } = await prisma.apiKey.updateMany({ where: { id: keyId, revokedAt: null }, data: { revokedAt: new Date() } });
-  if (count === 0) {
-    const exists = await prisma.apiKey.findUnique({ where: { id: keyId }, select: { id: true } });
-    if (!exists) throw new NotFoundError(`no API key ${keyId}`);
-  }
-  return { key_id: keyId, revoked: true };
+/**
+ * Where to find the key that `--key` names: by id (`key_…`), or by the hash of the whole secret
+ * key. A value in the shape of a secret is never echoed: messages show its display prefix only.
+ */
+function keyLookup(key: string): { where: { id: string } | { keyHash: string }; shown: string } {
+  if (!key.startsWith(API_KEY_PREFIX)) return { where: { id: key }, shown: key };
+  const shown = `${key.slice(0, API_KEY_DISPLAY_PREFIX_LENGTH)}…`;
+  if (!looksLikeApiKey(key)) throw new UsageError(`--key ${shown} is not a whole API key; give the key id (key_…) or the whole key`);
+  return { where: { keyHash: hashApiKey(key) }, shown };
+}
+
+/**
+ * `key revoke`: sets `revoked_at` of the key named by its id or by the secret key itself.
+ * Revoking a revoked key succeeds and keeps the first time.
+ */
+export async function revokeKey({ prisma }: Ctx, key: string): Promise<{ key_id: string; revoked: true }> {
+  const { where, shown } = keyLookup(key);
+  const row = await prisma.apiKey.findUnique({ where, select: { id: true } });
+  if (!row) throw new NotFoundError(`no API key ${shown}`);
+  await prisma.apiKey.updateMany({ where: { id: row.id, revokedAt: null }, data: { revokedAt: new Date() } });
+  return { key_id: row.id, revoked: true };
 }
 
 /** `key list`: an organization's keys, oldest first, without any secret. */
@@ -59,7 +72,7 @@ export function registerKeyCommands(program: Command, ctx: CommandContext): void
   key
     .command("revoke")
     .description("revoke an API key; prints {key_id, revoked}")
-    .requiredOption("--key <key_id>", "key id (key_…)")
+    .requiredOption("--key <key_id>", "key id (key_…), or the whole API key (ar_live_…)")
     .action(async (o: { key: string }) => ctx.emit(await revokeKey(ctx, o.key)));
   key
     .command("list")

@@ -1,0 +1,87 @@
+import { createPrisma, type PrismaClient } from "@agentrun/db";
+import { testEnv } from "@agentrun/testing";
+import { runCli } from "../src/cli";
+
+// How the command line is read: options given twice, the help command at every level, and
+// `key revoke` given the secret key instead of its id.
+let prisma: PrismaClient;
+
+beforeAll(() => {
+  prisma = createPrisma({ databaseUrl: testEnv().databaseUrl, poolSize: 2 });
+});
+
+afterAll(async () => {
+  await prisma.$disconnect();
+});
+
+async function run(...argv: string[]) {
+  return runCli(argv, { prisma });
+}
+
+async function ok(...argv: string[]): Promise<Record<string, any>> {
+  const res = await run(...argv);
+  if (!("stdout" in res)) throw new Error(`expected success for ${argv.join(" ")}, got ${JSON.stringify(res)}`);
+  return res.stdout;
+}
+
+async function newOrg(): Promise<string> {
+  return (await ok("org", "create", "--name", `org-${Math.random().toString(36).slice(2)}`)).org_id as string;
+}
+
+describe("an option given twice", () => {
+  it.each([
+    [["org", "create", "--name", "Twice", "--plan", "free", "--plan", "pro"], "--plan"],
+    [["org", "create", "--name", "Twice", "--name", "Again"], "--name"],
+    [["org", "create", "--name", "Twice", "--credits=5", "--credits", "5"], "--credits"],
+  ])("%j is refused with exit 2 and creates no organization", async (argv, flag) => {
+    const before = await prisma.organization.count();
+    expect(await run(...argv)).toEqual({ exitCode: 2, stderr: `error: ${flag} given twice` });
+    expect(await prisma.organization.count()).toBe(before);
+  });
+
+  it("is refused by every command before anything is written", async () => {
+    const orgId = await newOrg();
+    const other = await newOrg();
+    expect(await run("credits", "add", "--org", orgId, "--amount", "5", "--amount", "7")).toEqual({ exitCode: 2, stderr: "error: --amount given twice" });
+    expect(await ok("credits", "show", "--org", orgId)).toEqual({ balance: 1000 });
+    expect(await run("key", "create", "--org", orgId, "--org", other)).toEqual({ exitCode: 2, stderr: "error: --org given twice" });
+    expect(await prisma.apiKey.count({ where: { orgId: { in: [orgId, other] } } })).toBe(0);
+    expect(await run("agent", "create", "--org", orgId, "--name", "A", "--tools", "memory", "--tools", "calc")).toEqual({ exitCode: 2, stderr: "error: --tools given twice" });
+    expect(await prisma.agent.count({ where: { orgId } })).toBe(0);
+  });
+});
+
+describe("the help command", () => {
+  it("answers `org help create` and `help org create` as `org create --help`", async () => {
+    const expected = await ok("org", "create", "--help");
+    expect(expected.help).toContain("Usage: cli org create [options]");
+    expect(await ok("org", "help", "create")).toEqual(expected);
+    expect(await ok("help", "org", "create")).toEqual(expected);
+    expect(await ok("org", "help")).toEqual(await ok("org", "--help"));
+  });
+
+  it("refuses a command it does not know, as that command would be refused", async () => {
+    expect(await run("help", "org", "bogus")).toEqual(await run("org", "bogus"));
+    expect(await run("org", "help", "bogus")).toEqual({ exitCode: 2, stderr: "error: unknown command 'bogus'" });
+    expect(await run("help", "org", "create", "extra")).toEqual({ exitCode: 2, stderr: "error: unknown command 'extra' ('create' has no subcommands)" });
+  });
+});
+
+describe("key revoke --key with the secret key", () => {
+  it("revokes the key it hashes to and prints the key id", async () => {
+    const orgId = await newOrg();
+    const { key_id: keyId, api_key: apiKey } = await ok("key", "create", "--org", orgId);
+    expect(await ok("key", "revoke", "--key", apiKey)).toEqual({ key_id: keyId, revoked: true });
+    expect((await prisma.apiKey.findUniqueOrThrow({ where: { id: keyId } })).revokedAt).toBeInstanceOf(Date);
+  });
+
+  it("never echoes a secret it does not know, only its display prefix", async () => {
+    const secret = "ar_live_Zq8mN3pR7tV1xY4bC6dF9gH2jK5lM0nP";
+    expect(await run("key", "revoke", "--key", secret)).toEqual({ exitCode: 1, stderr: "error: no API key ar_live_Zq8m…" });
+    const truncated = secret.slice(0, 30);
+    expect(await run("key", "revoke", "--key", truncated)).toEqual({
+      exitCode: 2,
+      stderr: "error: --key ar_live_Zq8m… is not a whole API key; give the key id (key_…) or the whole key",
+    });
+  });
+});
