@@ -1,67 +1,31 @@
 import { mkdirSync, statSync } from "node:fs";
 import path from "node:path";
-import { chromium, type Browser, type Page, type Route } from "playwright-core";
-import { newId, type PrismaClient } from "@agentrun/db";
-import { generateWidgetKey } from "@agentrun/api-keys";
-import { createTenant, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
+import type { Page, Route } from "playwright-core";
+import { bubbleOf, inputOf, isFocused, lastAnswerOf, openDemo as openDemoOf, startWidgetBrowser, watchAnswer as watchAnswerOf, widgetKeyFor as widgetKeyOf, type WidgetBrowser } from "./widget-browser-helpers";
 
 // The widget end to end in a real browser (Debian's Chromium, driven by playwright-core): the
-// demo page embeds widget.js, which talks to the widget gateway of a real stack.
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+// demo page embeds widget.js, which talks to the widget gateway of a real stack. Sessions shared
+// by tabs, stored sessions and embedding pages are in widget-browser-session.int.test.ts.
 const SCREENSHOT = path.resolve(__dirname, "../../../test-artifacts/widget.png");
 
-let stack: Stack;
-let prisma: PrismaClient;
-let browser: Browser;
+let wb: WidgetBrowser;
 let page: Page;
-const pageErrors: string[] = [];
 
 beforeAll(async () => {
-  // Every request comes from 127.0.0.1: lift the per-address limit out of the way.
-  stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_DEMO: "true", WIDGET_RPM_PER_IP: "10000" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  wb = await startWidgetBrowser();
 }, 60_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-  await prisma?.$disconnect();
+  await wb?.stop();
 });
 
-/** A tenant's widget key that allows the demo page's origin (the gateway's own). */
-async function widgetKeyFor(credits = 1000): Promise<string> {
-  const tenant = await createTenant(prisma, { credits, instructions: "You are the shop assistant." });
-  const key = generateWidgetKey();
-  await prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key, allowedOrigins: [stack.gatewayUrl] } });
-  return key;
-}
-
-async function openDemo(key: string): Promise<Page> {
-  const p = await browser.newPage({ viewport: { width: 1100, height: 760 } });
-  p.on("pageerror", (err) => pageErrors.push(err.message));
-  await p.goto(`${stack.gatewayUrl}/widget-demo?key=${key}`);
-  return p;
-}
-
-const bubble = () => page.getByRole("button", { name: "Chat with the assistant" });
-const input = () => page.getByRole("textbox", { name: "Your message" });
-const lastAnswer = () => page.locator(".msg.assistant").last();
-const isFocused = (l: ReturnType<typeof input>) => l.evaluate((el) => (el.getRootNode() as unknown as { activeElement: unknown }).activeElement === el);
-
-/** Polls the last answer until it reads `final`, returning every distinct text seen on the way. */
-async function watchAnswer(final: string, timeoutMs = 20_000): Promise<string[]> {
-  const seen: string[] = [];
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const text = (await lastAnswer().textContent()) ?? "";
-    if (seen.at(-1) !== text) seen.push(text);
-    if (text === final) return seen;
-    if (Date.now() > deadline) throw new Error(`answer never became '${final}'; saw ${JSON.stringify(seen)}`);
-    await page.waitForTimeout(30);
-  }
-}
+const pageErrors = () => wb.pageErrors;
+const widgetKeyFor = (credits?: number) => widgetKeyOf(wb, credits);
+const openDemo = (key: string) => openDemoOf(wb, key);
+const bubble = () => bubbleOf(page);
+const input = () => inputOf(page);
+const lastAnswer = () => lastAnswerOf(page);
+const watchAnswer = (final: string, timeoutMs?: number) => watchAnswerOf(page, final, timeoutMs);
 
 describe("the embedded widget in Chromium", () => {
   let key: string;
@@ -151,13 +115,13 @@ describe("the embedded widget in Chromium", () => {
 
   it("tells the visitor when the organization is out of credits", async () => {
     const broke = await openDemo(await widgetKeyFor(0));
-    await broke.getByRole("button", { name: "Chat with the assistant" }).click();
+    await broke.getByRole("button", { name: "Chat with Assistant" }).click();
     const box = broke.getByRole("textbox", { name: "Your message" });
     await box.fill("hello?");
     await box.press("Enter");
     await broke.locator(".msg.error").getByText("This assistant is out of credits right now").waitFor();
     await broke.close();
-    expect(pageErrors).toEqual([]);
+    expect(pageErrors()).toEqual([]);
   });
 });
 
@@ -189,7 +153,7 @@ describe("the widget re-attaching to a cut stream", () => {
   });
   afterEach(async () => {
     await page.close();
-    expect(pageErrors).toEqual([]);
+    expect(pageErrors()).toEqual([]);
   });
 
   it("retries a re-attach answered 503, then 429, after the Retry-After each asks, and finishes the answer", async () => {

@@ -9,12 +9,29 @@ const MAX_RETRY_MS = 30000;
 
 /**
  * The conversation with the widget gateway: sends the visitor's messages, streams each answer into
- * the panel, and keeps the answer in progress in the session so that it survives a reload.
+ * the panel, and keeps the answer in progress in the session so that it survives a reload, a
+ * connection lost for longer than the retries last, and the visitor's next message.
  */
-export function createConversation({ key, base }, { state, save }, panel) {
-  function remember(role, text) {
-    state.messages.push({ role, text });
-    save();
+export function createConversation({ key, base, greeting }, session, panel) {
+  const state = session.state;
+  /** The answer the retries gave up on (its run goes on): resumed before the next message, or when the browser is back online. */
+  let interrupted = null;
+  let interruptedNote = null;
+  let busy = false;
+  let stale = false;
+  let warned = false;
+
+  /** Adds to the transcript; a run's answer once, also when two tabs followed it. */
+  function remember(role, text, extra) {
+    session.update((s) => {
+      if (extra && extra.runId && s.messages.some((m) => m.runId === extra.runId && m.role === role)) return;
+      s.messages.push(Object.assign({ role, text }, extra));
+    });
+  }
+
+  function setPending(p) {
+    state.pending = p;
+    session.savePending(true);
   }
 
   function headers(extra) {
@@ -28,12 +45,12 @@ export function createConversation({ key, base }, { state, save }, panel) {
     try {
       const res = await fetch(base + "/api/v1/widget" + path, init);
       const token = res.headers.get("X-Visitor-Token");
-      if (token) {
-        state.token = token;
-        save();
-      }
+      if (token && token !== state.token) session.update((s) => (s.token = token));
       return res;
     } catch (e) {
+      // A browser tells a page nothing more: a CORS refusal looks like a network failure.
+      if (!warned) console.warn("agentrun widget: could not reach " + base + " (offline, or this page's origin is not allowed for the widget key)");
+      warned = true;
       return null;
     }
   }
@@ -52,29 +69,27 @@ export function createConversation({ key, base }, { state, save }, panel) {
 
   function fail(view, message) {
     view.node.className = "msg error";
-    view.setText(message);
+    view.setText(message, false);
     view.setStatus(null);
-    state.pending = null;
+    setPending(null);
     remember("error", message);
   }
 
-  /** Ends the pending run with the text it has (its terminal event was read before a reload). */
-  function settle(view) {
+  /** Ends the pending run's answer with the text it has, and an optional note under it. */
+  function complete(view, note) {
     const p = state.pending;
-    if (!p || !p.text) return fail(view, TEXT.failed);
-    view.setStatus(null);
-    view.setText(p.text);
-    state.pending = null;
-    remember("assistant", p.text);
+    view.setText(p.text, false);
+    view.setStatus(note || null);
+    setPending(null);
+    remember("assistant", p.text, note ? { runId: p.runId, note } : { runId: p.runId });
   }
 
   /** Applies one run event; true once the run has ended. */
   function onEvent(ev, view) {
     const p = state.pending;
     if (ev.type === "run_started") {
-      state.pending = { runId: ev.run_id, taskId: ev.task_id, seq: ev.seq, text: "" };
-      state.taskId = ev.task_id;
-      save();
+      setPending({ runId: ev.run_id, taskId: ev.task_id, seq: ev.seq, text: "" });
+      if (state.taskId !== ev.task_id) session.update((s) => (s.taskId = ev.task_id));
       return false;
     }
     if (!p || ev.seq <= p.seq) return false;
@@ -87,23 +102,17 @@ export function createConversation({ key, base }, { state, save }, panel) {
     } else if (ev.type === "tool_result") {
       view.setStatus(null);
     } else if (ev.type === "run_completed") {
-      view.setStatus(null);
-      view.setText(p.text);
-      state.pending = null;
-      remember("assistant", p.text);
+      complete(view);
       return true;
     } else if (ev.type === "run_failed") {
       fail(view, TEXT.failed);
       return true;
     } else if (ev.type === "run_cancelled") {
-      if (p.text) {
-        state.pending = null;
-        remember("assistant", p.text);
-        view.setStatus(TEXT.cancelled);
-      } else fail(view, TEXT.cancelled);
+      if (p.text) complete(view, TEXT.cancelled);
+      else fail(view, TEXT.cancelled);
       return true;
     }
-    save();
+    session.savePending(false);
     return false;
   }
 
@@ -112,7 +121,9 @@ export function createConversation({ key, base }, { state, save }, panel) {
    * re-attaches after the last event received whenever the stream ends before the run does. A lost
    * connection, 429 or 502-504 is retried after a growing delay, or the Retry-After asked for
    * (capped); the count starts over whenever a stream brought a new event, so only MAX_RETRIES
-   * fruitless tries in a row give up. The pending run stays stored meanwhile (a reload resumes it).
+   * fruitless tries in a row stop trying. Then the text so far stays, with a note, and the answer
+   * stays pending: it is resumed before the visitor's next message, when the browser is back online,
+   * or after a reload.
    */
   async function follow(res, view) {
     for (let failures = 0; ; res = null) {
@@ -120,7 +131,7 @@ export function createConversation({ key, base }, { state, save }, panel) {
       let waitMs = 0;
       if (!res) res = await reattachRequest();
       // 204: the run has ended and nothing followed the last event this page holds.
-      if (res && res.status === 204) return settle(view);
+      if (res && res.status === 204) return state.pending && state.pending.text ? complete(view) : fail(view, TEXT.failed);
       if (res && !res.ok) {
         if (!RETRY_STATUS[res.status]) return fail(view, TEXT.failed);
         waitMs = retryAfterMs(res);
@@ -132,27 +143,69 @@ export function createConversation({ key, base }, { state, save }, panel) {
         }
       }
       if (!state.pending) return fail(view, TEXT.network);
+      session.savePending(true);
       failures = state.pending.seq > seq ? 0 : failures + 1;
-      if (failures >= MAX_RETRIES) return fail(view, res && res.status === 429 ? TEXT.limited : TEXT.network);
+      if (failures >= MAX_RETRIES) {
+        interrupted = view;
+        interruptedNote = res && res.status === 429 ? TEXT.limited : TEXT.network;
+        view.setText(state.pending.text, false);
+        return view.setStatus(interruptedNote);
+      }
       const backoff = 500 * Math.pow(2, failures) * (0.5 + Math.random() / 2);
       await new Promise((r) => setTimeout(r, Math.min(MAX_RETRY_MS, Math.max(waitMs, backoff))));
     }
   }
 
-  /** Runs `work` with the composer disabled. */
+  /** Runs `work` with the composer disabled; shows what other tabs added meanwhile once it ends. */
   async function whileBusy(work) {
+    busy = true;
     panel.setBusy(true);
     try {
       await work();
     } finally {
+      busy = false;
       panel.setBusy(false);
+      if (stale) render();
     }
   }
 
+  /** Follows the pending answer into `view` until it ends or the retries stop. */
+  function resume(view) {
+    interrupted = null;
+    view.setStatus(null);
+    return follow(null, view);
+  }
+
+  /** The transcript as stored, and the pending answer of this tab's session. */
+  function render() {
+    stale = false;
+    panel.clear();
+    panel.addMessage("assistant", greeting);
+    for (const m of state.messages) panel.addMessage(m.role, m.text).setStatus(m.note || null);
+    if (!state.pending) return null;
+    const view = panel.addMessage("assistant", state.pending.text);
+    view.setText(state.pending.text);
+    if (!interrupted) return view;
+    // The retries stopped: the answer waits, as shown before, for the next try.
+    interrupted = view;
+    view.setText(state.pending.text, false);
+    view.setStatus(interruptedNote);
+    return view;
+  }
+
+  session.onChange(() => {
+    if (busy) stale = true;
+    else render();
+  });
+  window.addEventListener("online", () => {
+    if (interrupted && !busy && state.pending) void whileBusy(() => resume(interrupted));
+  });
+
   return {
-    /** Sends the visitor's message and streams the answer. */
+    /** Sends the visitor's message and streams the answer (after the answer still pending, if any). */
     send(text) {
       return whileBusy(async () => {
+        if (interrupted && state.pending) await resume(interrupted);
         panel.addMessage("user", text);
         remember("user", text);
         const view = panel.addMessage("assistant", "");
@@ -160,9 +213,10 @@ export function createConversation({ key, base }, { state, save }, panel) {
         let res = await post(text);
         if (res && !res.ok && (res.status === 401 || res.status === 403 || res.status === 404) && (state.token || state.taskId)) {
           // Expired session, or a conversation that is gone: start a new one, once.
-          if (res.status === 401) state.token = null;
-          state.taskId = null;
-          save();
+          session.update((s) => {
+            if (res.status === 401) s.token = null;
+            s.taskId = null;
+          });
           res = await post(text);
         }
         if (!res) return fail(view, TEXT.network);
@@ -171,13 +225,9 @@ export function createConversation({ key, base }, { state, save }, panel) {
       });
     },
     /** Shows the stored transcript, and resumes the answer a reload interrupted. */
-    restore(greeting) {
-      panel.addMessage("assistant", greeting);
-      for (const m of state.messages) panel.addMessage(m.role, m.text);
-      if (!state.pending) return;
-      const view = panel.addMessage("assistant", state.pending.text);
-      view.setText(state.pending.text);
-      void whileBusy(() => follow(null, view));
+    restore() {
+      const view = render();
+      if (view) void whileBusy(() => resume(view));
     },
   };
 }

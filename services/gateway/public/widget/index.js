@@ -12,13 +12,15 @@ import { createPanel } from "./panel.js";
 import { createConversation } from "./conversation.js";
 
 const config = readConfig();
-if (config) {
+// Loaded twice with one key (a theme and a tag manager, say): the first copy is the widget.
+const loaded = config && Symbol.for("agentrun-widget:" + config.key);
+if (config && !window[loaded]) {
+  window[loaded] = true;
   const session = openSession(config.key);
   let conversation = null;
   const panel = createPanel(config, {
     onOpenChange(open) {
-      session.state.open = open;
-      session.save();
+      if (session.state.open !== open) session.update((s) => (s.open = open));
     },
     onSubmit: (text) => void conversation.send(text),
   });
@@ -26,7 +28,7 @@ if (config) {
 
   const mount = () => {
     document.body.appendChild(panel.host);
-    conversation.restore(config.greeting);
+    conversation.restore();
     if (session.state.open) panel.setOpen(true, false);
   };
   if (document.body) mount();

@@ -24,7 +24,9 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
   } catch (e) {
     root.appendChild(el("style", {}, STYLES));
   }
-  if (color && window.CSS && window.CSS.supports("color", color)) host.style.setProperty("--ar-accent", color);
+  // A color of its own: not a keyword or variable that would take the page's (or no) color.
+  const ownColor = color && !/var\(|^\s*(inherit|initial|unset|revert|revert-layer|currentcolor|transparent)\s*$/i.test(color);
+  if (ownColor && window.CSS && window.CSS.supports("color", color)) host.style.setProperty("--ar-accent", color);
 
   const panel = el("section", { class: "panel", role: "dialog", "aria-label": title + " chat", id: "ar-panel", hidden: "" });
   const head = el("div", { class: "head" });
@@ -36,7 +38,7 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
   const sendBtn = el("button", { class: "send", type: "submit" }, "Send");
   form.append(el("label", { class: "sr-only", for: "ar-input" }, "Your message"), input, sendBtn);
   panel.append(head, log, form);
-  const bubble = el("button", { class: "bubble", type: "button", "aria-label": "Chat with the " + title.toLowerCase(), "aria-expanded": "false", "aria-controls": "ar-panel" });
+  const bubble = el("button", { class: "bubble", type: "button", "aria-label": "Chat with " + title, "aria-expanded": "false", "aria-controls": "ar-panel" });
   bubble.innerHTML = ICON;
   root.append(panel, bubble);
 
@@ -57,6 +59,12 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
     onSubmit(text);
   }
   bubble.addEventListener("click", () => setOpen(panel.hidden, true));
+  bubble.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && !panel.hidden) {
+      e.preventDefault();
+      setOpen(false, true);
+    }
+  });
   closeBtn.addEventListener("click", () => setOpen(false, true));
   panel.addEventListener("keydown", (e) => {
     if (e.key === "Escape") {
@@ -81,11 +89,17 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
     setOpen,
     /** While busy (an answer is being written) the visitor cannot send. */
     setBusy(b) {
+      // A disabled button drops the focus to the page: keep it in the dialog, in the input.
+      if (b && root.activeElement === sendBtn) input.focus();
       busy = b;
       sendBtn.disabled = b;
       log.setAttribute("aria-busy", String(b));
     },
-    /** A message bubble; assistant ones also have a tool-activity line. */
+    /** Empties the conversation's log. */
+    clear() {
+      log.textContent = "";
+    },
+    /** A message bubble with a status line (tool activity, notes); `setText` shows dots while `writing`. */
     addMessage(role, text) {
       const m = el("div", { class: "msg " + role });
       const t = el("span", { class: "text" }, text);
@@ -95,9 +109,9 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
       log.scrollTop = log.scrollHeight;
       return {
         node: m,
-        setText(s) {
+        setText(s, writing = !s) {
           t.textContent = s;
-          t.classList.toggle("dots", !s);
+          t.classList.toggle("dots", writing);
           log.scrollTop = log.scrollHeight;
         },
         setStatus(s) {

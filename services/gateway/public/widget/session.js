@@ -1,36 +1,112 @@
 /** How many messages of the transcript the browser keeps. */
 const MAX_STORED_MESSAGES = 50;
+/** The answer in progress is saved at most this often while it streams (and at once when it starts or ends). */
+const PENDING_SAVE_INTERVAL_MS = 500;
+const ROLES = { user: true, assistant: true, error: true };
 
 /**
- * The visitor's session in localStorage, one entry per widget key: the visitor token, the task,
- * whether the panel is open, the transcript, and the answer in progress (`pending`: its run,
- * task, last seq and text so far), so a page reload resumes the answer where it stopped.
- * Storage that is blocked or full leaves a session that lasts the page.
+ * The visitor's session in localStorage, shared by every tab of the site (one entry per widget
+ * key): the visitor token, the task, whether the panel is open and the transcript; and, in an entry
+ * of its own, the answer in progress (`pending`: its run, task, last seq and text so far), so a page
+ * reload resumes the answer where it stopped. That entry is written at most twice a second while the
+ * answer streams, and whenever the page is hidden or unloaded.
+ *
+ * Tabs change the shared entry only through `update`, which applies the change to what is stored
+ * now, so that one tab does not overwrite what another has just written; `onChange` hears another
+ * tab's changes. Storage that is blocked or full leaves a session that lasts the page.
  */
 export function openSession(widgetKey) {
   const storeKey = "agentrun-widget:" + widgetKey;
-  const state = load(storeKey);
+  const pendingKey = storeKey + ":pending";
+  const stored = read(storeKey);
+  const state = Object.assign(shared(stored), { pending: validPending(read(pendingKey)) || validPending(stored && stored.pending) });
+  let lastPendingSave = 0;
+  let pendingTimer = null;
+
+  const refresh = () => {
+    const now = read(storeKey);
+    if (now) Object.assign(state, shared(now));
+  };
+  const writePending = () => {
+    clearTimeout(pendingTimer);
+    pendingTimer = null;
+    lastPendingSave = Date.now();
+    if (state.pending) write(pendingKey, state.pending);
+    else remove(pendingKey);
+  };
+
+  // A page that goes away (reload, navigation, a tab put in the background that may be discarded)
+  // stores the progress its throttle was holding back.
+  const flush = () => {
+    if (pendingTimer) writePending();
+  };
+  window.addEventListener("pagehide", flush);
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") flush();
+  });
+
   return {
     state,
-    save() {
+    /** Applies `change(state)` to the session as stored now (another tab may have changed it), and stores it. */
+    update(change) {
+      refresh();
+      change(state);
       state.messages = state.messages.slice(-MAX_STORED_MESSAGES);
-      try {
-        localStorage.setItem(storeKey, JSON.stringify(state));
-      } catch (e) {
-        /* private mode: the session lasts the page */
-      }
+      write(storeKey, { token: state.token, taskId: state.taskId, open: state.open, messages: state.messages });
+    },
+    /** Stores the answer in progress: at once with `now`, else at most every PENDING_SAVE_INTERVAL_MS. */
+    savePending(now) {
+      if (now || Date.now() - lastPendingSave >= PENDING_SAVE_INTERVAL_MS) writePending();
+      else if (!pendingTimer) pendingTimer = setTimeout(writePending, PENDING_SAVE_INTERVAL_MS - (Date.now() - lastPendingSave));
+    },
+    /** Calls `listener()` after another tab changed the shared session (already applied to `state`). */
+    onChange(listener) {
+      window.addEventListener("storage", (e) => {
+        if (e.key !== storeKey) return;
+        refresh();
+        listener();
+      });
     },
   };
 }
 
-function load(storeKey) {
+function read(key) {
   try {
-    const s = JSON.parse(localStorage.getItem(storeKey) || "null");
-    if (s && typeof s === "object") {
-      return { token: s.token || null, taskId: s.taskId || null, open: !!s.open, messages: Array.isArray(s.messages) ? s.messages : [], pending: s.pending || null };
-    }
+    const value = JSON.parse(localStorage.getItem(key) || "null");
+    return value && typeof value === "object" && !Array.isArray(value) ? value : null;
   } catch (e) {
-    /* storage blocked or corrupt: start fresh */
+    return null; // storage blocked or corrupt: start fresh
   }
-  return { token: null, taskId: null, open: false, messages: [], pending: null };
+}
+function write(key, value) {
+  try {
+    localStorage.setItem(key, JSON.stringify(value));
+  } catch (e) {
+    /* private mode or full: the session lasts the page */
+  }
+}
+function remove(key) {
+  try {
+    localStorage.removeItem(key);
+  } catch (e) {
+    /* as above */
+  }
+}
+
+const isText = (v) => typeof v === "string";
+
+/** The shared fields of a stored session, each checked: what is not as this script writes it is dropped. */
+function shared(s) {
+  s = s || {};
+  const messages = Array.isArray(s.messages) ? s.messages : [];
+  return {
+    token: isText(s.token) ? s.token : null,
+    taskId: isText(s.taskId) ? s.taskId : null,
+    open: s.open === true,
+    messages: messages.filter((m) => m && typeof m === "object" && ROLES[m.role] === true && isText(m.text)),
+  };
+}
+
+function validPending(p) {
+  return p && typeof p === "object" && isText(p.runId) && isText(p.taskId) && Number.isInteger(p.seq) && isText(p.text) ? p : null;
 }

@@ -1,0 +1,89 @@
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { newId, type PrismaClient } from "@agentrun/db";
+import { generateWidgetKey } from "@agentrun/api-keys";
+import { createTenant, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
+
+// What the widget's browser tests share: a real stack, Debian's Chromium driven by playwright-core,
+// widget keys that allow the gateway's own origin, and the widget's elements by their roles.
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+export interface WidgetBrowser {
+  stack: Stack;
+  prisma: PrismaClient;
+  browser: Browser;
+  /** Uncaught errors of every page opened by {@link openDemo}. */
+  pageErrors: string[];
+  stop(): Promise<void>;
+}
+
+export async function startWidgetBrowser(): Promise<WidgetBrowser> {
+  // Every request comes from 127.0.0.1: lift the per-address limit out of the way.
+  const stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_DEMO: "true", WIDGET_RPM_PER_IP: "10000" } });
+  const prisma = testPrisma(testEnv().databaseUrl);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  return {
+    stack,
+    prisma,
+    browser,
+    pageErrors: [],
+    async stop() {
+      await browser.close();
+      await stack.stop();
+      await prisma.$disconnect();
+    },
+  };
+}
+
+/** A tenant's widget key that allows the demo page's origin (the gateway's own). */
+export async function widgetKeyFor(wb: WidgetBrowser, credits = 1000): Promise<string> {
+  const tenant = await createTenant(wb.prisma, { credits, instructions: "You are the shop assistant." });
+  const key = generateWidgetKey();
+  await wb.prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key, allowedOrigins: [wb.stack.gatewayUrl] } });
+  return key;
+}
+
+export interface OpenOptions {
+  /** A context of the caller's (tabs of one browser profile share its localStorage); else one of its own. */
+  context?: BrowserContext;
+  /** Done before the page loads (a fake clock, routes, init scripts). */
+  beforeLoad?: (p: Page) => Promise<void>;
+  /** The page to load, on the gateway's origin. @defaultValue the demo page with `key` */
+  path?: string;
+}
+
+/** The demo page with `key` (or `options.path`) in a new page. */
+export async function openDemo(wb: WidgetBrowser, key: string, options: OpenOptions = {}): Promise<Page> {
+  const p = options.context ? await options.context.newPage() : await wb.browser.newPage({ viewport: { width: 1100, height: 760 } });
+  p.on("pageerror", (err) => wb.pageErrors.push(err.message));
+  await options.beforeLoad?.(p);
+  await p.goto(`${wb.stack.gatewayUrl}${options.path ?? `/widget-demo?key=${key}`}`);
+  return p;
+}
+
+export const bubbleOf = (p: Page) => p.getByRole("button", { name: "Chat with Assistant" });
+export const inputOf = (p: Page) => p.getByRole("textbox", { name: "Your message" });
+export const lastAnswerOf = (p: Page) => p.locator(".msg.assistant").last();
+export const isFocused = (l: ReturnType<Page["locator"]>) => l.evaluate((el) => (el.getRootNode() as unknown as { activeElement: unknown }).activeElement === el);
+
+/** Polls the last answer of `p` until it reads `final`, returning every distinct text seen on the way. */
+export async function watchAnswer(p: Page, final: string, timeoutMs = 20_000): Promise<string[]> {
+  const seen: string[] = [];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = (await lastAnswerOf(p).textContent()) ?? "";
+    if (seen.at(-1) !== text) seen.push(text);
+    if (text === final) return seen;
+    if (Date.now() > deadline) throw new Error(`answer never became '${final}'; saw ${JSON.stringify(seen)}`);
+    await p.waitForTimeout(30);
+  }
+}
+
+/** Sends `text` from the widget of `p` (its panel open) and waits for the answer `final`. */
+export async function ask(p: Page, text: string, final: string): Promise<void> {
+  await p.waitForSelector(".send:not([disabled])");
+  await inputOf(p).fill(text);
+  await inputOf(p).press("Enter");
+  await watchAnswer(p, final);
+  await p.waitForSelector(".send:not([disabled])");
+}

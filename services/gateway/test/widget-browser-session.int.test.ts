@@ -1,0 +1,145 @@
+import type { Page, Route } from "playwright-core";
+import { ask, bubbleOf, inputOf, isFocused, lastAnswerOf, openDemo, startWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
+
+// The widget's stored session in a real browser: tabs that share it, a session stored in a shape
+// this script does not write, answers whose re-attaches stop, and pages that embed the widget in
+// ways of their own (twice, under CSS aimed at everything).
+let wb: WidgetBrowser;
+
+beforeAll(async () => {
+  wb = await startWidgetBrowser();
+}, 60_000);
+
+afterAll(async () => {
+  await wb?.stop();
+});
+
+afterEach(() => {
+  expect(wb.pageErrors).toEqual([]);
+});
+
+const agentOf = async (key: string) => (await wb.prisma.widgetKey.findUniqueOrThrow({ where: { key } })).agentId;
+const openPanel = async (p: Page) => {
+  await bubbleOf(p).click();
+  await p.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
+};
+
+describe("tabs of one browser", () => {
+  it("share one visitor and one conversation, and each shows what the others said", async () => {
+    const key = await widgetKeyFor(wb);
+    const context = await wb.browser.newContext();
+    // Both tabs open before the visitor has a session: the defect was two visitors, the last tab's transcript kept.
+    const [a, b] = [await openDemo(wb, key, { context }), await openDemo(wb, key, { context })];
+    await openPanel(a);
+    await ask(a, "[chunks:3] from tab A", "Echo: from tab A");
+    await openPanel(b);
+    // B continues A's task: the model sees A's message before B's.
+    await ask(b, "[history] from tab B", "[chunks:3] from tab A");
+    const users = ["[chunks:3] from tab A", "[history] from tab B"];
+    // (Strings for the page: this project's TypeScript has no DOM types.)
+    await a.waitForFunction(`document.querySelector("agentrun-chat").shadowRoot.querySelectorAll(".msg.user").length === ${users.length}`);
+    expect(await a.locator(".msg.user").allTextContents()).toEqual(users);
+    const c = await openDemo(wb, key, { context });
+    expect(await c.locator(".msg.user").allTextContents()).toEqual(users);
+    expect(await c.locator(".msg.assistant").allTextContents()).toEqual(["Hi! How can I help you today?", "Echo: from tab A", "[chunks:3] from tab A"]);
+
+    const tasks = await wb.prisma.task.findMany({ where: { agentId: await agentOf(key) }, include: { runs: true } });
+    expect(tasks).toHaveLength(1);
+    expect(tasks[0]!.runs).toHaveLength(2);
+    expect(tasks[0]!.userId).toMatch(/^visitor:/);
+    await context.close();
+  });
+});
+
+describe("an answer whose re-attaches stop", () => {
+  it("keeps its text with a note, and finishes when the browser is back online, once", async () => {
+    const key = await widgetKeyFor(wb);
+    let reachable = false;
+    const page = await openDemo(wb, key, {
+      // A fake clock: the five tries and their growing waits pass in no time.
+      beforeLoad: async (p) => {
+        await p.clock.install();
+        // The stream is cut after run_started and two chunks; re-attaches fail until `reachable`.
+        await p.route("**/api/v1/widget/run", async (route: Route) => {
+          const response = await route.fetch();
+          const events = (await response.text()).split("\n\n").filter((block) => block.includes("data:"));
+          await route.fulfill({ response, body: events.slice(0, 3).map((e) => `${e}\n\n`).join("") });
+        });
+        await p.route("**/api/v1/widget/tasks/*/runs/*/events", (route: Route) => (reachable ? route.continue() : route.abort("internetdisconnected")));
+      },
+    });
+    await openPanel(page);
+    const final = "Echo: kept through a long outage";
+    await inputOf(page).fill("[chunks:8] kept through a long outage");
+    await inputOf(page).press("Enter");
+    const note = lastAnswerOf(page).locator(".status");
+    for (const deadline = Date.now() + 20_000; (await note.textContent()) !== "Can't reach the assistant right now. Please check your connection and try again."; ) {
+      if (Date.now() > deadline) throw new Error(`the tries never stopped; answer: ${await lastAnswerOf(page).textContent()}`);
+      await page.clock.fastForward(20_000);
+      await page.waitForTimeout(50);
+    }
+    const partial = (await lastAnswerOf(page).locator(".text").textContent()) ?? "";
+    expect(partial.length).toBeGreaterThan(0);
+    expect(final.startsWith(partial) && partial !== final).toBe(true);
+    expect(await page.locator(".msg.error").count()).toBe(0);
+    await page.waitForSelector(".send:not([disabled])");
+
+    reachable = true;
+    await page.evaluate("window.dispatchEvent(new Event('online'))");
+    await watchAnswer(page, final);
+    expect(await note.isHidden()).toBe(true);
+    await page.reload();
+    expect(await page.locator(".msg.assistant").allTextContents()).toEqual(["Hi! How can I help you today?", final]);
+    await page.close();
+  });
+});
+
+describe("pages that embed the widget their own way", () => {
+  const PAGE = "/embedding-page";
+  const pageWith = (key: string, head: string) =>
+    `<!doctype html><html><head><title>shop</title>${head}</head><body><main>A shop</main>` +
+    `<script src="widget.js" data-widget-key="${key}" async></script><script src="widget.js" data-widget-key="${key}" defer></script></body></html>`;
+
+  it("loads once when embedded twice, keeps the valid part of a stored session, and keeps the page's inherited CSS out", async () => {
+    const key = await widgetKeyFor(wb);
+    const stored = { open: true, token: 42, messages: [null, { role: "user", text: "earlier question" }, { role: "system", text: "x" }, { role: "assistant", text: "earlier answer" }, { role: "user", text: {} }] };
+    const page = await openDemo(wb, key, {
+      path: PAGE,
+      beforeLoad: async (p) => {
+        await p.route(`**${PAGE}`, (route: Route) =>
+          route.fulfill({ contentType: "text/html", body: pageWith(key, "<style>*{letter-spacing:6px;text-transform:uppercase;text-align:right;cursor:crosshair}</style>") }),
+        );
+        await p.addInitScript(`localStorage.setItem(${JSON.stringify(`agentrun-widget:${key}`)}, ${JSON.stringify(JSON.stringify(stored))})`);
+      },
+    });
+    await page.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
+    await page.waitForLoadState("load");
+    expect(await page.locator("agentrun-chat").count()).toBe(1);
+    expect(await page.locator(".msg").allTextContents()).toEqual(["Hi! How can I help you today?", "earlier question", "earlier answer"]);
+    const style = await page.evaluate(`(() => {
+      const s = getComputedStyle(document.querySelector("agentrun-chat").shadowRoot.querySelector(".msg.user .text"));
+      return { letterSpacing: s.letterSpacing, textTransform: s.textTransform, cursor: s.cursor };
+    })()`);
+    expect(style).toEqual({ letterSpacing: "normal", textTransform: "none", cursor: "auto" });
+    await ask(page, "[chunks:2] still works", "Echo: still works");
+    await page.close();
+  });
+});
+
+describe("the keyboard", () => {
+  it("keeps the focus in the dialog when the Send button sends, and closes it with Escape on the bubble", async () => {
+    const page = await openDemo(wb, await widgetKeyFor(wb));
+    await openPanel(page);
+    await inputOf(page).fill("[chunks:2] sent with the button");
+    await page.keyboard.press("Tab");
+    expect(await isFocused(page.locator(".send"))).toBe(true);
+    await page.keyboard.press("Space");
+    expect(await isFocused(inputOf(page))).toBe(true);
+    await watchAnswer(page, "Echo: sent with the button");
+    await bubbleOf(page).focus();
+    await page.keyboard.press("Escape");
+    await page.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "hidden" });
+    expect(await isFocused(bubbleOf(page))).toBe(true);
+    await page.close();
+  });
+});
