@@ -4,7 +4,7 @@ import path from "node:path";
 import { Router } from "express";
 import { looksLikeWidgetKey } from "@agentrun/api-keys";
 import type { GatewayConfig } from "../config";
-import { bundleWidget, type WidgetScript } from "./widget-bundle";
+import { bundleWidget, WIDGET_ENCODINGS, type WidgetScript } from "./widget-bundle";
 
 /** services/gateway/public: the widget's sources and the demo page. */
 const PUBLIC_DIR = path.resolve(__dirname, "../../public");
@@ -51,18 +51,22 @@ export function widgetAssetRoutes(config: Pick<GatewayConfig, "WIDGET_DEMO" | "N
   let demoPage: Promise<DemoPage> | null = null;
   let widgetScript: Promise<WidgetScript> | null = null;
 
-  router.get("/widget.js", async (_req, res) => {
+  router.get("/widget.js", async (req, res) => {
     widgetScript ??= bundleWidget().catch((err: unknown) => {
       widgetScript = null; // read again at the next request
       throw err;
     });
     const script = await widgetScript;
+    // The best coding the client takes at all (a client that refuses every coding still gets the script).
+    const encoding = WIDGET_ENCODINGS.find((e) => e === "identity" || req.acceptsEncodings(e) === e) ?? "identity";
+    const { body, etag } = script.encoded[encoding];
+    if (encoding !== "identity") res.set("Content-Encoding", encoding);
     // Pages on other sites load it with a plain <script> tag. `send` answers a matching
-    // If-None-Match with 304.
+    // If-None-Match with 304; each coding has its own ETag, as caches keep each apart (Vary).
     res
       .type("application/javascript; charset=utf-8")
-      .set({ "Cache-Control": `public, max-age=${WIDGET_SCRIPT_MAX_AGE_S}`, "Cross-Origin-Resource-Policy": "cross-origin", ETag: script.etag })
-      .send(script.body);
+      .set({ "Cache-Control": `public, max-age=${WIDGET_SCRIPT_MAX_AGE_S}`, "Cross-Origin-Resource-Policy": "cross-origin", Vary: "Accept-Encoding", ETag: etag })
+      .send(body);
   });
 
   if (widgetDemoEnabled(config)) {

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
+import { brotliCompressSync, constants as zlib, gzipSync } from "node:zlib";
 import { build } from "esbuild";
 
 /** The widget's browser sources (services/gateway/public/widget), entry first. */
@@ -8,11 +9,22 @@ export const WIDGET_SOURCE_DIR = path.resolve(__dirname, "../../public/widget");
 /** The node_modules folder the gateway's own dependencies resolve from. */
 const PACKAGES_DIR = path.resolve(path.dirname(require.resolve("eventsource-parser/package.json")), "..");
 
-export interface WidgetScript {
+/** The script in one content coding: its bytes and a strong ETag of them. */
+export interface EncodedScript {
   body: Buffer;
-  /** A strong ETag of `body`, computed once. */
   etag: string;
 }
+
+/** The content codings widget.js is served in, best first (`identity`: as bundled). */
+export const WIDGET_ENCODINGS = ["br", "gzip", "identity"] as const;
+export type WidgetEncoding = (typeof WIDGET_ENCODINGS)[number];
+
+export interface WidgetScript extends EncodedScript {
+  /** The same script compressed once, for clients that accept it (a third of the size with brotli). */
+  encoded: Record<WidgetEncoding, EncodedScript>;
+}
+
+const etagOf = (body: Buffer) => `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`;
 
 const BANNER = "/* agentrun chat widget (MIT). Includes eventsource-parser (MIT, Espen Hovlandsdal). */";
 
@@ -40,5 +52,8 @@ export async function bundleWidget(sourceDir = WIDGET_SOURCE_DIR): Promise<Widge
     logLevel: "silent",
   });
   const body = Buffer.from(result.outputFiles[0]!.contents);
-  return { body, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"` };
+  const identity = { body, etag: etagOf(body) };
+  const br = brotliCompressSync(body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: body.length } });
+  const gzip = gzipSync(body, { level: 9 });
+  return { ...identity, encoded: { identity, br: { body: br, etag: etagOf(br) }, gzip: { body: gzip, etag: etagOf(gzip) } } };
 }
