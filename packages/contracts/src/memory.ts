@@ -28,7 +28,7 @@ export const memoryCreateSchema = z
   .strict();
 
 /** Query of `GET /api/memory`: newest first; `before=<memory_id>` pages back from that entry. */
-export const memoryListQuerySchema = z.object({
+export const memoryListQuerySchema = z.strictObject({
   user_id: memoryUserIdSchema.optional(),
   limit: intParam(1, 100, 20),
   before: idParam.optional(),

@@ -4,7 +4,7 @@ import { TASK_STATUSES, idParam, intParam } from "./common";
 import { runContextSchema } from "./runs";
 
 /** Query of `GET /api/tasks`. */
-export const taskListQuerySchema = z.object({
+export const taskListQuerySchema = z.strictObject({
   limit: intParam(1, 100, 20),
   offset: intParam(0, 1_000_000_000, 0),
   status: z.enum(TASK_STATUSES).optional(),
@@ -20,7 +20,7 @@ export const taskCreateSchema = z
   .strict();
 
 /** Query of `GET /api/messages`. */
-export const messageListQuerySchema = z.object({
+export const messageListQuerySchema = z.strictObject({
   task_id: idParam,
   limit: intParam(1, 200, 50),
   before: idParam.optional(),
@@ -30,7 +30,7 @@ export const messageListQuerySchema = z.object({
 const MAX_EVENT_SEQ = 1_000_000_000;
 
 /** Query of `GET /api/tasks/{id}/runs/{run_id}/events`. */
-export const eventsQuerySchema = z.object({
+export const eventsQuerySchema = z.strictObject({
   after: intParam(0, MAX_EVENT_SEQ, 0),
 });
 

@@ -51,6 +51,16 @@ describe("400 invalid_request", () => {
     expect(body.error.details[0].path).toBe("limit");
   });
 
+  it("query parameters an endpoint does not read, so that a misspelled filter is never ignored", async () => {
+    const run = await postJson("/api/run", { query: "hi", stream: false });
+    const { task_id, run_id } = (await run.json()) as { task_id: string; run_id: string };
+    for (const path of ["/api/tasks?stauts=failed", "/api/memory?user_id[]=alice", `/api/messages?task_id=${task_id}&limits=5`, `/api/tasks/${task_id}/runs/${run_id}/events?from=3`]) {
+      const body = await expectError(await call(path), 400, "invalid_request");
+      expect([path, body.error.message]).toEqual([path, expect.stringMatching(/stauts|user_id\[\]|limits|from/)]);
+    }
+    expect((await call("/api/tasks?status=completed")).status).toBe(200);
+  });
+
   it("missing X-Agent-Id", async () => {
     const body = await expectError(await call("/api/memory", { headers: { authorization: tenant.headers.authorization! } }), 400, "invalid_request");
     expect(body.error.message).toMatch(/X-Agent-Id/);
