@@ -4,6 +4,7 @@ import express, { type RequestHandler } from "express";
 import { isStorableText } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import { inexactNumber } from "./inexact-number";
+import { foreignCharset, foreignCharsetRefused, parseUtf8Json } from "./utf8-json";
 
 /** What the parser's look at the raw body found, for the checks after parsing. */
 interface RawBodyFlags {
@@ -47,16 +48,18 @@ export function nestsDeeperThan(buf: Uint8Array, max: number): boolean {
 
 /**
  * Parses JSON bodies after authentication (so an anonymous caller gets 401, not a parse error).
- * A request with a body that is not application/json is refused with 415. PostgreSQL stores no
+ * A request with a body that is not application/json, or that declares a charset other than
+ * UTF-8 (or US-ASCII, a subset), is refused with 415 before any of it is read. PostgreSQL stores no
  * U+0000 in text or JSON, nor a lone UTF-16 surrogate in JSON, so a request holding U+0000 in its
  * URL, or either anywhere in its body, is refused with 400 `invalid_request` (rather than failing
  * where it is stored). So is a body nested deeper than {@link MAX_JSON_DEPTH} levels, and one that
  * is not valid UTF-8 (rather than stored with U+FFFD where its bytes were).
  */
 export function jsonBody(limitBytes: number): RequestHandler[] {
-  const parse = express.json({
+  // Read as bytes and parsed here as UTF-8, whatever charset the header names (checkType admits
+  // only UTF-8's): the checks below read the same bytes the value is parsed from.
+  const read = express.raw({
     limit: limitBytes,
-    strict: true,
     type: () => true,
     verify: (req, _res, buf) => {
       const flags: RawBodyFlags = ((req as Flagged)[rawBodyFlags] = {});
@@ -73,6 +76,8 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
     if (!hasBody) return next();
     if (!req.is("application/json")) throw new AppError("unsupported_media_type");
+    const charset = foreignCharset(req.headers["content-type"]);
+    if (charset !== null) throw foreignCharsetRefused(charset);
     // Refused from its declared length, before reading any of it; the connection closes after
     // the answer instead of reading and discarding the rest.
     if (declaresBodyOver(req, limitBytes)) {
@@ -97,6 +102,8 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
         message: `The JSON body holds the number ${shown}, which would not be kept as written: integers must lie within ±9007199254740991 and other numbers within the range of a double; send such values as strings.`,
       });
     }
+    // What the look at the raw bytes refused is refused before they are parsed.
+    req.body = parseUtf8Json(req.body as Buffer);
     if (flags.mayHoldNul) {
       const found = unstorablePath(req.body, []);
       if (found) throw unstorableRefused(found.path.length ? found.path.join(".") : "body", found.text, found.path.join("."));
@@ -113,7 +120,7 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     }
     next();
   };
-  return [checkType, parse, checkParsed];
+  return [checkType, read, checkParsed];
 }
 
 /** The path of the first object holding the key `__proto__`, or null. */

@@ -10,6 +10,7 @@ import { refuseOptions } from "./middleware/refuse-options.middleware";
 import { securityHeaders } from "./middleware/security-headers.middleware";
 import { answerConditionalGetsOnlyWithValidator } from "./middleware/conditional-get";
 import { strictQueryParser } from "./middleware/strict-query";
+import { refuseMalformedHead } from "./middleware/malformed-head.middleware";
 import { authFailureGuard } from "./rate-limit/auth-failure-guard";
 import { openApiRoutes } from "./openapi/openapi.routes";
 import { healthRoutes } from "./routes/health.routes";
@@ -33,6 +34,7 @@ export function createApp(deps: GatewayDeps): Express {
   app.set("trust proxy", parseTrustProxy(deps.config.TRUST_PROXY));
   app.use(requestId(deps.logger));
   app.use(securityHeaders());
+  app.use(refuseMalformedHead());
   app.use(["/healthz", "/readyz", "/api/openapi.json", "/api/v1/openapi.json", "/widget.js", "/widget-demo"], refuseOptions());
   app.use(healthRoutes(deps));
   app.use(requireHttps(deps.config.REQUIRE_HTTPS));

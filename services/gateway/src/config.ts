@@ -31,6 +31,12 @@ export const gatewayConfigSchema = z.object({
   SSE_HEARTBEAT_MS: z.coerce.number().int().positive().default(15_000),
   /** How long a looked-up API key or agent is trusted; bounds how late a revocation takes effect. */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(900),
+  /**
+   * Longest a request may take to arrive whole, headers and body, before it is answered 408 and
+   * its connection closed; the answer (an event stream included) is not bound by it.
+   * @defaultValue 30000
+   */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Largest accepted request body. */
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   REQUIRE_HTTPS: envBoolean.default(false),

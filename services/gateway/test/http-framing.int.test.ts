@@ -1,3 +1,4 @@
+import { generateWidgetKey } from "@agentrun/api-keys";
 import { stackWithTenant, rawExchange, rawHead, type Stack, type Tenant } from "@agentrun/testing";
 
 // Requests as they arrive on the connection, sent raw where fetch would not send them so:
@@ -46,4 +47,35 @@ it.each([
   expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
   expect(head).toMatch(/\r\nx-request-id: req_[0-9a-f]{32}\r\n/i);
   expect(JSON.parse(body!)).toEqual({ error: { code: "invalid_request", message: expect.any(String) } });
+});
+
+it.each([
+  ["an Expect other than 100-continue: 417", "POST /api/tasks HTTP/1.1\r\nhost: x\r\nexpect: foo\r\ncontent-type: application/json\r\ncontent-length: 2\r\nx-request-id: mine-417\r\n\r\n", 417],
+  ["an HTTP/1.1 request without Host: 400", "GET /healthz HTTP/1.1\r\nx-request-id: mine-400\r\n\r\n", 400],
+])("%s, in the error shape, with the request's id, and the connection closes", async (_what, raw, status) => {
+  // rawExchange resolves only once the server has closed the connection.
+  const answer = await rawExchange(stack.gatewayUrl, raw);
+  const [head, body] = answer.split("\r\n\r\n");
+  expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+  expect(head).toMatch(/\r\nx-request-id: mine-4\d\d\r\n/i);
+  expect(head).toMatch(/\r\nconnection: close\r\n/i);
+  expect(JSON.parse(body!)).toEqual({ error: { code: "invalid_request", message: expect.any(String) } });
+});
+
+it("Host may be missing from HTTP/1.0, and Expect: 100-continue is served", async () => {
+  expect(await rawExchange(stack.gatewayUrl, "GET /healthz HTTP/1.0\r\n\r\n")).toMatch(/^HTTP\/1\.1 200 /);
+  const body = JSON.stringify({ title: "expecting" });
+  const head = rawHead("POST", "/api/tasks", { ...tenant.headers, "content-type": "application/json", "content-length": String(body.length), expect: "100-continue", connection: "close" });
+  const answer = await rawExchange(stack.gatewayUrl, head + body);
+  expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /);
+});
+
+it("a query string is read whole: a parameter after a thousand others counts", async () => {
+  // Node's querystring reads 1,000 parameters unless told otherwise. The API's list endpoints
+  // refuse parameters they do not read; the widget's demo page reads just one.
+  const key = generateWidgetKey();
+  const junk = Array.from({ length: 1000 }, (_, i) => `x${i}=0`).join("&");
+  const page = await fetch(`${stack.gatewayUrl}/widget-demo?${junk}&key=${key}`);
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain(`data-widget-key="${key}"`);
 });

@@ -1,4 +1,4 @@
-import { stackWithTenant, apiJson, createTenant, readSse, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, apiJson, createTenant, rawExchange, rawHead, readSse, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // Replaying and following a run's events: GET /api/tasks/{id}/runs/{run_id}/events.
@@ -106,5 +106,22 @@ describe("run events", () => {
     expect(rest.events.at(-1)!.data.type).toBe("run_completed");
     const text = [...first.events, ...rest.events].filter((e) => e.data.type === "text_chunk").map((e) => e.data.content).join("");
     expect(text).toBe("Echo: reattach");
+  });
+
+  it("answers HEAD on a run in progress with the stream's status and headers, at once, while the run goes on", async () => {
+    // About 20 s of run (40 chunks of a text long enough to make them): far longer than the HEAD may take.
+    const query = `[sleep:500][chunks:40] headed ${"x".repeat(60)}`;
+    const live = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query }, headers: tenant.headers, until: (e) => e.data.type === "run_started" });
+    const { run_id, task_id } = live.events[0]!.data;
+    const path = `/api/tasks/${task_id}/runs/${run_id}/events`;
+    // A request pipelined after the HEAD on its connection is answered only once the HEAD's answer has ended.
+    const answer = await rawExchange(stack.gatewayUrl, rawHead("HEAD", path, tenant.headers) + rawHead("GET", "/healthz", { connection: "close" }), { timeoutMs: 8000 });
+    const [head, next] = answer.split(/\r\n\r\n(?=HTTP\/)/);
+    expect(head).toMatch(/^HTTP\/1\.1 200 /);
+    expect(head).toMatch(/\r\ncontent-type: text\/event-stream; charset=utf-8/i);
+    expect(head).toMatch(/\r\ncache-control: no-cache, no-transform/i);
+    expect(next).toMatch(/^HTTP\/1\.1 200 /);
+    expect((await prisma.run.findUniqueOrThrow({ where: { id: run_id } })).status).toMatch(/^(queued|running)$/);
+    expect((await api("POST", `/tasks/${task_id}/runs/${run_id}/cancel`)).status).toBe(202);
   });
 });

@@ -6,6 +6,9 @@ import { AppError } from "@agentrun/errors";
  * string with a malformed percent-encoding, or one that decodes to bytes that are not UTF-8, is
  * refused (400) as it is in a path, instead of being read with the escape left as it was or with
  * U+FFFD where the bytes were (`?user_id=a%FF` would otherwise name the user `a\uFFFD`).
+ * Every parameter is read (`node:querystring` would read the first 1,000 and silently drop the
+ * rest, and with them a filter placed after 999 others): the URL is bounded by Node's 16 KiB
+ * limit on the request's head, so there are never many thousands.
  * Express calls it when a handler reads `req.query`, so the refusal comes in the contract's
  * order: after authentication and the rate limit, with the other parameter checks.
  */
@@ -18,5 +21,5 @@ export function strictQueryParser(query: string | null | undefined): querystring
       throw new AppError("invalid_request", { message: "The URL contains a malformed percent-encoding." });
     }
   }
-  return querystring.parse(query);
+  return querystring.parse(query, undefined, undefined, { maxKeys: 0 });
 }

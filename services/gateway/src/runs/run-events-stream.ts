@@ -4,7 +4,7 @@ import { AppError } from "@agentrun/errors";
 import { followRun, readStoredEvents, type SubscriberHub } from "@agentrun/events";
 import type { PrismaClient } from "@agentrun/db";
 import type { Redis } from "@agentrun/redis";
-import { openSse } from "./sse";
+import { openSse, setSseHeaders } from "./sse";
 
 /**
  * Where a replay resumes: after the seq in `Last-Event-ID`, else after `?after`, else from the
@@ -29,13 +29,21 @@ export interface RunEventsStreamInput {
  * Streams a run's events after `afterSeq` (SSE): a finished run is replayed from the store, a run
  * in progress is followed to its terminal event. A finished run with nothing after `afterSeq` (a
  * client re-attaching after the terminal event, as EventSource does whenever a stream ends)
- * answers 204, which tells EventSource to stop reconnecting.
+ * answers 204, which tells EventSource to stop reconnecting. HEAD answers what GET would, without
+ * waiting for any event.
  */
 export async function streamRunEvents(req: Request, res: Response, input: RunEventsStreamInput): Promise<void> {
   const { store, run, afterSeq } = input;
   const stored = run.status === "queued" || run.status === "running" ? null : await readStoredEvents(store, run.id, afterSeq);
   if (stored?.length === 0) {
     res.status(204).end();
+    return;
+  }
+  // HEAD gets the stream's status and headers, and ends there: following the run would hold the
+  // response (and any request pipelined after it) open until the run ends, for nothing.
+  if (req.method === "HEAD") {
+    setSseHeaders(res);
+    res.end();
     return;
   }
   const sse = openSse(req, res, input.heartbeatMs);

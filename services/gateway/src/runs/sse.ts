@@ -38,6 +38,16 @@ export interface SseStream {
   signal: AbortSignal;
 }
 
+/** The status and headers of an event stream: what {@link openSse} sends, and what HEAD answers. */
+export function setSseHeaders(res: Response): void {
+  res.status(200);
+  res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
+  res.setHeader("Cache-Control", "no-cache, no-transform");
+  // No Connection header of its own: Node keeps the connection alive after the stream, or closes
+  // it when the client asked for that (Connection: close, HTTP/1.0).
+  res.setHeader("X-Accel-Buffering", "no");
+}
+
 /**
  * Starts a text/event-stream response. Call only after every check that can fail: from here on
  * the status is 200. Each event is framed `id: <seq>` + `data: <json>`; a `: ping` comment keeps
@@ -51,12 +61,7 @@ export interface SseStream {
 export function openSse(req: Request, res: Response, heartbeatMs: number, options: SseOptions = {}): SseStream {
   const stalledClientTimeoutMs = options.stalledClientTimeoutMs ?? STALLED_CLIENT_TIMEOUT_MS;
   const controller = new AbortController();
-  res.status(200);
-  res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
-  res.setHeader("Cache-Control", "no-cache, no-transform");
-  // No Connection header of its own: Node keeps the connection alive after the stream, or closes
-  // it when the client asked for that (Connection: close, HTTP/1.0).
-  res.setHeader("X-Accel-Buffering", "no");
+  setSseHeaders(res);
   // The headers leave with the first event when there is one right away (a new run's
   // run_started: one write instead of two); otherwise at the end of this turn of the event loop.
   setImmediate(() => {
