@@ -49,6 +49,31 @@ describe("tabs of one browser", () => {
     expect(tasks[0]!.userId).toMatch(/^visitor:/);
     await context.close();
   });
+
+  it("leave another tab's answer in progress stored when their own message is refused", async () => {
+    const key = await widgetKeyFor(wb);
+    const context = await wb.browser.newContext();
+    const [a, b] = [await openDemo(wb, key, { context }), await openDemo(wb, key, { context })];
+    await openPanel(a);
+    await ask(a, "[chunks:2] first", "Echo: first");
+    await inputOf(a).fill("[sleep:150][chunks:20] a long answer in tab A");
+    await inputOf(a).press("Enter");
+    const stored = (p: Page) => p.evaluate(`localStorage.getItem(${JSON.stringify(`agentrun-widget:${key}:pending`)})`) as Promise<string | null>;
+    for (const deadline = Date.now() + 10_000; (await stored(b)) === null; await b.waitForTimeout(30)) {
+      if (Date.now() > deadline) throw new Error("tab A's answer in progress was never stored");
+    }
+    const runOfA = JSON.parse((await stored(b))!).runId as string;
+    // B's message goes to the same task, whose run is still going: 409.
+    await openPanel(b);
+    await inputOf(b).fill("meanwhile in tab B");
+    await inputOf(b).press("Enter");
+    await b.locator(".msg.error").getByText("The previous answer is still being written").waitFor();
+    expect(JSON.parse((await stored(b)) ?? "null")?.runId).toBe(runOfA);
+    // Reloaded mid-answer, A picks its answer up from what is stored.
+    await a.reload();
+    await watchAnswer(a, "Echo: a long answer in tab A");
+    await context.close();
+  });
 });
 
 describe("an answer whose re-attaches stop", () => {
@@ -83,6 +108,20 @@ describe("an answer whose re-attaches stop", () => {
     expect(final.startsWith(partial) && partial !== final).toBe(true);
     expect(await page.locator(".msg.error").count()).toBe(0);
     await page.waitForSelector(".send:not([disabled])");
+
+    // A message sent meanwhile first tries the answer before it again; still out of reach, it is
+    // put back in the input, unsent, and the answer stays pending.
+    await inputOf(page).fill("[chunks:2] a second question");
+    await inputOf(page).press("Enter");
+    for (const deadline = Date.now() + 20_000; (await inputOf(page).inputValue()) === ""; ) {
+      if (Date.now() > deadline) throw new Error("the second message never came back to the input");
+      await page.clock.fastForward(20_000);
+      await page.waitForTimeout(50);
+    }
+    expect(await inputOf(page).inputValue()).toBe("[chunks:2] a second question");
+    expect(await page.locator(".msg.user").count()).toBe(1);
+    expect(await note.textContent()).toBe("Can't reach the assistant right now. Please check your connection and try again.");
+    await inputOf(page).fill("");
 
     reachable = true;
     await page.evaluate("window.dispatchEvent(new Event('online'))");

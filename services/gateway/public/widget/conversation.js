@@ -205,7 +205,11 @@ export function createConversation({ key, base, greeting }, session, panel) {
     /** Sends the visitor's message and streams the answer (after the answer still pending, if any). */
     send(text) {
       return whileBusy(async () => {
-        if (interrupted && state.pending) await resume(interrupted);
+        if (interrupted && state.pending) {
+          await resume(interrupted);
+          // Still out of reach: the message waits in the composer rather than being lost with the answer before it.
+          if (interrupted) return panel.offer(text);
+        }
         panel.addMessage("user", text);
         remember("user", text);
         const view = panel.addMessage("assistant", "");

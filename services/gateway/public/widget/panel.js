@@ -95,6 +95,10 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
       sendBtn.disabled = b;
       log.setAttribute("aria-busy", String(b));
     },
+    /** Puts `text` back in the composer (unless the visitor has typed something else since). */
+    offer(text) {
+      if (!input.value.trim()) input.value = text;
+    },
     /** Empties the conversation's log. */
     clear() {
       log.textContent = "";

@@ -22,6 +22,8 @@ export function openSession(widgetKey) {
   const state = Object.assign(shared(stored), { pending: validPending(read(pendingKey)) || validPending(stored && stored.pending) });
   let lastPendingSave = 0;
   let pendingTimer = null;
+  /** The run whose answer this tab stored last: the only stored answer it may remove. */
+  let ownRun = state.pending && state.pending.runId;
 
   const refresh = () => {
     const now = read(storeKey);
@@ -31,8 +33,15 @@ export function openSession(widgetKey) {
     clearTimeout(pendingTimer);
     pendingTimer = null;
     lastPendingSave = Date.now();
-    if (state.pending) write(pendingKey, state.pending);
-    else remove(pendingKey);
+    if (state.pending) {
+      write(pendingKey, state.pending);
+      ownRun = state.pending.runId;
+    } else {
+      // Another tab's answer in progress (stored after this tab's) stays for it.
+      const stored = validPending(read(pendingKey));
+      if (stored && stored.runId === ownRun) remove(pendingKey);
+      ownRun = null;
+    }
   };
 
   // A page that goes away (reload, navigation, a tab put in the background that may be discarded)
