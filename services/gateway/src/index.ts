@@ -8,6 +8,7 @@ import { createApp } from "./app";
 import { endAllStreams } from "./runs/sse";
 import { endAllWaits } from "./runs/respond-run";
 import { createHttpServer } from "./http-server";
+import { servedWidget } from "./widget/widget-bundle";
 
 runMain(async () => {
   const config = loadConfig(gatewayConfigSchema);
@@ -19,6 +20,8 @@ runMain(async () => {
   server.listen(config.PORT);
   await once(server, "listening");
   logger.info({ port: config.PORT, tls: server instanceof https.Server }, "gateway listening");
+  // Bundled now rather than at the first page's request; a failure is retried at each request.
+  servedWidget().catch((err: unknown) => logger.error({ err }, "could not bundle the chat widget (GET /widget.js answers 500 until it can)"));
 
   let stopping = false;
   const stop = async (signal: string) => {

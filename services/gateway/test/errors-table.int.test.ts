@@ -58,6 +58,9 @@ describe("400 invalid_request", () => {
       const body = await expectError(await call(path), 400, "invalid_request");
       expect([path, body.error.message]).toEqual([path, expect.stringMatching(/stauts|user_id\[\]|limits|from/)]);
     }
+    // Also when Last-Event-ID, which wins over ?after, is sent.
+    const events = `/api/tasks/${task_id}/runs/${run_id}/events?from=3`;
+    expect((await expectError(await call(events, { headers: { ...tenant.headers, "last-event-id": "1" } }), 400, "invalid_request")).error.message).toMatch(/from/);
     expect((await call("/api/tasks?status=completed")).status).toBe(200);
   });
 

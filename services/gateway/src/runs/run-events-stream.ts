@@ -15,7 +15,9 @@ export function resumeAfter(req: Request): number {
   const header = req.get("last-event-id");
   const parsed = header === undefined ? undefined : lastEventIdSchema.safeParse(header.trim());
   if (parsed && !parsed.success) throw new AppError("invalid_request", { message: "Last-Event-ID must be a non-negative integer (an event's seq)." });
-  return parsed?.data ?? eventsQuerySchema.parse(req.query).after;
+  // The query is checked also when the header wins: a parameter the endpoint does not read is refused.
+  const { after } = eventsQuerySchema.parse(req.query);
+  return parsed?.data ?? after;
 }
 
 export interface RunEventsStreamInput {

@@ -4,7 +4,7 @@ import path from "node:path";
 import { Router } from "express";
 import { looksLikeWidgetKey } from "@agentrun/api-keys";
 import type { GatewayConfig } from "../config";
-import { bundleWidget, WIDGET_ENCODINGS, type WidgetScript } from "./widget-bundle";
+import { servedWidget, WIDGET_ENCODINGS } from "./widget-bundle";
 
 /** services/gateway/public: the widget's sources and the demo page. */
 const PUBLIC_DIR = path.resolve(__dirname, "../../public");
@@ -49,14 +49,9 @@ export function widgetDemoEnabled(config: Pick<GatewayConfig, "WIDGET_DEMO" | "N
 export function widgetAssetRoutes(config: Pick<GatewayConfig, "WIDGET_DEMO" | "NODE_ENV">): Router {
   const router = Router();
   let demoPage: Promise<DemoPage> | null = null;
-  let widgetScript: Promise<WidgetScript> | null = null;
 
   router.get("/widget.js", async (req, res) => {
-    widgetScript ??= bundleWidget().catch((err: unknown) => {
-      widgetScript = null; // read again at the next request
-      throw err;
-    });
-    const script = await widgetScript;
+    const script = await servedWidget();
     // The best coding the client takes at all (a client that refuses every coding still gets the script).
     const encoding = WIDGET_ENCODINGS.find((e) => e === "identity" || req.acceptsEncodings(e) === e) ?? "identity";
     const { body, etag } = script.encoded[encoding];

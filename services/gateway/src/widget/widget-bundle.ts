@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
-import { brotliCompressSync, constants as zlib, gzipSync } from "node:zlib";
+import { promisify } from "node:util";
+import { brotliCompress, constants as zlib, gzip as gzipCompress } from "node:zlib";
 import { build } from "esbuild";
 
 /** The widget's browser sources (services/gateway/public/widget), entry first. */
@@ -53,7 +54,25 @@ export async function bundleWidget(sourceDir = WIDGET_SOURCE_DIR): Promise<Widge
   });
   const body = Buffer.from(result.outputFiles[0]!.contents);
   const identity = { body, etag: etagOf(body) };
-  const br = brotliCompressSync(body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: body.length } });
-  const gzip = gzipSync(body, { level: 9 });
+  // On libuv's threads: a gateway serving streams does not stop for it.
+  const [br, gzip] = await Promise.all([
+    promisify(brotliCompress)(body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: body.length } }),
+    promisify(gzipCompress)(body, { level: 9 }),
+  ]);
   return { ...identity, encoded: { identity, br: { body: br, etag: etagOf(br) }, gzip: { body: gzip, etag: etagOf(gzip) } } };
+}
+
+let served: Promise<WidgetScript> | null = null;
+
+/**
+ * The widget as this process serves it: bundled once (the sources do not change while it runs),
+ * again after a failure. The gateway asks for it at start-up, so that the first page to embed the
+ * widget does not wait for the bundling, and a bundle that cannot be built is logged at once.
+ */
+export function servedWidget(): Promise<WidgetScript> {
+  served ??= bundleWidget().catch((err: unknown) => {
+    served = null;
+    throw err;
+  });
+  return served;
 }
