@@ -25,7 +25,7 @@ export const calcEvaluate = defineAction({
   tool: "calc",
   action: "evaluate",
   description: "Evaluates an arithmetic expression, e.g. '(2 + 3) * 4 / 5' or 'sqrt(16) + 2^3'.",
-  params: z.object({ expression: z.string().min(1).max(1000).describe("The expression to evaluate") }),
+  params: z.strictObject({ expression: z.string().min(1).max(1000).describe("The expression to evaluate") }),
   async run({ expression }, ctx) {
     let result: number | boolean | string;
     try {

@@ -5,7 +5,7 @@ export const clockNow = defineAction({
   tool: "clock",
   action: "now",
   description: "Returns the current date and time, in UTC and optionally in an IANA time zone such as 'Europe/Paris'.",
-  params: z.object({ timezone: z.string().max(64).optional().describe("IANA time zone name") }),
+  params: z.strictObject({ timezone: z.string().max(64).optional().describe("IANA time zone name") }),
   async run({ timezone }) {
     const now = new Date();
     const out: Record<string, unknown> = { iso: now.toISOString(), unix_ms: now.getTime() };

@@ -67,7 +67,7 @@ export function httpGetAction(limits: HttpToolLimits) {
     tool: "http",
     action: "get",
     description: "Fetches a URL with HTTP GET (only hosts the agent allows) and returns status, content type and up to a size limit of the body.",
-    params: z.object({ url: z.string().url().max(2048).describe("Absolute http(s) URL") }),
+    params: z.strictObject({ url: z.string().url().max(2048).describe("Absolute http(s) URL") }),
     async run({ url }, ctx: ToolContext) {
       const target = new URL(url);
       if (target.protocol !== "http:" && target.protocol !== "https:") throw new ToolError("invalid_url", "Only http and https URLs can be fetched.", REFUSED);

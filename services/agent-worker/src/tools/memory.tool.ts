@@ -12,7 +12,7 @@ export const memorySave = defineAction({
   tool: "memory",
   action: "save",
   description: "Saves a fact, preference or instruction about the current user for future conversations.",
-  params: z.object({
+  params: z.strictObject({
     // Trimmed first, as the memory service does, so blank content never leaves the worker.
     content: memoryContentSchema.describe("What to remember, as a short sentence"),
     category: z.enum(MEMORY_CATEGORIES).optional().describe("general, preference, fact or instruction"),
@@ -27,7 +27,7 @@ export const memorySearch = defineAction({
   tool: "memory",
   action: "search",
   description: "Searches what is remembered about the current user, most relevant first.",
-  params: z.object({
+  params: z.strictObject({
     query: z.string().min(1).max(1000).describe("What to look for"),
     limit: z.number().int().min(1).max(20).optional(),
   }),

@@ -118,6 +118,29 @@ describe("ToolRegistry.call", () => {
     expect(outcome.result).toMatchObject({ error: { code: "invalid_arguments" } });
   });
 
+  it.each([
+    ["an array", "[1, 2]"],
+    ["a string", '"x"'],
+    ["null", "null"],
+    ["a number", "5"],
+    ["an unknown key", '{"tz": "UTC"}'],
+  ])("refuses clock_now arguments that are %s (its parameters are all optional), uncharged", async (_name, args) => {
+    const outcome = await registry.call("clock_now", args, ["clock"], ctxFor());
+    expect(outcome).toMatchObject({ ok: false, charged: false, result: { error: { code: "invalid_arguments" } } });
+  });
+
+  it("takes a parameter set to null as absent, as models in strict mode send optional ones", async () => {
+    const outcome = await registry.call("clock_now", '{"timezone": null}', ["clock"], ctxFor());
+    expect(outcome).toMatchObject({ ok: true, params: { timezone: null }, result: { iso: expect.stringMatching(/Z$/) } });
+    expect(outcome.result).not.toHaveProperty("timezone");
+    // A required one set to null is missing.
+    expect((await registry.call("calc_evaluate", '{"expression": null}', ["calc"], ctxFor())).result).toMatchObject({ error: { code: "invalid_arguments" } });
+  });
+
+  it("advertises parameters without room for other keys", () => {
+    for (const def of registry.definitions(ALL)) expect([def.function.name, def.function.parameters.additionalProperties]).toEqual([def.function.name, false]);
+  });
+
   it.each(["calc_unknown", "nosuch_tool", "calc", "", "memory_delete"])("answers unknown_tool for the unknown function '%s'", async (name) => {
     const outcome = await registry.call(name, "{}", ALL, ctxFor());
     expect(outcome.ok).toBe(false);

@@ -80,11 +80,13 @@ export class ToolRegistry {
     const sep = name.indexOf("_");
     const [tool, action] = sep > 0 ? [name.slice(0, sep), name.slice(sep + 1)] : [name, ""];
     let params: Record<string, unknown> = {};
+    let isObject = true;
     const fail = (code: string, message: string, charged: boolean): ToolCallOutcome => ({ tool, action, params, result: { error: { code, message } }, ok: false, charged });
     try {
       // Arguments and results are stored with the run's events: PostgreSQL takes no U+0000.
       const parsed = storableJson(rawArgs.trim() ? JSON.parse(rawArgs) : {});
-      params = parsed && typeof parsed === "object" && !Array.isArray(parsed) ? parsed : { value: parsed };
+      isObject = parsed !== null && typeof parsed === "object" && !Array.isArray(parsed);
+      params = isObject ? parsed : { value: parsed };
     } catch {
       // Shown as the model sent them, so that the call does not look like one without arguments.
       params = { arguments: storableText(rawArgs) };
@@ -94,7 +96,9 @@ export class ToolRegistry {
     onStart?.({ tool, action, params });
     const def = this.actions.get(name);
     if (!def || !enabled.includes(def.tool)) return fail("unknown_tool", `No tool function '${name}' is available to this agent.`, false);
-    const checked = def.params.safeParse(params);
+    if (!isObject) return fail("invalid_arguments", "The arguments must be a JSON object.", false);
+    // A key set to null counts as absent: models in strict mode send null for optional parameters.
+    const checked = def.params.safeParse(Object.fromEntries(Object.entries(params).filter(([, v]) => v !== null)));
     if (!checked.success) return fail("invalid_arguments", checked.error.issues.map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`).join("; "), false);
     try {
       return { tool, action, params, result: storableJson(await def.run(checked.data, ctx)), ok: true, charged: true };
