@@ -10,6 +10,7 @@ import { buildMessages, type PromptMemory } from "./prompt";
 import type { RunControl } from "./active-runs";
 import { RunFailure, stopReasonOf } from "./run-failure";
 import type { RunDeps } from "./run-deps";
+import type { ToolCallOutcome } from "../tools/registry";
 
 /** How long a finished run's result is held while PostgreSQL is unreachable before giving up. */
 const FINISH_RETRY_MS = 120_000;
@@ -131,6 +132,15 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
   const toolDefs = deps.tools.definitions(agent.tools);
   const toolCtx = { orgId: run.orgId, agentId: agent.id, userId, httpAllowlist: agent.httpAllowlist, memory: deps.memory, runId: run.id, signal };
 
+  const recordToolCall = (callId: string, outcome: ToolCallOutcome) => {
+    usage.toolCalls++;
+    if (outcome.charged) usage.chargedToolCalls++;
+    writer.emit({ type: "tool_result", tool: outcome.tool, action: outcome.action, result: outcome.result, call_id: callId });
+    const content = JSON.stringify(outcome.result);
+    messages.push({ role: "tool", tool_call_id: callId, content });
+    records.push({ role: "tool", content, tool: outcome.tool, action: outcome.action, params: outcome.params, result: outcome.result, toolCallId: callId });
+  };
+
   for (let step = 0; ; step++) {
     if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
     usage.modelCalls++;
@@ -168,18 +178,27 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
     });
     for (const call of turn.toolCalls) {
       if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
-      const outcome = await deps.tools.call(call.name, call.arguments, agent.tools, toolCtx, ({ tool, action, params }) =>
-        writer.emit({ type: "tool_call", tool, action, params, call_id: call.id }),
-      );
-      usage.toolCalls++;
-      if (outcome.charged) usage.chargedToolCalls++;
-      writer.emit({ type: "tool_result", tool: outcome.tool, action: outcome.action, result: outcome.result, call_id: call.id });
-      const content = JSON.stringify(outcome.result);
-      messages.push({ role: "tool", tool_call_id: call.id, content });
-      records.push({ role: "tool", content, tool: outcome.tool, action: outcome.action, params: outcome.params, result: outcome.result, toolCallId: call.id });
+      let started: Omit<ToolCallOutcome, "result" | "ok" | "charged"> | undefined;
+      let outcome: ToolCallOutcome;
+      try {
+        outcome = await deps.tools.call(call.name, call.arguments, agent.tools, toolCtx, (announced) => {
+          started = announced;
+          writer.emit({ type: "tool_call", ...announced, call_id: call.id });
+        });
+      } catch (err) {
+        // Stopped while the tool ran: the call it announced is recorded, with what stopped it, then the run stops.
+        if (!signal.aborted || !started) throw err;
+        outcome = { ...started, result: { error: STOPPED_TOOL }, ok: false, charged: true };
+        recordToolCall(call.id, outcome);
+        throw err;
+      }
+      recordToolCall(call.id, outcome);
     }
   }
 }
+
+/** The result of a tool call the run was stopped during (cancelled, or its worker shutting down); the tool ran, so it is charged. */
+const STOPPED_TOOL = { code: "stopped", message: "The run was stopped while this tool ran; its result was not awaited." } as const;
 
 type RunEnd = { status: "completed" | "cancelled" | "failed"; error?: { code: string; message: string } };
 

@@ -138,7 +138,10 @@ describe("ToolRegistry.call", () => {
   });
 
   it("advertises parameters without room for other keys", () => {
-    for (const def of registry.definitions(ALL)) expect([def.function.name, def.function.parameters.additionalProperties]).toEqual([def.function.name, false]);
+    for (const def of registry.definitions(ALL)) {
+      if (def.type !== "function") throw new Error("expected function tools only");
+      expect([def.function.name, def.function.parameters?.additionalProperties]).toEqual([def.function.name, false]);
+    }
   });
 
   it.each(["calc_unknown", "nosuch_tool", "calc", "", "memory_delete"])("answers unknown_tool for the unknown function '%s'", async (name) => {
