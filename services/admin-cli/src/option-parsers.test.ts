@@ -49,4 +49,10 @@ describe("lists", () => {
     expect(() => hosts("a.example:8080")).toThrow(UsageError);
     expect(() => hosts("a.*.example")).toThrow(UsageError);
   });
+  it("accepts IPv6 addresses, with or without brackets, as a URL writes them", () => {
+    const hosts = hostListOption("--http-allow");
+    expect(hosts("::1,[FD00:0::2],2001:db8::1")).toEqual(["[::1]", "[fd00::2]", "[2001:db8::1]"]);
+    expect(() => hosts("[::1]:8080")).toThrow(UsageError);
+    expect(() => hosts("fd00::2::3")).toThrow(UsageError);
+  });
 });

@@ -3,6 +3,7 @@
  * flag and the accepted values, e.g. `--credits must be an integer from 0 to 2147483647`; they
  * throw {@link UsageError}, which commander passes through unchanged.
  */
+import { isIPv6 } from "node:net";
 import type { Command } from "commander";
 import { DEFAULT_PRICING } from "@agentrun/credits";
 import { UsageError } from "./cli-errors";
@@ -71,11 +72,17 @@ export function subsetOption<T extends string>(flag: string, allowed: readonly T
 // http tool matches the allow-list against the URL's host name alone.
 const HOST_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
-/** A comma-separated list of host names, lower-cased. */
+/** An IPv6 address, with or without brackets, as a URL writes it (`[fd00::2]`); else null. */
+function ipv6Host(host: string): string | null {
+  const address = host.replace(/^\[(.*)\]$/, "$1");
+  return isIPv6(address) ? new URL(`http://[${address}]/`).hostname : null;
+}
+
+/** A comma-separated list of host names (or IPv6 addresses, bracketed), lower-cased. */
 export function hostListOption(flag: string): (value: string) => string[] {
   return (value) => {
-    const hosts = splitList(value).map((h) => h.toLowerCase());
-    const bad = hosts.filter((h) => !HOST_PATTERN.test(h));
+    const hosts = splitList(value).map((h) => ipv6Host(h.toLowerCase()) ?? h.toLowerCase());
+    const bad = hosts.filter((h) => !HOST_PATTERN.test(h) && ipv6Host(h) === null);
     if (bad.length > 0) throw new UsageError(`${flag}: not a host name: ${bad.join(", ")}`);
     return [...new Set(hosts)];
   };
