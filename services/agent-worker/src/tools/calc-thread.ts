@@ -23,7 +23,14 @@ math.import(
     evaluate: disabled,
     parse: disabled,
     simplify: disabled,
+    simplifyCore: disabled,
+    simplifyConstant: disabled,
+    rationalize: disabled,
+    symbolicEqual: disabled,
+    leafCount: disabled,
     derivative: disabled,
+    help: disabled,
+    parser: disabled,
     compile: disabled,
     resolve: disabled,
     reviver: disabled,
@@ -45,9 +52,11 @@ function calculate(expression: string): number | boolean | string | { error: str
   } catch (err) {
     return { error: (err as Error).message };
   }
+  // Statements separated by `;` or new lines: the value is the last one's (mathjs gives them all).
+  if (math.isResultSet(value)) value = (value as { entries: unknown[] }).entries.at(-1);
   // JSON has no Infinity or NaN: the model would see null.
   if (typeof value === "number") return Number.isFinite(value) ? value : { error: `no finite value (${value})` };
-  if (typeof value === "boolean") return value;
+  if (typeof value === "boolean" || typeof value === "string") return value;
   if (value && typeof value !== "function" && typeof (value as { toString?: unknown }).toString === "function") {
     return math.format(value as never, { precision: 14 });
   }

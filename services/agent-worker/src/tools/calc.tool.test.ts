@@ -90,6 +90,11 @@ describe("calc_evaluate", () => {
     'simplify("x + x")',
     'derivative("x^2", "x")',
     'resolve("x", {})',
+    'simplifyCore("x + 0")',
+    'simplifyConstant("1 + 2")',
+    'leafCount("x + 1")',
+    'rationalize("1/x + 1")',
+    'parser()',
   ])("refuses the disabled function in %s with invalid_expression", async (expression) => {
     const err = await failure(expression);
     expect(err.code).toBe("invalid_expression");
@@ -108,10 +113,16 @@ describe("calc_evaluate", () => {
     expect(err.message).toContain(expression);
   });
 
-  it("answers invalid_expression when the expression defines a function instead of a value", async () => {
-    const err = await failure("f(x) = x^2");
+  it.each(["f(x) = x^2", "f(x) = x^2; f", "cos"])("answers invalid_expression when %s gives a function instead of a value", async (expression) => {
+    const err = await failure(expression);
     expect(err.code).toBe("invalid_expression");
     expect(err.message).toMatch(/does not evaluate to a value/);
+  });
+
+  it("gives the value of the last statement, and strings as they are", async () => {
+    await expect(evaluate("f(x) = x^2; f(3)")).resolves.toMatchObject({ result: 9 });
+    await expect(evaluate("a = 2\nb = a * 3\nb + 1")).resolves.toMatchObject({ result: 7 });
+    await expect(evaluate('concat("a", "b")')).resolves.toMatchObject({ result: "ab" });
   });
 });
 
