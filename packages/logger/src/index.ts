@@ -55,5 +55,26 @@ export function createLogger({ service, level = "info", pretty = process.stdout.
   if (pretty) {
     return pino({ ...options, transport: { target: "pino-pretty", options: { colorize: true, translateTime: "SYS:HH:MM:ss.l" } } });
   }
-  return pino(options);
+  return pino(options, stdoutDestination());
+}
+
+/**
+ * Standard output as pino writes it (synchronously), which gives up on a closed pipe (the reader
+ * of the logs gone: a log shipper that died, `| head`): sonic-boom would retry the write for ever
+ * when pino flushes at exit, so that the process never exited, not even on SIGTERM.
+ */
+function stdoutDestination(): pino.DestinationStream {
+  const dest = pino.destination({ dest: 1, sync: true });
+  let closed = false;
+  dest.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") throw err;
+    closed = true;
+  });
+  const flushSync = dest.flushSync.bind(dest);
+  dest.flushSync = () => {
+    if (!closed) flushSync();
+  };
+  const write = dest.write.bind(dest);
+  dest.write = (chunk: string) => (closed ? true : write(chunk));
+  return dest;
 }
