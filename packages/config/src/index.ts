@@ -57,6 +57,12 @@ export const databaseUrl = z
   .refine((u) => /^postgres(ql)?:\/\//.test(u), "must be a postgresql:// URL")
   .default(DEFAULT_DATABASE_URL);
 
+/** The URL of an HTTP service (the memory service, a model endpoint): `localhost:3002` without its scheme is refused. */
+export const httpUrl = z
+  .string()
+  .url()
+  .refine((u) => /^https?:\/\/[^/]/i.test(u), "must be an http:// or https:// URL");
+
 export const redisUrl = z
   .string()
   .url()

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, internalToken, logLevel, redisPrefix, redisUrl } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, httpUrl, internalToken, logLevel, redisPrefix, redisUrl } from "@agentrun/config";
 
 const modelApiKeysSchema = z.record(z.string().url(), z.string().min(1));
 
@@ -23,7 +23,7 @@ export const workerConfigSchema = z.object({
   /** Key for a hosted OpenAI-compatible model; without it every agent uses the scripted model. */
   OPENAI_API_KEY: z.string().optional(),
   /** Base URL of the hosted model when OPENAI_API_KEY is set (default: OpenAI's). */
-  OPENAI_BASE_URL: z.string().url().optional(),
+  OPENAI_BASE_URL: httpUrl.optional(),
   /**
    * Keys for agents' own base URLs, as a JSON object `{"<base url>": "<key>"}`. OPENAI_API_KEY
    * goes only to OPENAI_BASE_URL; an agent whose base URL is not listed here is sent no key.
@@ -45,14 +45,14 @@ export const workerConfigSchema = z.object({
       return z.NEVER;
     }),
   /** The scripted model, used by agents with model "scripted" and whenever no key is set. */
-  SCRIPTED_MODEL_URL: z.string().url().default("http://127.0.0.1:4010/v1"),
+  SCRIPTED_MODEL_URL: httpUrl.default("http://127.0.0.1:4010/v1"),
   /** Longest a whole model call may take. */
   MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
   /** Longest wait for the first or next streamed chunk. */
   MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Retries of a model call on connection errors, 429 and 5xx before any output was streamed. */
   MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
-  MEMORY_URL: z.string().url().default("http://127.0.0.1:3002"),
+  MEMORY_URL: httpUrl.default("http://127.0.0.1:3002"),
   INTERNAL_TOKEN: internalToken,
   MEMORY_TIMEOUT_MS: z.coerce.number().int().positive().default(2000),
   /** Most memories, and most characters of them, put into a run's prompt. */

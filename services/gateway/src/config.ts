@@ -1,6 +1,6 @@
 import { accessSync, constants } from "node:fs";
 import { z } from "zod";
-import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, internalToken, logLevel, port, redisPrefix, redisUrl } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, httpUrl, internalToken, logLevel, port, redisPrefix, redisUrl } from "@agentrun/config";
 
 const readableFile = z.string().refine((p) => {
   try {
@@ -21,7 +21,7 @@ export const gatewayConfigSchema = z.object({
   REDIS_URL: redisUrl,
   REDIS_PREFIX: redisPrefix,
   LOG_LEVEL: logLevel,
-  MEMORY_URL: z.string().url().default("http://127.0.0.1:3002"),
+  MEMORY_URL: httpUrl.default("http://127.0.0.1:3002"),
   INTERNAL_TOKEN: internalToken,
   /** Longest wait for the memory service before answering 503. */
   MEMORY_TIMEOUT_MS: z.coerce.number().int().positive().default(2000),

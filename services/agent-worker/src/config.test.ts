@@ -1,0 +1,12 @@
+import { ConfigError, loadConfig } from "@agentrun/config";
+import { workerConfigSchema } from "./config";
+
+describe("worker config", () => {
+  it.each(["MEMORY_URL", "SCRIPTED_MODEL_URL", "OPENAI_BASE_URL"])("refuses %s without an http(s) scheme, naming it", (name) => {
+    for (const value of ["localhost:3002", "127.0.0.1:3002/v1", "ftp://127.0.0.1/", "http:/x"]) {
+      expect(() => loadConfig(workerConfigSchema, { [name]: value })).toThrow(ConfigError);
+      expect(() => loadConfig(workerConfigSchema, { [name]: value })).toThrow(new RegExp(name));
+    }
+    expect(loadConfig(workerConfigSchema, { [name]: "https://models.example/v1" })[name as "MEMORY_URL"]).toBe("https://models.example/v1");
+  });
+});
