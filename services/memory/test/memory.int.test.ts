@@ -1,5 +1,6 @@
 import supertest from "supertest";
-import { createPrisma } from "@agentrun/db";
+import { createPrisma, dropDatabase, ensureDatabase } from "@agentrun/db";
+import { testEnv } from "@agentrun/testing";
 import { createLogger } from "@agentrun/logger";
 import { createApp } from "../src/app";
 import { AUTH, memoryTestApp, newScope, seed, type MemoryTestApp } from "./memory-app.fixture";
@@ -59,6 +60,23 @@ describe("memory service: auth, health and errors", () => {
       expect(list.body).toEqual({ error: { code: "unavailable", message: expect.any(String) } });
     } finally {
       await down.$disconnect();
+    }
+  });
+});
+
+describe("memory service readiness on a database without its migrations", () => {
+  it("answers 503 not_migrated, so that it is not taken for ready", async () => {
+    const empty = new URL(testEnv().databaseUrl);
+    empty.pathname = `${empty.pathname}_memory_empty`;
+    await ensureDatabase(empty.toString());
+    const prisma = createPrisma({ databaseUrl: empty.toString() });
+    try {
+      const app = createApp({ prisma, logger: createLogger({ service: "memory", level: "silent" }), internalToken: "test-internal-token-0123456789" });
+      const ready = await supertest(app).get("/readyz").expect(503);
+      expect(ready.body.error).toMatchObject({ code: "unavailable", details: { database: "not_migrated" } });
+    } finally {
+      await prisma.$disconnect();
+      await dropDatabase(empty.toString());
     }
   });
 });

@@ -1,10 +1,11 @@
 import { Router } from "express";
-import type { PrismaClient } from "@agentrun/db";
+import { schemaState, type PrismaClient } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 
 /**
- * `/healthz` answers while the process lives; `/readyz` only while PostgreSQL answers, so a
- * load balancer stops sending traffic during an outage. Neither needs the internal token.
+ * `/healthz` answers while the process lives; `/readyz` only while PostgreSQL answers with this
+ * code's migrations applied, so a load balancer stops sending traffic during an outage, and a
+ * service started before its migrations is not taken for ready. Neither needs the internal token.
  */
 export function healthRouter({ prisma }: { prisma: PrismaClient }): Router {
   const router = Router();
@@ -12,11 +13,13 @@ export function healthRouter({ prisma }: { prisma: PrismaClient }): Router {
     res.json({ status: "ok" });
   });
   router.get("/readyz", async (_req, res) => {
+    let database: Awaited<ReturnType<typeof schemaState>>;
     try {
-      await prisma.$queryRaw`SELECT 1`;
+      database = await schemaState(prisma);
     } catch (err) {
-      throw new AppError("unavailable", { message: "The database is unavailable.", cause: err });
+      throw new AppError("unavailable", { message: "The database is unavailable.", cause: err, details: { database: "unavailable" } });
     }
+    if (database !== "ok") throw new AppError("unavailable", { message: "The database is not migrated (run npm run db:migrate:deploy).", details: { database } });
     res.json({ status: "ok" });
   });
   return router;
