@@ -10,11 +10,24 @@ runMain(async () => {
   let worker: AgentWorker | null = null;
   let stopRequested: string | null = null;
   let stopping = false;
+  let startupDeadline: NodeJS.Timeout | undefined;
   // close() is bounded (SHUTDOWN_GRACE_MS plus a margin), so the process always exits: 0 when
   // everything closed, 1 when the deadline passed first (close() logged what was left open).
   const stop = (signal: string) => {
+    if (!worker) {
+      // Still starting (Redis or PostgreSQL not reachable yet, say): start-up is given the grace a
+      // run would get to finish, then the process exits without it; no run has been taken yet.
+      if (stopRequested === null) {
+        logger.info({ signal }, "shutting down once start-up finishes");
+        startupDeadline = setTimeout(() => {
+          logger.warn({ signal, waitedMs: config.SHUTDOWN_GRACE_MS }, "start-up did not finish; exiting");
+          process.exit(1);
+        }, config.SHUTDOWN_GRACE_MS).unref();
+      }
+      stopRequested ??= signal;
+      return;
+    }
     stopRequested ??= signal;
-    if (!worker) return;
     if (stopping) {
       logger.info({ signal }, "already shutting down");
       return;
@@ -32,5 +45,6 @@ runMain(async () => {
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
   worker = await startAgentWorker(config, logger);
+  clearTimeout(startupDeadline);
   if (stopRequested) stop(stopRequested);
 });

@@ -1,4 +1,4 @@
-import { createTenant, startStack, testEnv, testPrisma, watchSse, type Stack } from "@agentrun/testing";
+import { createTenant, eventually, freePort, startService, startStack, testEnv, testPrisma, watchSse, type Stack } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // A whole stack stopped at once, as Ctrl-C on `npm run dev` does (every process of the group gets
@@ -33,3 +33,19 @@ it("lets a run the worker's grace covers complete when the worker and the model 
   // Both exit cleanly once the run is over.
   expect(await Promise.all(exits)).toEqual([0, 0]);
 }, 30_000);
+
+it("exits on SIGTERM while start-up still waits for Redis, after its shutdown grace", async () => {
+  // A port nobody listens on: the worker retries Redis for ever.
+  const worker = startService("agent-worker", { REDIS_URL: `redis://127.0.0.1:${await freePort()}`, SHUTDOWN_GRACE_MS: "500", LOG_LEVEL: "info" });
+  try {
+    // Started: it has logged its first failed connection.
+    await eventually(async () => /redis/i.test(worker.output()));
+    const exited = new Promise<number | null>((r) => worker.child.once("exit", (code) => r(code)));
+    worker.child.kill("SIGTERM");
+    const gaveUp = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still running 15 s after SIGTERM:\n${worker.output().slice(-2000)}`)), 15_000).unref());
+    expect(await Promise.race([exited, gaveUp])).toBe(1);
+    expect(worker.output()).toMatch(/start-up did not finish; exiting/);
+  } finally {
+    await worker.stop(1000);
+  }
+}, 40_000);
