@@ -1,6 +1,6 @@
 import { sqlStateOf } from "./sql-state";
 
-export { sqlStateOf };
+export { driverCauseOf, sqlStateOf, type DriverCause } from "./sql-state";
 
 /**
  * Error codes of the public API and their HTTP status. Every failure that reaches a client is an

@@ -2,7 +2,7 @@
  * The one line an operator sees for a database failure. Prisma's own messages span many lines
  * (the invocation, a source excerpt, then the cause); none of that reaches the terminal.
  */
-import { isQueryTimeoutError, isUnavailableError, sqlStateOf } from "@agentrun/errors";
+import { driverCauseOf, isQueryTimeoutError, isUnavailableError, sqlStateOf } from "@agentrun/errors";
 import { QUERY_TIMEOUT_MS, STATEMENT_TIMEOUT_MS } from "./database-connection";
 
 /** Database errors that mean DATABASE_URL names the wrong database or one not migrated yet. */
@@ -32,17 +32,6 @@ const UNREACHABLE = "error: the database is unreachable (check DATABASE_URL; sta
 
 const TLS_REFUSED = "error: the database does not accept TLS connections (check sslmode in DATABASE_URL)";
 
-/** What Prisma's pg driver adapter reports as the cause of an error (PostgreSQL's error or a connection failure). */
-interface DriverCause {
-  kind?: unknown;
-  reason?: unknown;
-  message?: unknown;
-  originalMessage?: unknown;
-}
-
-function driverCauseOf(err: unknown): DriverCause | undefined {
-  return (err as { meta?: { driverAdapterError?: { cause?: DriverCause } } } | null)?.meta?.driverAdapterError?.cause;
-}
 
 function text(value: unknown): string | undefined {
   return typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
