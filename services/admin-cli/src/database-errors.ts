@@ -32,7 +32,6 @@ const UNREACHABLE = "error: the database is unreachable (check DATABASE_URL; sta
 
 const TLS_REFUSED = "error: the database does not accept TLS connections (check sslmode in DATABASE_URL)";
 
-
 function text(value: unknown): string | undefined {
   return typeof value === "string" && value.trim() !== "" ? value.trim() : undefined;
 }
