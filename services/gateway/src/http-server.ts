@@ -29,6 +29,7 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
     // A request without Host is refused by the app (refuseMalformedHead), in the contract's shape,
     // rather than by Node with a bare 400.
     requireHostHeader: false,
+    ...appMessageClasses(app),
   };
   const tls = config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } : null;
   const server = tls ? https.createServer({ ...options, ...tls }, app) : http.createServer(options, app);
@@ -47,4 +48,25 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
   // where Node would answer a bare 417 (refuseMalformedHead).
   server.on("checkExpectation", (req: http.IncomingMessage, res: http.ServerResponse) => server.emit("request", req, res));
   return server;
+}
+
+/**
+ * Request and response classes whose prototypes are the app's own (`app.request`, `app.response`).
+ * Express gives every request and response those prototypes with `Object.setPrototypeOf`. Done to
+ * an object that already has properties, V8 gives the object a hidden class (map) of its own, with
+ * no transitions shared between objects: every property set afterwards, by Express and by each
+ * middleware, made new maps and descriptor arrays (about twenty per request), which filled the old
+ * generation and left property access megamorphic. Made with the right prototype from the start,
+ * Express's call changes nothing and the requests share their maps.
+ */
+export function appMessageClasses(app: Express): Required<Pick<http.ServerOptions, "IncomingMessage" | "ServerResponse">> {
+  function AppRequest(this: http.IncomingMessage, ...args: unknown[]): void {
+    Reflect.apply(http.IncomingMessage, this, args);
+  }
+  AppRequest.prototype = app.request;
+  function AppResponse(this: http.ServerResponse, ...args: unknown[]): void {
+    Reflect.apply(http.ServerResponse, this, args);
+  }
+  AppResponse.prototype = app.response;
+  return { IncomingMessage: AppRequest as unknown as typeof http.IncomingMessage, ServerResponse: AppResponse as unknown as typeof http.ServerResponse };
 }
