@@ -36,10 +36,12 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(securityHeaders());
   app.use(refuseMalformedHead());
   app.use(["/healthz", "/readyz", "/api/openapi.json", "/api/v1/openapi.json", "/widget.js", "/widget-demo"], refuseOptions());
-  app.use(healthRoutes(deps));
+  // Routes are registered on the router they are mounted in rather than each in a router of its
+  // own: every router a request enters costs it a walk of that router's layers and their closures.
+  healthRoutes(deps, app.router);
   app.use(requireHttps(deps.config.REQUIRE_HTTPS));
-  app.use(openApiRoutes());
-  app.use(widgetAssetRoutes(deps.config));
+  openApiRoutes(app.router);
+  widgetAssetRoutes(deps.config, app.router);
   // Failed authentications of one client address, counted across the widget and API routes.
   const failures = authFailureGuard({ limiter: deps.limiter, redisPrefix: deps.config.REDIS_PREFIX, limit: deps.config.AUTH_FAILURE_LIMIT });
   // The widget gateway authenticates with a publishable widget key, not a Bearer key: it is
@@ -52,11 +54,7 @@ export function createApp(deps: GatewayDeps): Express {
   api.use(orgRateLimit(deps.limiter, deps.config.REDIS_PREFIX));
   api.use(refuseOptions());
   api.use(jsonBody(deps.config.BODY_LIMIT_BYTES));
-  api.use(runRoutes(deps));
-  api.use(memoryRoutes(deps));
-  api.use(tasksRoutes(deps));
-  api.use(messagesRoutes(deps));
-  api.use(runEventsRoutes(deps));
+  for (const routes of [runRoutes, memoryRoutes, tasksRoutes, messagesRoutes, runEventsRoutes]) routes(deps, api);
 
   // Every /api/... endpoint is also served under /api/v1/...: one mount, so that a request passes
   // the api's middleware (and the rate limiter) once, even when no route matches.

@@ -6,8 +6,7 @@ import { buildOpenApiDocument } from "@agentrun/contracts/openapi";
  * the contract's zod schemas. Public on purpose, like any published API reference: it needs no key,
  * names no tenant's data and is not rate-limited. Built on the first request, then kept.
  */
-export function openApiRoutes(): Router {
-  const router = Router();
+export function openApiRoutes(router: Router = Router()): Router {
   let body: string | undefined;
   router.get(["/api/openapi.json", "/api/v1/openapi.json"], (_req, res) => {
     body ??= JSON.stringify(buildOpenApiDocument());

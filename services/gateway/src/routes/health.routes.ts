@@ -14,8 +14,7 @@ const CHECK_TIMEOUT_MS = 900;
  * applied, Redis answers, and at least one live worker (one that reaches its own database) is
  * heartbeating.
  */
-export function healthRoutes(deps: GatewayDeps): Router {
-  const router = Router();
+export function healthRoutes(deps: GatewayDeps, router: Router = Router()): Router {
   router.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
   });

@@ -17,8 +17,7 @@ function scopeOf(req: Request): MemoryScope {
  * 404 `memory_not_found` and 403 `forbidden`, and the client turns an unreachable, slow or
  * failing service into 503 `unavailable` within its timeout.
  */
-export function memoryRoutes(deps: GatewayDeps): Router {
-  const router = Router();
+export function memoryRoutes(deps: GatewayDeps, router: Router = Router()): Router {
 
   /**
    * `GET /memory?user_id=&limit=&before=`: newest first, every user of the agent when user_id is

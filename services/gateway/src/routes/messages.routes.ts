@@ -5,8 +5,7 @@ import { authOf } from "../request-context";
 import { messageListBody } from "../views/list-queries";
 
 /** `GET /messages`: a task's history, oldest first, paged backwards with `before`. */
-export function messagesRoutes(deps: GatewayDeps): Router {
-  const router = Router();
+export function messagesRoutes(deps: GatewayDeps, router: Router = Router()): Router {
 
   router.get("/messages", async (req, res) => {
     const q = messageListQuerySchema.parse(req.query);

@@ -15,8 +15,7 @@ const EVENT_FORMATS = ["text/event-stream", "application/json", "application/jso
 const wantsJson = (req: Request) => (req.accepts(EVENT_FORMATS) || "").startsWith("application/json");
 
 /** Replaying and following a run's events, and cancelling a run. */
-export function runEventsRoutes(deps: GatewayDeps): Router {
-  const router = Router();
+export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): Router {
   const { prisma } = deps;
   const store = { prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, hub: deps.hub };
 

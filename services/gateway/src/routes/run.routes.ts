@@ -9,8 +9,7 @@ import { claimKeyForRun, releaseIdempotencyKey, requestHash } from "../runs/idem
 import { respondWithRun } from "../runs/respond-run";
 
 /** `POST /run`: starts a run and streams its events (SSE) or waits for its result (JSON). */
-export function runRoutes(deps: GatewayDeps): Router {
-  const router = Router();
+export function runRoutes(deps: GatewayDeps, router: Router = Router()): Router {
 
   router.post("/run", async (req, res) => {
     const auth = authOf(req);

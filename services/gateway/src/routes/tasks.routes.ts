@@ -12,8 +12,7 @@ import { taskListBody } from "../views/list-queries";
 import { toTaskView } from "../views/task.view";
 
 /** Tasks of the caller's agent: list, create, read, delete, and their runs. */
-export function tasksRoutes(deps: GatewayDeps): Router {
-  const router = Router();
+export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Router {
   const { prisma } = deps;
   const store = { prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
 

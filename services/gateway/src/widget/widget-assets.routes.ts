@@ -46,8 +46,7 @@ export function widgetDemoEnabled(config: Pick<GatewayConfig, "WIDGET_DEMO" | "N
  * development `GET /widget-demo?key=pk_…`, a page that embeds it with that key. The demo page's
  * origin (the gateway's own) must be among the key's allowed origins.
  */
-export function widgetAssetRoutes(config: Pick<GatewayConfig, "WIDGET_DEMO" | "NODE_ENV">): Router {
-  const router = Router();
+export function widgetAssetRoutes(config: Pick<GatewayConfig, "WIDGET_DEMO" | "NODE_ENV">, router: Router = Router()): Router {
   let demoPage: Promise<DemoPage> | null = null;
 
   router.get("/widget.js", async (req, res) => {
