@@ -1,5 +1,6 @@
 import express from "express";
 import request from "supertest";
+import pino from "pino";
 import { createLogger } from "@agentrun/logger";
 import { requestId } from "./request-id.middleware";
 
@@ -38,3 +39,66 @@ describe("requestId", () => {
     expect(res.body.id).toBe(res.headers["x-request-id"]);
   });
 });
+
+describe("requestId: req.log", () => {
+  /** An app whose logger writes JSON lines into `lines`, at `level`. */
+  function loggedApp(level: string) {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const logged = express();
+    logged.use(requestId(logger));
+    logged.get("/warn", (req, res) => {
+      req.log.warn({ step: 1 }, "first");
+      req.log.warn({ step: 2 }, "second");
+      res.json({ same: req.log === req.log });
+    });
+    logged.get("/quiet", (_req, res) => {
+      res.json({});
+    });
+    logged.get("/replaced", (req, res) => {
+      req.log = req.log.child({ runId: "run_1" });
+      req.log.warn("replaced");
+      res.json({});
+    });
+    return { app: logged, lines };
+  }
+
+  it("carries the request id, one logger per request", async () => {
+    const { app: logged, lines } = loggedApp("warn");
+    const a = await request(logged).get("/warn").set("X-Request-Id", "trace-a");
+    await request(logged).get("/warn").set("X-Request-Id", "trace-b");
+    expect(a.body).toEqual({ same: true });
+    expect(lines.map((l) => [l.requestId, l.msg, l.step])).toEqual([
+      ["trace-a", "first", 1],
+      ["trace-a", "second", 2],
+      ["trace-b", "first", 1],
+      ["trace-b", "second", 2],
+    ]);
+  });
+
+  it("writes one request line per request when the level takes info lines, none otherwise", async () => {
+    const info = loggedApp("info");
+    await request(info.app).get("/quiet").set("X-Request-Id", "trace-q");
+    await waitFor(() => info.lines.length > 0);
+    expect(info.lines).toEqual([expect.objectContaining({ requestId: "trace-q", msg: "request", method: "GET", path: "/quiet", status: 200 })]);
+
+    const warn = loggedApp("warn");
+    await request(warn.app).get("/quiet").set("X-Request-Id", "trace-q");
+    await request(warn.app).get("/warn").set("X-Request-Id", "trace-w");
+    expect(warn.lines.map((l) => l.msg)).toEqual(["first", "second"]);
+  });
+
+  it("can be replaced by a route", async () => {
+    const { app: logged, lines } = loggedApp("warn");
+    await request(logged).get("/replaced").set("X-Request-Id", "trace-r");
+    expect(lines).toEqual([expect.objectContaining({ requestId: "trace-r", runId: "run_1", msg: "replaced" })]);
+  });
+});
+
+async function waitFor(done: () => boolean, ms = 2_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > until) throw new Error("timed out waiting for a log line");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
