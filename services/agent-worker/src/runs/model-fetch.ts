@@ -37,14 +37,26 @@ export function createModelFetch(dispatcher: Dispatcher = new Agent({ headersTim
       else if (value !== undefined) resHeaders.set(key, value);
     }
     const status = res.statusCode;
-    const base = { ok: status >= 200 && status < 300, status, statusText: "", url, headers: resHeaders };
-    if (!base.ok || status === 204) {
+    // One literal per answer, not a spread of shared fields: V8 keeps no transitions from a
+    // spread's copy, so every model call made new hidden classes.
+    const answer = (body: Readable | null, read: Pick<SdkResponse, "text" | "json" | "arrayBuffer">): SdkResponse => ({
+      ok: status >= 200 && status < 300,
+      status,
+      statusText: "",
+      url,
+      headers: resHeaders,
+      body,
+      text: read.text,
+      json: read.json,
+      arrayBuffer: read.arrayBuffer,
+    });
+    if (status < 200 || status >= 300 || status === 204) {
       // Read whole: the SDK only ever reads an error's text (or retries).
       const text = await res.body.text();
-      return { ...base, body: null, text: async () => text, json: async () => JSON.parse(text), arrayBuffer: async () => new TextEncoder().encode(text).buffer as ArrayBuffer };
+      return answer(null, { text: async () => text, json: async () => JSON.parse(text), arrayBuffer: async () => new TextEncoder().encode(text).buffer as ArrayBuffer });
     }
     const body = res.body;
-    return { ...base, body, text: () => body.text(), json: () => body.json(), arrayBuffer: () => body.arrayBuffer() };
+    return answer(body, { text: () => body.text(), json: () => body.json(), arrayBuffer: () => body.arrayBuffer() });
   };
   return modelFetch as unknown as typeof fetch;
 }

@@ -51,7 +51,10 @@ export interface RespondRunInput {
  */
 export async function respondWithRun(deps: GatewayDeps, req: Request, res: Response, input: RespondRunInput): Promise<void> {
   const { runId, taskId } = input;
-  const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, hub: deps.hub };
+  // Each call's options written out rather than spread from shared fields: V8 keeps no
+  // transitions from a spread's copy, so every run made new hidden classes.
+  const follow = (onEvent: (event: RunEvent) => void, signal: AbortSignal) =>
+    followRun({ prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, hub: deps.hub, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent, signal });
   const afterSeq = input.sent?.at(-1)?.seq ?? 0;
   if (input.stream) {
     let sse = input.sse;
@@ -60,7 +63,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
       for (const e of input.sent ?? []) sse.send(e);
     }
     try {
-      await followRun({ ...store, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent: sse.send, signal: sse.signal });
+      await follow(sse.send, sse.signal);
     } catch (err) {
       // The run goes on; the client can re-attach through the events endpoint.
       req.log.error({ err, runId }, "lost the run's event stream");
@@ -79,7 +82,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   let started = afterSeq > 1;
   const accepted = (status: string) => res.status(202).json({ run_id: runId, task_id: taskId, status, ...input.extra });
   try {
-    const terminal = await followRun({ ...store, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent: () => (started = true), signal: wait.signal });
+    const terminal = await follow(() => (started = true), wait.signal);
     if (res.writableEnded || res.destroyed) return;
     if (!terminal) {
       // Past the wait limit: the run goes on; the caller polls the run or follows its events. The

@@ -51,7 +51,7 @@ export async function streamRunEvents(req: Request, res: Response, input: RunEve
   const sse = openSse(req, res, input.heartbeatMs);
   try {
     if (stored && isTerminalEvent(stored.at(-1)!)) for (const e of stored) sse.send(e);
-    else await followRun({ ...store, runId: run.id, afterSeq, onEvent: sse.send, signal: sse.signal });
+    else await followRun({ prisma: store.prisma, redis: store.redis, redisPrefix: store.redisPrefix, hub: store.hub, runId: run.id, afterSeq, onEvent: sse.send, signal: sse.signal });
   } catch (err) {
     req.log.error({ err, runId: run.id }, "lost the run's event stream");
   }
