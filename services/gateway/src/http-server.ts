@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import type { Express } from "express";
+import { appMessageClasses } from "@agentrun/express-server";
 import { declaresBodyOver } from "@agentrun/json-body";
 import type { GatewayConfig } from "./config";
 import { answerMalformedRequests } from "./middleware/malformed-requests";
@@ -50,23 +51,3 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
   return server;
 }
 
-/**
- * Request and response classes whose prototypes are the app's own (`app.request`, `app.response`).
- * Express gives every request and response those prototypes with `Object.setPrototypeOf`. Done to
- * an object that already has properties, V8 gives the object a hidden class (map) of its own, with
- * no transitions shared between objects: every property set afterwards, by Express and by each
- * middleware, made new maps and descriptor arrays (about twenty per request), which filled the old
- * generation and left property access megamorphic. Made with the right prototype from the start,
- * Express's call changes nothing and the requests share their maps.
- */
-export function appMessageClasses(app: Express): Required<Pick<http.ServerOptions, "IncomingMessage" | "ServerResponse">> {
-  function AppRequest(this: http.IncomingMessage, ...args: unknown[]): void {
-    Reflect.apply(http.IncomingMessage, this, args);
-  }
-  AppRequest.prototype = app.request;
-  function AppResponse(this: http.ServerResponse, ...args: unknown[]): void {
-    Reflect.apply(http.ServerResponse, this, args);
-  }
-  AppResponse.prototype = app.response;
-  return { IncomingMessage: AppRequest as unknown as typeof http.IncomingMessage, ServerResponse: AppResponse as unknown as typeof http.ServerResponse };
-}

@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import { once } from "node:events";
 import { loadConfig, runMain } from "@agentrun/config";
 import { createPrisma } from "@agentrun/db";
+import { appMessageClasses } from "@agentrun/express-server";
 import { createLogger } from "@agentrun/logger";
 import { createApp } from "./app";
 import { memoryConfigSchema, startupWarnings } from "./config";
@@ -22,7 +23,8 @@ runMain(async () => {
     onPoolError: (err) => logger.warn({ err }, "idle database connection failed"),
   });
 
-  const server = createServer(createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN }));
+  const app = createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN });
+  const server = createServer({ ...appMessageClasses(app) }, app);
   // A port in use rejects here, so runMain reports it as one line.
   server.listen(port, config.MEMORY_HOST);
   await once(server, "listening");

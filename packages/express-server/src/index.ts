@@ -1,0 +1,27 @@
+/**
+ * What an Express app's HTTP server needs from Node beyond the app itself (used by the gateway and
+ * the memory service).
+ */
+import http from "node:http";
+import type { Express } from "express";
+
+/**
+ * Request and response classes whose prototypes are the app's own (`app.request`, `app.response`).
+ * Express gives every request and response those prototypes with `Object.setPrototypeOf`. Done to
+ * an object that already has properties, V8 gives the object a hidden class (map) of its own, with
+ * no transitions shared between objects: every property set afterwards, by Express and by each
+ * middleware, made new maps and descriptor arrays (about twenty per request), which filled the old
+ * generation and left property access megamorphic. Made with the right prototype from the start,
+ * Express's call changes nothing and the requests share their maps.
+ */
+export function appMessageClasses(app: Express): Required<Pick<http.ServerOptions, "IncomingMessage" | "ServerResponse">> {
+  function AppRequest(this: http.IncomingMessage, ...args: unknown[]): void {
+    Reflect.apply(http.IncomingMessage, this, args);
+  }
+  AppRequest.prototype = app.request;
+  function AppResponse(this: http.ServerResponse, ...args: unknown[]): void {
+    Reflect.apply(http.ServerResponse, this, args);
+  }
+  AppResponse.prototype = app.response;
+  return { IncomingMessage: AppRequest as unknown as typeof http.IncomingMessage, ServerResponse: AppResponse as unknown as typeof http.ServerResponse };
+}
