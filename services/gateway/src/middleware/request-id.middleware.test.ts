@@ -2,6 +2,7 @@ import express from "express";
 import request from "supertest";
 import pino from "pino";
 import { createLogger } from "@agentrun/logger";
+import { eventually } from "@agentrun/testing";
 import { requestId } from "./request-id.middleware";
 
 const app = express();
@@ -79,7 +80,7 @@ describe("requestId: req.log", () => {
   it("writes one request line per request when the level takes info lines, none otherwise", async () => {
     const info = loggedApp("info");
     await request(info.app).get("/quiet").set("X-Request-Id", "trace-q");
-    await waitFor(() => info.lines.length > 0);
+    await eventually(async () => info.lines.length > 0, { timeoutMs: 2_000, intervalMs: 10 });
     expect(info.lines).toEqual([expect.objectContaining({ requestId: "trace-q", msg: "request", method: "GET", path: "/quiet", status: 200 })]);
 
     const warn = loggedApp("warn");
@@ -94,11 +95,3 @@ describe("requestId: req.log", () => {
     expect(lines).toEqual([expect.objectContaining({ requestId: "trace-r", runId: "run_1", msg: "replaced" })]);
   });
 });
-
-async function waitFor(done: () => boolean, ms = 2_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > until) throw new Error("timed out waiting for a log line");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
