@@ -5,7 +5,7 @@ import { appMessageClasses } from "./index";
 
 /** An app on a plain Node server made with {@link appMessageClasses}; what its first listener saw. */
 async function serve(app: express.Express) {
-  const server = http.createServer({ ...appMessageClasses(app) }, app);
+  const server = http.createServer(appMessageClasses(app), app);
   const protos: [unknown, unknown][] = [];
   server.prependListener("request", (req: http.IncomingMessage, res: http.ServerResponse) => protos.push([Object.getPrototypeOf(req), Object.getPrototypeOf(res)]));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -24,7 +24,7 @@ runMain(async () => {
   });
 
   const app = createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN });
-  const server = createServer({ ...appMessageClasses(app) }, app);
+  const server = createServer(appMessageClasses(app), app);
   // A port in use rejects here, so runMain reports it as one line.
   server.listen(port, config.MEMORY_HOST);
   await once(server, "listening");
