@@ -51,11 +51,11 @@ export interface RespondRunInput {
  */
 export async function respondWithRun(deps: GatewayDeps, req: Request, res: Response, input: RespondRunInput): Promise<void> {
   const { runId, taskId } = input;
+  const afterSeq = input.sent?.at(-1)?.seq ?? 0;
   // Each call's options written out rather than spread from shared fields: V8 keeps no
   // transitions from a spread's copy, so every run made new hidden classes.
   const follow = (onEvent: (event: RunEvent) => void, signal: AbortSignal) =>
     followRun({ prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, hub: deps.hub, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent, signal });
-  const afterSeq = input.sent?.at(-1)?.seq ?? 0;
   if (input.stream) {
     let sse = input.sse;
     if (!sse) {
