@@ -157,7 +157,7 @@ async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Prom
  */
 async function failUnqueuedRun(deps: GatewayDeps, run: Pick<RunToStart, "runId" | "query">, retryForMs = UNQUEUED_FAIL_RETRY_MS): Promise<boolean> {
   const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
-  const writer = new RunEventWriter({ prisma: store.prisma, redis: store.redis, redisPrefix: store.redisPrefix, runId: run.runId, lastSeq: 1, onError: () => {} });
+  const writer = new RunEventWriter({ ...store, runId: run.runId, lastSeq: 1, onError: () => {} });
   const terminal = await finishRun(store, {
     runId: run.runId,
     status: "failed",
