@@ -50,4 +50,3 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
   server.on("checkExpectation", (req: http.IncomingMessage, res: http.ServerResponse) => server.emit("request", req, res));
   return server;
 }
-
