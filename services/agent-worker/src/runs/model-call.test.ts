@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
-import { callModel, MAX_REPORTED_TOKENS, type ModelCallOptions, type ModelUsage } from "./model-call";
+import { callModel, MAX_REPORTED_TOKENS, MAX_TOOL_CALLS_PER_ANSWER, type ModelCallOptions, type ModelUsage } from "./model-call";
 import { RunFailure } from "./run-failure";
 
 // A provider's stream as raw chunks: the SDK reads them over HTTP as from any hosted model.
@@ -94,6 +94,36 @@ describe("callModel", () => {
     expect(texts).toEqual(["smile ", "\ud83d\ude00!", "a\uFFFDb\uFFFD", "end ", "\uFFFD"]);
     expect(turn.text).toBe("smile \u{1F600}!a\uFFFDb\uFFFDend \uFFFD");
     expect(turn.text.isWellFormed()).toBe(true);
+  });
+
+  /** The first delta of a tool call at `index`, with the name and arguments whole. */
+  const toolCall = (index: number, id: string | undefined, name = "calc") =>
+    chunk({ tool_calls: [{ index, ...(id === undefined ? {} : { id }), type: "function", function: { name, arguments: "{}" } }] });
+
+  it(`takes up to ${MAX_TOOL_CALLS_PER_ANSWER} tool calls from one answer`, async () => {
+    script = Array.from({ length: MAX_TOOL_CALLS_PER_ANSWER }, (_, i) => toolCall(i, `call_${i}`));
+    const { turn } = await call();
+    expect(turn.toolCalls).toHaveLength(MAX_TOOL_CALLS_PER_ANSWER);
+    expect(turn.toolCalls.at(-1)).toEqual({ id: `call_${MAX_TOOL_CALLS_PER_ANSWER - 1}`, name: "calc", arguments: "{}" });
+  });
+
+  it("fails with model_bad_response at the first tool call beyond the limit, reporting what was read", async () => {
+    script = Array.from({ length: MAX_TOOL_CALLS_PER_ANSWER + 1 }, (_, i) => toolCall(i, `call_${i}`));
+    const usages: ModelUsage[] = [];
+    const { err } = await failure({ onUsage: (u) => usages.push(u) });
+    expect(err).toBeInstanceOf(RunFailure);
+    expect(err).toMatchObject({
+      code: "model_bad_response",
+      message: `The model requested more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls in one answer.`,
+    });
+    // Once, as an estimate: 64 × ("calc" + "{}") = 384 characters.
+    expect(usages).toEqual([{ promptTokens: 2, completionTokens: 96 }]);
+  });
+
+  it("gives each tool call an id of its own when the model repeats one or sends none", async () => {
+    script = [toolCall(0, "dup"), toolCall(1, "dup"), toolCall(2, undefined), toolCall(3, "call_1"), toolCall(4, "")];
+    const { turn } = await call();
+    expect(turn.toolCalls.map((c) => c.id)).toEqual(["dup", "call_1_2", "call_2", "call_1", "call_4"]);
   });
 
   it.each([

@@ -31,6 +31,13 @@ export interface ModelUsage {
 export const MAX_REPORTED_TOKENS = 40_000_000;
 
 /**
+ * Most tool calls one answer may request. Providers send a handful in parallel; an answer with
+ * more is a model gone wrong, and each call would run a tool and cost a credit. The call stops
+ * reading at the first one beyond this and fails with `model_bad_response`.
+ */
+export const MAX_TOOL_CALLS_PER_ANSWER = 64;
+
+/**
  * A token count as the model reported it, or null when it is not a count (missing, null,
  * negative, not a finite number): such a count is estimated instead. A fraction is rounded up,
  * a count beyond {@link MAX_REPORTED_TOKENS} taken as that.
@@ -137,8 +144,15 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
           forward(pendingHigh ? content.slice(0, -1) : content);
         }
         for (const tc of delta?.tool_calls ?? []) {
-          const call = calls.get(tc.index) ?? { id: "", name: "", arguments: "" };
-          if (tc.id) call.id = tc.id;
+          let call = calls.get(tc.index);
+          if (!call) {
+            if (calls.size === MAX_TOOL_CALLS_PER_ANSWER) {
+              reportUsage();
+              throw new RunFailure("model_bad_response", `The model requested more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls in one answer.`);
+            }
+            call = { id: "", name: "", arguments: "" };
+          }
+          if (typeof tc.id === "string" && tc.id) call.id = tc.id;
           if (tc.function?.name) call.name += storableText(tc.function.name);
           if (tc.function?.arguments) call.arguments += tc.function.arguments;
           calls.set(tc.index, call);
@@ -162,9 +176,28 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     clearTimeout(deadlineTimer);
   }
   reportUsage();
-  turn.toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([i, c]) => ({ ...c, id: c.id || `call_${i}` }));
+  turn.toolCalls = withUniqueIds([...calls.entries()].sort(([a], [b]) => a - b));
   if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
   return turn;
+}
+
+/**
+ * The calls in order, each with an id of its own: the model's, or `call_<index>` where it sent
+ * none or repeated one (its results go back to it by id, and a provider refuses a conversation
+ * that answers one id twice), with a suffix where that too is taken.
+ */
+function withUniqueIds(entries: [number, ModelToolCall][]): ModelToolCall[] {
+  const taken = new Set(entries.map(([, c]) => c.id));
+  const seen = new Set<string>();
+  return entries.map(([index, c]) => {
+    let id = c.id;
+    if (!id || seen.has(id)) {
+      id = `call_${index}`;
+      for (let n = 2; taken.has(id) || seen.has(id); n++) id = `call_${index}_${n}`;
+    }
+    seen.add(id);
+    return { ...c, id };
+  });
 }
 
 /** The usual estimate of a text's tokens: one per four characters. */
