@@ -138,6 +138,26 @@ describe("http_get against a real server on 127.0.0.1", () => {
     await expect(get(`${base}/missing`)).resolves.toEqual({ status: 404, content_type: "text/plain", body: "no such page", truncated: false });
   });
 
+  it.each([
+    ["ISO-8859-1", "text/plain; charset=ISO-8859-1", Buffer.from([0x63, 0x61, 0x66, 0xe9]), "café"],
+    // As a browser reads it: the bytes 0x80–0x9F of windows-1252, which pages labelled Latin-1 use.
+    ["ISO-8859-1 with curly quotes", "text/plain; charset=iso-8859-1", Buffer.from([0x93, 0x68, 0x69, 0x94]), "“hi”"],
+    ["KOI8-R", "text/plain; charset=koi8-r", Buffer.from([0xf0, 0xd2, 0xc9, 0xd7, 0xc5, 0xd4]), "Привет"],
+    ["a quoted Shift_JIS", 'text/html;charset="Shift_JIS"', Buffer.from([0x93, 0xfa, 0x96, 0x7b]), "日本"],
+    ["windows-1252", "text/plain; charset=windows-1252", Buffer.from([0x80, 0x20, 0x35]), "€ 5"],
+    ["no charset (UTF-8)", "text/plain", Buffer.from("café", "utf8"), "café"],
+    ["a charset without a decoder (read as UTF-8)", "text/plain; charset=x-unknown-7", Buffer.from("café", "utf8"), "café"],
+  ])("decodes a body in %s", async (_name, type, bytes, text) => {
+    handler = (_req, res) => void res.writeHead(200, { "content-type": type }).end(bytes);
+    await expect(get(`${base}/text`)).resolves.toMatchObject({ status: 200, body: text, truncated: false });
+  });
+
+  it("parses JSON sent in UTF-16 with a byte order mark", async () => {
+    const bytes = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{"name":"Zoë"}', "utf16le")]);
+    handler = (_req, res) => void res.writeHead(200, { "content-type": "application/json; charset=utf-16" }).end(bytes);
+    await expect(get(`${base}/utf16`)).resolves.toMatchObject({ body: { name: "Zoë" } });
+  });
+
   it("does not follow redirects but reports them", async () => {
     handler = (_req, res) => void res.writeHead(302, { location: "http://169.254.169.254/latest/meta-data" }).end();
     await expect(get(`${base}/redirect`)).resolves.toMatchObject({ status: 302, location: "http://169.254.169.254/latest/meta-data", truncated: false });

@@ -1,4 +1,6 @@
 import { lookup } from "node:dns/promises";
+import { parse as parseContentType } from "content-type";
+import iconv from "iconv-lite";
 import ipaddr from "ipaddr.js";
 import { Agent, request } from "undici";
 import { z } from "zod";
@@ -62,6 +64,25 @@ async function resolvePublic(hostname: string, limits: HttpToolLimits, signal: A
   return addrs[0]!;
 }
 
+/**
+ * The body as text, in the charset its Content-Type declares, or as UTF-8 when it declares none
+ * or one the WHATWG Encoding Standard does not know. Labels mean what they mean to a browser
+ * (ISO-8859-1 and US-ASCII are read as windows-1252); the bytes are decoded by iconv-lite, as
+ * Node's own TextDecoder reads windows-1252 as Latin-1 in this release line. A byte order mark
+ * at the start is dropped.
+ */
+export function bodyText(bytes: Buffer, contentType: string): string {
+  const label = contentType ? parseContentType(contentType).parameters.charset : undefined;
+  let encoding = "utf-8";
+  try {
+    if (label) encoding = new TextDecoder(label).encoding;
+  } catch {
+    // A label the standard does not know (RangeError): UTF-8.
+  }
+  if (encoding !== "utf-8" && iconv.encodingExists(encoding)) return iconv.decode(bytes, encoding);
+  return new TextDecoder(encoding).decode(bytes);
+}
+
 export function httpGetAction(limits: HttpToolLimits) {
   return defineAction({
     tool: "http",
@@ -101,7 +122,7 @@ export function httpGetAction(limits: HttpToolLimits) {
           size += buf.length;
         }
         const contentType = String(res.headers["content-type"] ?? "");
-        const text = Buffer.concat(chunks).toString("utf8");
+        const text = bodyText(Buffer.concat(chunks), contentType);
         let body: unknown = text;
         if (!truncated && contentType.includes("json")) {
           try {
