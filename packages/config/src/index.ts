@@ -14,7 +14,13 @@ export const envBoolean = z
   .enum(["true", "false", "1", "0", "yes", "no", "TRUE", "FALSE"])
   .transform((v) => ["true", "1", "yes", "TRUE"].includes(v));
 
-const portNumber = z.coerce.number().int().min(0).max(65535);
+/** A TCP port as digits, 0 to 65535 (0: any free port): not `0x50`, `1e3` or `80.0`. */
+const portNumber = z
+  .string()
+  .trim()
+  .regex(/^\d{1,5}$/, "must be a port number, 0 to 65535")
+  .transform(Number)
+  .refine((n) => n <= 65535, "must be a port number, 0 to 65535");
 
 export const port = (def: number) => portNumber.default(def);
 

@@ -31,7 +31,7 @@ export function createApp(deps: GatewayDeps): Express {
   app.set("etag", false);
   answerConditionalGetsOnlyWithValidator(app);
   app.set("query parser", strictQueryParser);
-  app.set("trust proxy", parseTrustProxy(deps.config.TRUST_PROXY));
+  app.set("trust proxy", deps.config.TRUST_PROXY);
   app.use(requestId(deps.logger));
   app.use(securityHeaders());
   app.use(refuseMalformedHead());
@@ -62,11 +62,4 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(notFound());
   app.use(errorHandler());
   return app;
-}
-
-function parseTrustProxy(v: string): boolean | number | string {
-  if (v === "true") return true;
-  if (v === "false") return false;
-  if (/^\d+$/.test(v)) return Number(v);
-  return v;
 }

@@ -1,4 +1,5 @@
 import { accessSync, constants } from "node:fs";
+import proxyAddr from "proxy-addr";
 import { z } from "zod";
 import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, httpUrl, internalToken, logLevel, port, redisPrefix, redisUrl } from "@agentrun/config";
 
@@ -13,6 +14,21 @@ const readableFile = z.string().refine((p) => {
 
 /** Default of WIDGET_TOKEN_SECRET, for development only: anyone can forge visitor tokens with it. */
 export const DEV_WIDGET_TOKEN_SECRET = "agentrun-dev-widget-token-secret-0123456789";
+
+/** TRUST_PROXY as Express takes it; a list whose entries are not addresses, subnets or names is refused. */
+function trustProxy(value: string, ctx: z.RefinementCtx): boolean | number | string[] {
+  const v = value.trim();
+  if (v === "true" || v === "false") return v === "true";
+  if (/^\d+$/.test(v)) return Number(v);
+  const list = v.split(",").map((part) => part.trim());
+  try {
+    proxyAddr.compile(list);
+  } catch (err) {
+    ctx.addIssue({ code: "custom", message: `must be true, false, a hop count or a comma-separated list of addresses, subnets, loopback, linklocal or uniquelocal (${(err as Error).message})` });
+    return z.NEVER;
+  }
+  return list;
+}
 
 /** The gateway's environment. */
 export const gatewayConfigSchema = z.object({
@@ -40,8 +56,11 @@ export const gatewayConfigSchema = z.object({
   /** Largest accepted request body. */
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   REQUIRE_HTTPS: envBoolean.default(false),
-  /** Express `trust proxy` setting: false, true, a hop count, or a comma-separated list of addresses. */
-  TRUST_PROXY: z.string().default("false"),
+  /**
+   * Express `trust proxy` setting: false, true, a hop count, or a comma-separated list of
+   * addresses, subnets (CIDR) and the names loopback, linklocal, uniquelocal.
+   */
+  TRUST_PROXY: z.string().default("false").transform(trustProxy),
   /**
    * On SIGTERM, after open streams are ended and waiting JSON answers are given their 202, how
    * long the remaining connections (requests still being handled) may stay before they are cut.
