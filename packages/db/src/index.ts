@@ -9,4 +9,4 @@ export * from "./generated/prisma/enums";
 export { newId, type IdPrefix } from "./ids";
 export { isStorableText, storableJson, storableJsonText, storableText } from "./storable";
 export { ensureDatabase, dropDatabase, migrateDeploy, REPO_ROOT } from "./database";
-export { latestMigration, schemaState, type SchemaState } from "./schema-state";
+export { latestMigration, readyCheck, READY_CHECK_TIMEOUT_MS, schemaState, type SchemaState } from "./schema-state";

@@ -36,3 +36,19 @@ export async function schemaState(prisma: PrismaClient): Promise<SchemaState> {
     throw err;
   }
 }
+
+/**
+ * Longest wait for one readiness check of a service's `/readyz`: a probe gets its answer within a
+ * second (Kubernetes' default probe timeout), even from a database that stopped answering.
+ */
+export const READY_CHECK_TIMEOUT_MS = 900;
+
+/** A readiness check: `check`, or a rejection with "timeout" once READY_CHECK_TIMEOUT_MS have passed without its settling. */
+export function readyCheck<T>(check: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("timeout")), READY_CHECK_TIMEOUT_MS);
+    timer.unref();
+  });
+  return Promise.race([check, late]).finally(() => clearTimeout(timer));
+}

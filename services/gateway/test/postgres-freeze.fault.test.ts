@@ -95,3 +95,29 @@ it("answers 202 with the run's status at the wait limit while PostgreSQL does no
   // The run goes on once the database answers again.
   await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: body.run_id } })).status === "completed", { timeoutMs: 60_000 });
 });
+
+it("answers /readyz 503 within a second on the gateway and the memory service while PostgreSQL does not answer, and 200 once it does", async () => {
+  const ready = async (base: string) => {
+    const t0 = Date.now();
+    const res = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(30_000) });
+    return { status: res.status, database: ((await res.json()) as any).error?.details?.database, ms: Date.now() - t0 };
+  };
+  const bases = [stack.gatewayUrl, stack.memoryUrl];
+  await eventually(async () => (await Promise.all(bases.map(ready))).every((r) => r.status === 200), { timeoutMs: 30_000 });
+
+  pg.freeze();
+  let during: Awaited<ReturnType<typeof ready>>[];
+  try {
+    during = await Promise.all(bases.map(ready));
+  } finally {
+    pg.thaw();
+  }
+  expect(during.map(({ status, database }) => ({ status, database }))).toEqual([
+    { status: 503, database: "unavailable" },
+    { status: 503, database: "unavailable" },
+  ]);
+  // Bounded by the readiness check's 900 ms, not by the query timeout (2 s) or the pool's connect timeout (2 s).
+  for (const r of during) expect(r.ms).toBeLessThan(QUERY_TIMEOUT_MS - 200);
+
+  await eventually(async () => (await Promise.all(bases.map(ready))).every((r) => r.status === 200), { timeoutMs: 30_000 });
+});

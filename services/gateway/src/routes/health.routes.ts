@@ -1,13 +1,7 @@
 import { Router } from "express";
-import { schemaState } from "@agentrun/db";
+import { readyCheck, schemaState } from "@agentrun/db";
 import { countLiveWorkers } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
-
-const withTimeout = <T>(p: Promise<T>, ms: number) =>
-  Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error("timeout")), ms).unref())]);
-
-/** Longest wait for each readiness check: a probe gets its answer within a second (Kubernetes' default probe timeout). */
-const CHECK_TIMEOUT_MS = 900;
 
 /**
  * `/healthz`: the process lives. `/readyz`: the database answers with this code's migrations
@@ -20,9 +14,9 @@ export function healthRoutes(deps: GatewayDeps, router: Router = Router()): Rout
   });
   router.get("/readyz", async (_req, res) => {
     const checks = await Promise.allSettled([
-      withTimeout(schemaState(deps.prisma), CHECK_TIMEOUT_MS),
-      withTimeout(deps.redis.ping(), CHECK_TIMEOUT_MS),
-      withTimeout(countLiveWorkers(deps.redis, deps.config.REDIS_PREFIX), CHECK_TIMEOUT_MS),
+      readyCheck(schemaState(deps.prisma)),
+      readyCheck(deps.redis.ping()),
+      readyCheck(countLiveWorkers(deps.redis, deps.config.REDIS_PREFIX)),
     ]);
     const [db, redis, workers] = checks;
     const liveWorkers = workers.status === "fulfilled" ? workers.value : 0;

@@ -1,11 +1,12 @@
 import { Router } from "express";
-import { schemaState, type PrismaClient } from "@agentrun/db";
+import { readyCheck, schemaState, type PrismaClient } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 
 /**
  * `/healthz` answers while the process lives; `/readyz` only while PostgreSQL answers with this
  * code's migrations applied, so a load balancer stops sending traffic during an outage, and a
- * service started before its migrations is not taken for ready. Neither needs the internal token.
+ * service started before its migrations is not taken for ready, within READY_CHECK_TIMEOUT_MS
+ * even when the database stops answering. Neither needs the internal token.
  */
 export function healthRouter({ prisma }: { prisma: PrismaClient }): Router {
   const router = Router();
@@ -15,7 +16,7 @@ export function healthRouter({ prisma }: { prisma: PrismaClient }): Router {
   router.get("/readyz", async (_req, res) => {
     let database: Awaited<ReturnType<typeof schemaState>>;
     try {
-      database = await schemaState(prisma);
+      database = await readyCheck(schemaState(prisma));
     } catch (err) {
       throw new AppError("unavailable", { message: "The database is unavailable.", cause: err, details: { database: "unavailable" } });
     }
