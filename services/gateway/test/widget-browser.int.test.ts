@@ -1,6 +1,7 @@
 import { mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Page, Route } from "playwright-core";
+import { QUERY_MAX_CHARS } from "@agentrun/contracts";
 import { bubbleOf, inputOf, isFocused, lastAnswerOf, openDemo as openDemoOf, startWidgetBrowser, watchAnswer as watchAnswerOf, widgetKeyFor as widgetKeyOf, type WidgetBrowser } from "./widget-browser-helpers";
 
 // The widget end to end in a real browser (Debian's Chromium, driven by playwright-core): the
@@ -103,6 +104,26 @@ describe("the embedded widget in Chromium", () => {
     await watchAnswer('Tool calc_evaluate returned: {"expression":"6*7","result":42}');
     expect(await page.evaluate("window.__widgetTexts")).toContain("Using calc…");
     expect(await lastAnswer().locator(".status").isHidden()).toBe(true);
+  });
+
+  it("says so when a paste is cut at the API's longest message, and sends what is left", async () => {
+    expect(await input().getAttribute("maxlength")).toBe(String(QUERY_MAX_CHARS));
+    const note = page.getByRole("status").filter({ hasText: "characters; the rest was left out" });
+    expect(await note.isHidden()).toBe(true);
+    await input().focus();
+    // As a paste: the browser applies maxlength to inserted text.
+    await page.keyboard.insertText("Echo me. " + "x".repeat(QUERY_MAX_CHARS));
+    expect((await input().inputValue()).length).toBe(QUERY_MAX_CHARS);
+    await note.waitFor({ state: "visible" });
+    expect(await note.textContent()).toBe("A message holds up to 32,000 characters; the rest was left out.");
+    // Under the limit again, the note goes.
+    await page.keyboard.press("Backspace");
+    await note.waitFor({ state: "hidden" });
+    await page.keyboard.insertText("y");
+    await note.waitFor({ state: "visible" });
+    await page.keyboard.press("Enter");
+    await note.waitFor({ state: "hidden" });
+    await watchAnswer("Echo: Echo me. " + "x".repeat(QUERY_MAX_CHARS - "Echo me. ".length - 1) + "y", 30_000);
   });
 
   it("closes on Escape and gives the focus back to the bubble", async () => {

@@ -2,6 +2,9 @@ import STYLES from "./widget.css";
 
 const ICON = '<svg width="26" height="26" viewBox="0 0 24 24" fill="none" aria-hidden="true" focusable="false"><path d="M4 5h16v11H8l-4 4V5z" stroke="currentColor" stroke-width="2" stroke-linejoin="round"/></svg>';
 
+/** The longest message the API takes (QUERY_MAX_CHARS of the run contract), in UTF-16 code units as maxlength counts. */
+const MAX_CHARS = 32000;
+
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
   for (const k in attrs) e.setAttribute(k, attrs[k]);
@@ -34,10 +37,12 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
   head.append(el("h2", {}, title), closeBtn);
   const log = el("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
   const form = el("form", { class: "composer" });
-  const input = el("textarea", { id: "ar-input", rows: "1", placeholder: "Type a message…", maxlength: "32000" });
+  const input = el("textarea", { id: "ar-input", rows: "1", placeholder: "Type a message…", maxlength: String(MAX_CHARS), "aria-describedby": "ar-limit" });
   const sendBtn = el("button", { class: "send", type: "submit" }, "Send");
   form.append(el("label", { class: "sr-only", for: "ar-input" }, "Your message"), input, sendBtn);
-  panel.append(head, log, form);
+  // The browser cuts what goes past maxlength (a long paste) without a word: say so.
+  const limit = el("p", { class: "limit", id: "ar-limit", role: "status", hidden: "" }, `A message holds up to ${MAX_CHARS.toLocaleString("en-US")} characters; the rest was left out.`);
+  panel.append(head, log, form, limit);
   const bubble = el("button", { class: "bubble", type: "button", "aria-label": "Chat with " + title, "aria-expanded": "false", "aria-controls": "ar-panel" });
   bubble.innerHTML = ICON;
   root.append(panel, bubble);
@@ -56,6 +61,7 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
     const text = input.value.trim();
     if (!text || busy) return;
     input.value = "";
+    limit.hidden = true;
     onSubmit(text);
   }
   bubble.addEventListener("click", () => setOpen(panel.hidden, true));
@@ -78,6 +84,9 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
       if (form.requestSubmit) form.requestSubmit();
       else submit();
     }
+  });
+  input.addEventListener("input", () => {
+    limit.hidden = input.value.length < MAX_CHARS;
   });
   form.addEventListener("submit", (e) => {
     e.preventDefault();
