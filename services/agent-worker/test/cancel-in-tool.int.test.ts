@@ -13,12 +13,11 @@ stackWithTenant((started) => ({ stack, prisma } = started), { stack: { workers: 
 
 let server: Server;
 let hangUrl: string;
-/** Resolves when the site has received the tool's request (which it never answers). */
-let requested: Promise<void>;
+let onRequest = () => {};
+/** Resolves when the site has received the tool's next request (which it never answers). */
+const nextRequest = () => new Promise<void>((resolve) => (onRequest = resolve));
 
 beforeAll(async () => {
-  let onRequest = () => {};
-  requested = new Promise((resolve) => (onRequest = resolve));
   server = createServer(() => onRequest());
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   hangUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hang`;
@@ -31,6 +30,7 @@ afterAll(async () => {
 it("records the call a cancel interrupted: tool_result 'stopped', counted and charged, stored as a message", async () => {
   const fetcher = await createTenant(prisma, { tools: ["http"], httpAllowlist: ["127.0.0.1"], credits: 100 });
   const query = `[call:http_get {"url":"${hangUrl}"}]`;
+  const requested = nextRequest();
   const w = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query }, headers: fetcher.headers });
   await w.waitFor((e) => e.type === "tool_call");
   await requested;
@@ -53,4 +53,27 @@ it("records the call a cancel interrupted: tool_result 'stopped', counted and ch
   expect(messages[1]).toMatchObject({ tool: "http", action: "get", params: { url: hangUrl }, result: { error: { code: "stopped" } } });
   // The cancel reached the tool too: the site's connection was closed.
   await eventually(async () => (await new Promise<number>((resolve, reject) => server.getConnections((e, n) => (e ? reject(e) : resolve(n))))) === 0);
+});
+
+it("stores the text said before the interrupted call once, as its own message, and not as the run's output", async () => {
+  const fetcher = await createTenant(prisma, { tools: ["http"], httpAllowlist: ["127.0.0.1"], credits: 100 });
+  const query = `[preface][call:http_get {"url":"${hangUrl}"}] Checking the site.`;
+  const requested = nextRequest();
+  const w = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query }, headers: fetcher.headers });
+  await w.waitFor((e) => e.type === "tool_call");
+  await requested;
+  const { run_id, task_id } = w.events[0];
+  expect((await fetch(`${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/cancel`, { method: "POST", headers: fetcher.headers })).status).toBe(202);
+
+  const events = (await w.result).events.map((e) => e.data);
+  expect(events.filter((e) => e.type === "text_chunk").map((e) => e.content).join("")).toBe("Checking the site.");
+  expect(events.at(-1)).toMatchObject({ type: "run_cancelled" });
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: run_id } });
+  expect({ status: run.status, output: run.output }).toEqual({ status: "cancelled", output: "" });
+  const messages = await prisma.message.findMany({ where: { runId: run_id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+  expect(messages.map((m) => [m.role, m.role === "tool" ? "" : m.content])).toEqual([
+    ["user", query],
+    ["assistant", "Checking the site."],
+    ["tool", ""],
+  ]);
 });

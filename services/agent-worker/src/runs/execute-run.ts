@@ -170,6 +170,8 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
     if (step + 1 >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
     // What the model said before calling tools is a message of its own, before theirs.
     if (turn.text) records.push({ role: "assistant", content: turn.text });
+    // Stored as that message: it is not the run's output, which only a later answer gives.
+    progress.output = "";
 
     messages.push({
       role: "assistant",
