@@ -42,6 +42,30 @@ describe("400 invalid_request", () => {
     expect((await call("/api/tasks?status=completed")).status).toBe(200);
   });
 
+  it("query parameters on endpoints that read none: refused before anything is done, a run never started with them ignored", async () => {
+    const run = await postJson("/api/run", { query: "hi", stream: false });
+    const { task_id, run_id } = (await run.json()) as { task_id: string; run_id: string };
+    const runsBefore = await prisma.run.count({ where: { orgId: tenant.orgId } });
+    const json = { ...tenant.headers, "content-type": "application/json" };
+    const requests: [string, NonNullable<Parameters<typeof call>[1]>][] = [
+      ["/api/run?stream=false", { method: "POST", headers: json, body: JSON.stringify({ query: "ignored?" }) }],
+      ["/api/tasks?force=1", { method: "POST", headers: json, body: "{}" }],
+      [`/api/tasks/${task_id}?stauts=x`, {}],
+      [`/api/tasks/${task_id}/runs?status=failed`, {}],
+      [`/api/tasks/${task_id}/runs/${run_id}/cancel?now=1`, { method: "POST" }],
+      ["/api/memory?user_id=u1", { method: "POST", headers: json, body: JSON.stringify({ user_id: "u1", content: "x" }) }],
+      ["/api/memory/mem_none?user_id=u1", { method: "DELETE" }],
+      [`/api/tasks/${task_id}?force=1`, { method: "DELETE" }],
+    ];
+    for (const [path, init] of requests) {
+      const body = await expectError(await call(path, { headers: tenant.headers, ...init }), 400, "invalid_request");
+      const name = path.split("?")[1]!.split("=")[0]!;
+      expect([path, body.error.message]).toEqual([path, expect.stringContaining(`"${name}"`)]);
+    }
+    expect(await prisma.run.count({ where: { orgId: tenant.orgId } })).toBe(runsBefore);
+    expect(await prisma.task.count({ where: { id: task_id } })).toBe(1);
+  });
+
   it("missing X-Agent-Id", async () => {
     const body = await expectError(await call("/api/memory", { headers: { authorization: tenant.headers.authorization! } }), 400, "invalid_request");
     expect(body.error.message).toMatch(/X-Agent-Id/);

@@ -1,4 +1,6 @@
 import querystring from "node:querystring";
+import type { Request } from "express";
+import { z } from "zod";
 import { AppError } from "@agentrun/errors";
 
 /**
@@ -22,4 +24,15 @@ export function strictQueryParser(query: string | null | undefined): querystring
     }
   }
   return querystring.parse(query, undefined, undefined, { maxKeys: 0 });
+}
+
+const NO_QUERY = z.strictObject({});
+
+/**
+ * Called first by a route that reads no query parameter: any one given is 400 `invalid_request` naming it,
+ * as the routes with parameters refuse those they do not read, so that nothing is silently
+ * ignored (`POST /api/run?stream=false` would otherwise stream).
+ */
+export function readsNoQuery(req: Request): void {
+  if (req.url.includes("?")) NO_QUERY.parse(req.query);
 }

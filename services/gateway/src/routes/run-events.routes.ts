@@ -6,6 +6,7 @@ import { resumeAfter, streamRunEvents } from "../runs/run-events-stream";
 import { cancelRun } from "../tasks/cancel-run";
 import { ownedRun } from "../tasks/task-access";
 import { toRunView } from "../views/run.view";
+import { readsNoQuery } from "../middleware/strict-query";
 
 /**
  * What the events endpoint answers in, by `Accept` (q-values and media parameters honoured): the
@@ -31,6 +32,7 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
   });
 
   router.post("/tasks/:task_id/runs/:run_id/cancel", async (req, res) => {
+    readsNoQuery(req);
     const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);
     await cancelRun(store, run);
     const current = await prisma.run.findUniqueOrThrow({ where: { id: run.id } });

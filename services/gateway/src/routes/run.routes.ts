@@ -7,11 +7,13 @@ import { createRun, newRunIds } from "../runs/create-run";
 import { startRun } from "../runs/start-run";
 import { claimKeyForRun, releaseIdempotencyKey, requestHash } from "../runs/idempotency";
 import { respondWithRun } from "../runs/respond-run";
+import { readsNoQuery } from "../middleware/strict-query";
 
 /** `POST /run`: starts a run and streams its events (SSE) or waits for its result (JSON). */
 export function runRoutes(deps: GatewayDeps, router: Router = Router()): Router {
 
   router.post("/run", async (req, res) => {
+    readsNoQuery(req);
     const auth = authOf(req);
     const body = runRequestSchema.parse(req.body ?? {});
     const keyHeader = req.get("idempotency-key");

@@ -10,6 +10,7 @@ import { ownedTask } from "../tasks/task-access";
 import { toRunView } from "../views/run.view";
 import { taskListBody } from "../views/list-queries";
 import { toTaskView } from "../views/task.view";
+import { readsNoQuery } from "../middleware/strict-query";
 
 /** Tasks of the caller's agent: list, create, read, delete, and their runs. */
 export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Router {
@@ -23,6 +24,7 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
   });
 
   router.post("/tasks", async (req, res) => {
+    readsNoQuery(req);
     const auth = authOf(req);
     const body = taskCreateSchema.parse(req.body ?? {});
     const task = await prisma.task.create({
@@ -40,6 +42,7 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
   });
 
   router.get("/tasks/:task_id", async (req, res) => {
+    readsNoQuery(req);
     const task = await ownedTask(prisma, authOf(req), req.params.task_id);
     const runs = await prisma.run.findMany({
       where: { taskId: task.id },
@@ -53,12 +56,14 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
   });
 
   router.get("/tasks/:task_id/runs", async (req, res) => {
+    readsNoQuery(req);
     const task = await ownedTask(prisma, authOf(req), req.params.task_id);
     const runs = await prisma.run.findMany({ where: { taskId: task.id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
     res.json({ runs: runs.map(toRunView) });
   });
 
   router.delete("/tasks/:task_id", async (req, res) => {
+    readsNoQuery(req);
     const task = await ownedTask(prisma, authOf(req), req.params.task_id);
     // Stop what is in progress first, so that its streams end with run_cancelled and no worker
     // writes to the task while it is deleted. The task goes only while no run holds it: a run

@@ -18,6 +18,7 @@ import { widgetAuthContext, widgetOf } from "./widget-context";
 import { widgetPreflight } from "./widget-cors";
 import { WidgetKeyCache } from "./widget-key-cache";
 import { widgetLimits } from "./widget-limits";
+import { readsNoQuery } from "../middleware/strict-query";
 
 const RUN_PATH = "/run";
 const EVENTS_PATH = "/tasks/:task_id/runs/:run_id/events";
@@ -48,6 +49,7 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
 
   /** `POST /run`: like `/api/run`, for the visitor (a new one when no token was sent). */
   router.post(RUN_PATH, async (req, res) => {
+    readsNoQuery(req);
     const w = widgetOf(req);
     const body = widgetRunRequestSchema.parse(req.body ?? {});
     const visitorId = w.visitorId ?? newId("vis");
