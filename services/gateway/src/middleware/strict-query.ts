@@ -29,9 +29,9 @@ export function strictQueryParser(query: string | null | undefined): querystring
 const NO_QUERY = z.strictObject({});
 
 /**
- * Called first by a route that reads no query parameter: any one given is 400 `invalid_request` naming it,
- * as the routes with parameters refuse those they do not read, so that nothing is silently
- * ignored (`POST /api/run?stream=false` would otherwise stream).
+ * Called first by a route that reads no query parameter: any one given is 400 `invalid_request`
+ * naming it, as the routes with parameters refuse those they do not read, so that nothing is
+ * silently ignored (`POST /api/run?stream=false` would otherwise stream).
  */
 export function readsNoQuery(req: Request): void {
   if (req.url.includes("?")) NO_QUERY.parse(req.query);
