@@ -224,20 +224,38 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
       ${input.onlyIfQueued ?? false}, ${writerId ?? null}::text
     ) AS terminal`;
   let rows: { terminal: RunEvent | null }[];
+  let answerLost = false;
   try {
-    rows = await withRetry(input.retryForMs ?? 0, store);
+    rows = await withRetry(input.retryForMs ?? 0, () => store().catch((err: unknown) => ((answerLost = true), Promise.reject(err))));
   } catch (err) {
     // Nothing was stored: a later attempt must store these events and reuse the terminal's seq.
     writer.giveBack(pending, terminal);
     throw err;
   }
-  const stored = rows[0]?.terminal ?? null;
+  // An attempt whose answer was lost (its connection cut, its read timed out) may have committed:
+  // the retry then finds the run ended, by this very end. (Where even that cannot be read, the
+  // end is stored all the same: readers find it when they poll.)
+  const stored = rows[0]?.terminal ?? (answerLost ? await endStoredBefore(deps, input.runId, terminal, writerId).catch(() => null) : null);
   if (!stored) return null;
   // Stored already: readers that miss the publish (Redis down) find the event when they poll.
   // The run's own worker waits for the publish; anyone else must not wait out a Redis outage.
   const published = writer.publishStored(stored);
   if (input.writer) await published;
   return stored;
+}
+
+/**
+ * The stored terminal event of the run if it is `terminal`, stored by an earlier attempt of the
+ * same end whose answer was lost: same type and seq, and the run still held under `writerId`
+ * (a taker changes it). Otherwise null, once the end someone else stored is published.
+ */
+async function endStoredBefore(deps: FinishRunDeps, runId: string, terminal: RunEvent, writerId: string | undefined): Promise<RunEvent | null> {
+  const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { lastSeq: true, workerId: true } });
+  const [last] = run && run.lastSeq === terminal.seq ? await readDbEvents(deps, runId, run.lastSeq - 1) : [];
+  const ours = last?.type === terminal.type && last.seq === terminal.seq && (writerId === undefined || run?.workerId === writerId);
+  if (ours) return last;
+  await publishStoredTerminal(deps, runId);
+  return null;
 }
 
 /**

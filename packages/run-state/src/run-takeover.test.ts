@@ -134,3 +134,57 @@ it("keeps what a cancelled run had said when its worker is gone: the text of its
   ]);
   expect((await readDbEvents({ prisma }, runId)).map((e) => e.type)).toEqual(["run_started", "text_chunk", "tool_call", "tool_result", "text_chunk", "text_chunk", "run_cancelled"]);
 });
+
+describe("an end whose answer was lost after it committed", () => {
+  it("is the worker's end all the same: returned and published, not taken for someone else's", async () => {
+    const relay = await startPgRelay(testEnv().databaseUrl);
+    const relayed = testPrisma(relay.url);
+    try {
+      const { runId, writer } = await runOfW1();
+      writer.emit({ type: "text_chunk", content: "a" });
+      // Opens the relayed pool's connection, so that the next statement sent is the end.
+      await relayed.$queryRaw`SELECT 1`;
+      relay.cutAfterNextAnswer();
+      const terminal = await finishRun({ prisma: relayed, redis, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer, retryForMs: 5_000 });
+      expect(relay.cuts()).toBe(1);
+      expect(terminal).toMatchObject({ type: "run_completed", seq: 3, run_id: runId });
+      expect((await logEvents(runId)).filter((e) => e.type === "run_completed")).toEqual([terminal]);
+      expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "completed", output: "a", lastSeq: 3 });
+    } finally {
+      await relayed.$disconnect();
+      await relay.close();
+    }
+  }, 30_000);
+
+  it("publishes the end a taker stored meanwhile, and returns null for it", async () => {
+    const relay = await startPgRelay(testEnv().databaseUrl);
+    const relayed = testPrisma(relay.url);
+    const taker = new pg.Client({ connectionString: testEnv().databaseUrl });
+    await taker.connect();
+    try {
+      const { runId, writer } = await runOfW1();
+      writer.emit({ type: "text_chunk", content: "a" });
+      await relayed.$queryRaw`SELECT 1`;
+      // A sweeper holds the run (uncommitted) while the worker's end is lost on its way; the
+      // worker's retry waits for the row and then finds the sweeper's end, never published.
+      await taker.query("BEGIN");
+      await taker.query("UPDATE runs SET worker_id = 'end_sweeper' WHERE id = $1", [runId]);
+      relay.cutBeforeNextStatement("agentrun_finish_run");
+      const ending = finishRun({ prisma: relayed, redis, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer, retryForMs: 5_000 });
+      while (relay.cuts() === 0) await new Promise((r) => setTimeout(r, 5));
+      const end = { seq: 3, type: "run_failed", run_id: runId, error: lost };
+      await taker.query(`SELECT agentrun_finish_run($1, 'failed', '', 0, 0, 0, 0, 'worker_lost', 'gone', $2::jsonb, '[]', '[]', $3, false, 'end_sweeper')`, [
+        runId,
+        JSON.stringify(end),
+        `led_${runId}`,
+      ]);
+      await taker.query("COMMIT");
+      expect(await ending).toBeNull();
+      expect((await logEvents(runId)).filter((e) => e.seq === 3)).toEqual([end]);
+    } finally {
+      await taker.end();
+      await relayed.$disconnect();
+      await relay.close();
+    }
+  }, 30_000);
+});
