@@ -116,9 +116,11 @@ export function isUnavailableError(err: unknown): boolean {
     const msg = String(e.message ?? "");
     // Prisma's driver adapter keeps PostgreSQL's SQLSTATE in `meta` (e.g. P2010 → 57P03).
     const sqlState = sqlStateOf(e) ?? "";
-    const down = ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "EPIPE", "EMFILE", "ENFILE", "57P01", "57P02", "57P03", "08006", "08001", "08003"];
+    // 53300: too many connections (the server's, or a role's or database's limit), which Prisma's
+    // adapter reports as P2037: no connection now, as when the server is down.
+    const down = ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "EPIPE", "EMFILE", "ENFILE", "57P01", "57P02", "57P03", "08006", "08001", "08003", "53300"];
     if (down.includes(code) || down.includes(sqlState)) return true;
-    if (/P1001|P1002|P1017|P2024/.test(code)) return true;
+    if (/P1001|P1002|P1017|P2024|P2037/.test(code)) return true;
     // Out of file descriptors (EMFILE, ENFILE): this process cannot open a connection now.
     if (/Connection is closed|connect E[MN]FILE|Stream isn't writeable|enableOfflineQueue|connect ECONNREFUSED|Connection terminated|DatabaseNotReachable|Can't reach database|timeout exceeded when trying to connect|the database system is (starting up|shutting down|not yet accepting connections|in recovery mode)|MaxRetriesPerRequestError|Reached the max retries|Query read timeout/i.test(msg)) return true;
     if (e.name === "DriverAdapterError" && /ECONNREFUSED|E[MN]FILE|closed|terminat/i.test(String(e.cause?.message ?? msg))) return true;
