@@ -15,6 +15,7 @@ import { ModelClients } from "./runs/model-clients";
 import { AgentCache } from "./runs/agent-cache";
 import type { RunDeps } from "./runs/run-deps";
 import { reviveQueuedRuns, sweepOrphanedRuns } from "./runs/sweeper";
+import { every } from "./every";
 import { finalFailureOf } from "./runs/run-failure";
 import { ToolRegistry } from "./tools/registry";
 
@@ -94,11 +95,10 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   // The worker counts as live (readiness, health checks) only while it reaches its own database,
   // migrated for this code: one that cannot would take jobs only to fail them.
   let database: SchemaState | "unavailable" | undefined;
-  let beating = false;
-  const beat = async () => {
-    if (beating) return; // a database that hangs stops the heartbeat, as one that refuses does
-    beating = true;
-    try {
+  // A database that hangs stops the heartbeat (no beat starts while one is in progress), as one that refuses does.
+  const stopHeartbeat = every(
+    5000,
+    async () => {
       const now = await schemaState(prisma).catch((): "unavailable" => "unavailable");
       if (now !== database) {
         if (now === "ok") log.info("database reachable: heartbeating");
@@ -107,28 +107,23 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
       database = now;
       if (now === "ok") await recordWorkerHeartbeat(redis, config.REDIS_PREFIX, workerId).catch(() => {});
       else await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
-    } finally {
-      beating = false;
-    }
-  };
-  void beat();
-  const heartbeat = setInterval(() => void beat(), 5000);
+    },
+    { now: true },
+  );
   const queue = createRunQueue({ connection: bull, redisPrefix: config.REDIS_PREFIX });
   queue.on("error", (err) => log.warn({ err: err.message }, "queue error"));
-  const sweeper = setInterval(
-    () => {
-      void sweepOrphanedRuns(deps, queue).catch((err) => log.warn({ err: err.message }, "orphan sweep failed"));
-      void reviveQueuedRuns(deps, queue).catch((err) => log.warn({ err: err.message }, "queued-run sweep failed"));
-    },
-    Math.max(1000, Math.floor(Math.min(config.RUN_STALE_AFTER_MS, config.QUEUED_STALE_AFTER_MS) / 4)),
-  );
+  // Each sweep on its own schedule: one that takes longer than its interval is not started again meanwhile.
+  const sweepEveryMs = Math.max(1000, Math.floor(Math.min(config.RUN_STALE_AFTER_MS, config.QUEUED_STALE_AFTER_MS) / 4));
+  const sweep = (what: string, run: () => Promise<unknown>) =>
+    every(sweepEveryMs, () => run().then(() => {}, (err: Error) => log.warn({ err: err.message }, `${what} failed`)));
+  const stopSweeps = [sweep("orphan sweep", () => sweepOrphanedRuns(deps, queue)), sweep("queued-run sweep", () => reviveQueuedRuns(deps, queue))];
   log.info({ concurrency: config.WORKER_CONCURRENCY }, "agent worker started");
 
   let closing: Promise<boolean> | null = null;
   const close = (graceMs = config.SHUTDOWN_GRACE_MS) =>
     (closing ??= (async () => {
-      clearInterval(heartbeat);
-      clearInterval(sweeper);
+      stopHeartbeat();
+      for (const stop of stopSweeps) stop();
       const grace = setTimeout(() => active.stopAll("shutdown"), graceMs);
       // What is still being closed; whatever is left when the deadline passes is reported.
       const open = ["BullMQ worker", "queue", "Redis connections", "database pool"];
