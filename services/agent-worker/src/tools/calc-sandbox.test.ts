@@ -134,3 +134,15 @@ describe("CalcSandbox under load", () => {
     expect(stopped.at).toBeLessThan(slowStopped.at);
   });
 });
+
+describe("CalcSandbox without a thread that loads", () => {
+  it("fails the waiting calculations as unavailable, not as the expressions' fault, and tries a new thread for the next", async () => {
+    // A heap far too small for mathjs: each thread dies while loading.
+    const sandbox = new CalcSandbox({ ...LIMITS, maxHeapMb: 1, threads: 1 });
+    for (const expression of ["1 + 1", "2 * 3"]) {
+      const failed = await outcome(sandbox.evaluate(expression, running()), Date.now());
+      expect(reason(failed)).toBe("unavailable");
+      expect((failed.error as Error).message).toMatch(/^the calculator is unavailable: /);
+    }
+  });
+});

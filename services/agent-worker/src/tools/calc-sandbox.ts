@@ -17,7 +17,8 @@ export interface CalcLimits {
 export class CalcFailure extends Error {
   override name = "CalcFailure";
   constructor(
-    readonly reason: "invalid" | "timeout" | "memory" | "busy" | "aborted",
+    /** `unavailable`: no thread could load, so the expression was never evaluated. */
+    readonly reason: "invalid" | "timeout" | "memory" | "busy" | "aborted" | "unavailable",
     message: string,
   ) {
     super(message);
@@ -163,7 +164,7 @@ export class CalcSandbox {
     if (thread.ready) return this.pump();
     for (const waiting of this.queue.splice(0)) {
       this.release(waiting);
-      waiting.reject(new CalcFailure("invalid", `the calculator is unavailable: ${failure.message}`));
+      waiting.reject(new CalcFailure("unavailable", `the calculator is unavailable: ${failure.message}`));
     }
   }
 

@@ -34,9 +34,9 @@ export const calcEvaluate = defineAction({
       if (!(err instanceof CalcFailure)) throw err;
       // A stopped run: the registry reports the stop, not a tool error.
       if (err.reason === "aborted") throw ctx.signal.reason ?? err;
-      const code = err.reason === "invalid" ? "invalid_expression" : "too_expensive";
-      // An expression that found no free thread was never evaluated: not charged.
-      throw new ToolError(code, `Cannot evaluate '${expression}': ${err.message}.`, { charged: err.reason !== "busy" });
+      const code = err.reason === "invalid" ? "invalid_expression" : err.reason === "unavailable" ? "unavailable" : "too_expensive";
+      // An expression that found no free thread, or no thread at all, was never evaluated: not charged.
+      throw new ToolError(code, `Cannot evaluate '${expression}': ${err.message}.`, { charged: err.reason !== "busy" && err.reason !== "unavailable" });
     }
     if (typeof result === "string" && result.length > CALC_MAX_RESULT_CHARS) {
       throw new ToolError("too_expensive", `'${expression}' gives an answer of ${result.length} characters; at most ${CALC_MAX_RESULT_CHARS} are returned.`);
