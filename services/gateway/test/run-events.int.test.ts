@@ -54,6 +54,11 @@ describe("run events", () => {
       ["*/*", "text/event-stream"],
       ["text/html", "text/event-stream"],
       [undefined, "text/event-stream"],
+      // Parameters the endpoint does not list: the media types decide.
+      ["application/json; version=1", "application/json"],
+      ["Application/JSON; Version=1, text/html;q=0.5", "application/json"],
+      ["text/event-stream; version=1", "text/event-stream"],
+      ["text/html, application/json; profile=x;q=0.9", "application/json"],
     ];
     for (const [accept, type] of cases) expect([accept, await typeFor(accept)]).toEqual([accept, type]);
   });

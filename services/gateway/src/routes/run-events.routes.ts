@@ -1,4 +1,5 @@
 import { Router, type Request } from "express";
+import Negotiator from "negotiator";
 import { readStoredEvents } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
@@ -11,9 +12,23 @@ import { readsNoQuery } from "../middleware/strict-query";
 /**
  * What the events endpoint answers in, by `Accept` (q-values and media parameters honoured): the
  * live framing is listed first, so it is the answer to a wildcard, to a tie and to no `Accept`.
+ * A header that names neither with parameters we list (`application/json; version=1`) is decided
+ * by its media types alone, most preferred first.
  */
 const EVENT_FORMATS = ["text/event-stream", "application/json", "application/json; charset=utf-8"];
-const wantsJson = (req: Request) => (req.accepts(EVENT_FORMATS) || "").startsWith("application/json");
+const BARE_FORMATS = new Map([
+  ["text/event-stream", false],
+  ["text/*", false],
+  ["*/*", false],
+  ["application/json", true],
+  ["application/*", true],
+]);
+function wantsJson(req: Request): boolean {
+  const chosen = req.accepts(EVENT_FORMATS);
+  if (chosen) return chosen.startsWith("application/json");
+  const types = new Negotiator(req).mediaTypes().map((t) => t.toLowerCase());
+  return BARE_FORMATS.get(types.find((t) => BARE_FORMATS.has(t)) ?? "") ?? false;
+}
 
 /** Replaying and following a run's events, and cancelling a run. */
 export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): Router {
