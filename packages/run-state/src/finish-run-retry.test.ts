@@ -12,7 +12,7 @@ import { finishRun } from "./finish-run";
 let prisma: PrismaClient;
 let redis: Redis;
 const redisPrefix = `${testEnv().redisPrefix}:finish-retry`;
-const role = `agentrun_limited_${process.pid}`;
+const role = `agentrun_limited_${process.pid}_${Date.now().toString(36)}`;
 
 /** The test database's URL as `role`. */
 function urlAs(user: string): string {
