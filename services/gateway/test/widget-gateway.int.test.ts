@@ -180,6 +180,7 @@ describe("widget keys and origins", () => {
     expect(res.status).toBe(402);
     expect(res.body.error.code).toBe("insufficient_credits");
     expect(res.headers.get("access-control-allow-origin")).toBe(ORIGIN);
+    expect(res.headers.get("x-visitor-token")).toBeNull();
   });
 
   it("reserves the agent's base price: 402 when the balance does not cover it", async () => {
@@ -205,6 +206,10 @@ describe("visitor sessions", () => {
     const continued = await runJson({ query: "let me in", task_id: a.run.task_id }, headersFor(key, b.token));
     expect(continued.status).toBe(403);
     expect(continued.body.error.code).toBe("forbidden");
+    // A refusal renews no token, nor mints one for a visitor who sent none.
+    expect(continued.headers.get("x-visitor-token")).toBeNull();
+    const tokenless = await runJson({ query: "let me in", task_id: a.run.task_id }, headersFor(key));
+    expect([tokenless.status, tokenless.headers.get("x-visitor-token")]).toEqual([403, null]);
 
     const eventsPath = `/tasks/${a.run.task_id}/runs/${a.run.run_id}/events`;
     const asB = await readSse(widgetUrl(eventsPath), { headers: headersFor(key, b.token) });

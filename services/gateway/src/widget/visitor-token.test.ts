@@ -31,6 +31,20 @@ describe("VisitorTokens", () => {
     for (const bad of ["", "v1", "v1..", "a.b.c.d", "v1.%%%.%%%", "x".repeat(5000)]) expect(tokens.verify(bad)).toBeNull();
   });
 
+  it("accepts a token written one way only: no characters added to its signature, none of its spare bits changed", () => {
+    const token = tokens.sign("vis_1", "wk_1");
+    const [v, payload, sig] = token.split(".") as [string, string, string];
+    // 32 bytes are 43 characters: the last one carries 2 bits that decoding ignores.
+    const last = sig.at(-1)!;
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const sameBits = alphabet[alphabet.indexOf(last) ^ 1]!;
+    expect(Buffer.from(`${sig.slice(0, -1)}${sameBits}`, "base64url")).toEqual(Buffer.from(sig, "base64url"));
+    for (const variant of [`${sig.slice(0, 10)}!!${sig.slice(10)}`, `${sig}~`, `${sig.slice(0, -1)}${sameBits}`, `${sig}=`]) {
+      expect(tokens.verify(`${v}.${payload}.${variant}`)).toBeNull();
+    }
+    expect(tokens.verify(token)).not.toBeNull();
+  });
+
   it("refuses a signed payload of the wrong shape", () => {
     const other = new VisitorTokens(SECRET, 60, () => now);
     const body = `v1.${Buffer.from(JSON.stringify({ visitor_id: "vis_1", exp: now / 1000 + 60 })).toString("base64url")}`;

@@ -40,8 +40,10 @@ export class VisitorTokens {
     const parts = token.split(".");
     if (parts.length !== 3 || parts[0] !== VERSION) return null;
     const [, payloadPart, sigPart] = parts as [string, string, string];
-    const expected = this.mac(`${VERSION}.${payloadPart}`);
-    const given = Buffer.from(sigPart, "base64url");
+    // Compared as text: decoding would skip characters outside base64url and the last
+    // character's spare bits, so that one token could be written several ways.
+    const expected = Buffer.from(this.mac(`${VERSION}.${payloadPart}`).toString("base64url"));
+    const given = Buffer.from(sigPart);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
     let payload: VisitorTokenPayload;
     try {

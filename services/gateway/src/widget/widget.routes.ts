@@ -54,7 +54,6 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     const body = widgetRunRequestSchema.parse(req.body ?? {});
     const visitorId = w.visitorId ?? newId("vis");
     const token = tokens.sign(visitorId, w.key.id);
-    res.setHeader(VISITOR_TOKEN_HEADER, token);
     const auth = widgetAuthContext(w);
     // The visitor is the run's user: memories saved and recalled are the visitor's own.
     const context = { user_id: visitorUserId(visitorId) };
@@ -63,7 +62,12 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
       runId: ids.runId,
       query: body.query,
       stream: body.stream,
-      create: () => createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context, visitorId, ids }),
+      // Renewed (or a new visitor's) only once the run is accepted: a refusal carries no token.
+      create: async () => {
+        const created = await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context, visitorId, ids });
+        res.setHeader(VISITOR_TOKEN_HEADER, token);
+        return created;
+      },
       extra: { visitor_token: token },
     });
   });
