@@ -43,9 +43,9 @@ interface SearchRow {
  * `to_tsvector('english', content)` shares at least one lexeme. Its score is
  * `distinct query lexemes it contains + r / (r + 1)` with `r = ts_rank_cd(…)`: covering more of
  * the query's words always ranks higher, and among equal coverage the cover density decides
- * (the fraction stays below 1). Ties go to the newest entry, then the highest id. No index
- * serves the tsvector (the schema has none), so this scans the user's entries, which the
- * (org, agent, user) index narrows first.
+ * (the fraction stays below 1). Ties go to the newest entry, then the highest id. Each entry's
+ * tsvector is stored with it (`search_doc`, set by a trigger on write), so a search reads the
+ * user's entries, which the (org, agent, user) index narrows first, without parsing any again.
  */
 export async function searchMemories({ prisma }: MemoryServiceDeps, input: SearchMemoriesInput): Promise<ScoredMemoryView[]> {
   const terms = searchTerms(input.query);
@@ -56,7 +56,7 @@ export async function searchMemories({ prisma }: MemoryServiceDeps, input: Searc
              tsvector_to_array(to_tsvector('english', ${terms.join(" ")})) AS lexemes
     ), m AS (
       SELECT e.id, e.user_id, e.content, e.category::text AS category, e.created_at,
-             to_tsvector('english', e.content) AS doc
+             e.search_doc AS doc
       FROM memory_entries e
       WHERE e.org_id = ${input.org_id} AND e.agent_id = ${input.agent_id} AND e.user_id = ${input.user_id}
     )

@@ -42,6 +42,23 @@ describe("memory search", () => {
     expect(contents(res.body)).toEqual(["Hikes every Sunday", "Went hiking in the Alps"]);
   });
 
+  it("reads each entry's stored search document, which its writes keep up to date, rather than parsing its content again", async () => {
+    const scope = newScope();
+    const [teaId, dogId] = await seed(t.app, scope, "u1", ["User likes green tea", "User's dog is named Rex"]);
+    const docs = await t.prisma.$queryRaw<{ id: string; same: boolean }[]>`
+      SELECT id, search_doc = to_tsvector('english', content) AS same FROM memory_entries WHERE id IN (${teaId}, ${dogId}) ORDER BY id`;
+    expect(docs.map((d) => d.same)).toEqual([true, true]);
+    // A document that no longer matches its content (as if written by another parser): the search
+    // follows the document.
+    await t.prisma.$executeRaw`UPDATE memory_entries SET search_doc = to_tsvector('english', 'zebra') WHERE id = ${teaId}`;
+    expect(contents((await search({ ...scope, user_id: "u1", query: "zebra" })).body)).toEqual(["User likes green tea"]);
+    expect(contents((await search({ ...scope, user_id: "u1", query: "tea" })).body)).toEqual([]);
+    // A change of the content brings its document along.
+    await t.prisma.$executeRaw`UPDATE memory_entries SET content = 'User drinks black coffee' WHERE id = ${teaId}`;
+    expect(contents((await search({ ...scope, user_id: "u1", query: "coffee" })).body)).toEqual(["User drinks black coffee"]);
+    expect(contents((await search({ ...scope, user_id: "u1", query: "zebra" })).body)).toEqual([]);
+  });
+
   it("respects the limit", async () => {
     const scope = newScope();
     await seed(t.app, scope, "u1", ["tea one", "tea two", "tea three"]);
