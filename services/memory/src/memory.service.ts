@@ -3,11 +3,11 @@
  * (organization, agent) scope.
  */
 import { createHash } from "node:crypto";
-import type { PrismaClient } from "@agentrun/db";
+import { Prisma, type PrismaClient } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import type { MemoryCategoryValue, MemoryEntryView, MemoryScope } from "@agentrun/contracts";
 import { memoryIdTime, newMemoryId } from "./memory-id";
-import { toMemoryView } from "./memory.view";
+import { toMemoryView, type MemoryRow } from "./memory.view";
 
 /** What the memory domain functions need. */
 export interface MemoryServiceDeps {
@@ -46,9 +46,6 @@ export interface ListMemoriesQuery extends MemoryScope {
 export function contentHash(content: string): string {
   return createHash("sha256").update(content.trim()).digest("hex");
 }
-
-/** Newest first, with the id breaking ties between entries of the same millisecond. */
-const NEWEST_FIRST = [{ createdAt: "desc" }, { id: "desc" }] as const;
 
 /**
  * Stores a memory unless the user already has one with the same content; that entry then keeps
@@ -97,13 +94,17 @@ async function cursorPosition(prisma: PrismaClient, query: ListMemoriesQuery & {
  * whether older ones follow: see {@link cursorPosition} for `before`.
  */
 export async function listMemories({ prisma }: MemoryServiceDeps, query: ListMemoriesQuery): Promise<{ memories: MemoryEntryView[]; has_more: boolean }> {
-  const scope = { orgId: query.org_id, agentId: query.agent_id, ...(query.user_id === undefined ? {} : { userId: query.user_id }) };
-  let older = {};
-  if (query.before !== undefined) {
-    const cursor = await cursorPosition(prisma, { ...query, before: query.before });
-    older = { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] };
-  }
-  const rows = await prisma.memoryEntry.findMany({ where: { ...scope, ...older }, orderBy: [...NEWEST_FIRST], take: query.limit + 1 });
+  const cursor = query.before === undefined ? undefined : await cursorPosition(prisma, { ...query, before: query.before });
+  // The cursor as one row comparison, which the (…, created_at DESC, id DESC) indexes start
+  // from: OR-ed cases would make PostgreSQL read every newer entry, page after page.
+  const rows = await prisma.$queryRaw<MemoryRow[]>(Prisma.sql`
+    SELECT id, user_id AS "userId", content, category::text AS category, created_at AS "createdAt"
+    FROM memory_entries
+    WHERE org_id = ${query.org_id} AND agent_id = ${query.agent_id}
+      ${query.user_id === undefined ? Prisma.empty : Prisma.sql`AND user_id = ${query.user_id}`}
+      ${cursor ? Prisma.sql`AND (created_at, id) < (${cursor.createdAt}::timestamptz, ${cursor.id})` : Prisma.empty}
+    ORDER BY created_at DESC, id DESC
+    LIMIT ${query.limit + 1}`);
   return { memories: rows.slice(0, query.limit).map(toMemoryView), has_more: rows.length > query.limit };
 }
 
