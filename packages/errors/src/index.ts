@@ -97,6 +97,27 @@ export function isQueryTimeoutError(err: unknown): boolean {
   return false;
 }
 
+/**
+ * True when a statement may have been carried out although its caller got an error: PostgreSQL
+ * did not answer it in time, or its connection was lost after it was sent (a commit whose answer
+ * never arrived). False for a refusal by PostgreSQL (the statement was rolled back), for a bug,
+ * and for a failure to get a connection at all: then nothing was sent.
+ */
+export function mayHaveBeenCarriedOut(err: unknown): boolean {
+  return isQueryTimeoutError(err) || (isUnavailableError(err) && !isConnectFailure(err));
+}
+
+/** An outage met while getting a connection, before any statement was sent. */
+function isConnectFailure(err: unknown): boolean {
+  const before = ["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "EMFILE", "ENFILE", "57P03", "53300", "P1001", "P2024", "P2037"];
+  for (const e of causeChain(err)) {
+    if (before.includes(String(e.code ?? "")) || before.includes(sqlStateOf(e) ?? "")) return true;
+    const msg = `${String(e.message ?? "")} ${String(e.cause?.message ?? "")}`;
+    if (/connect E[A-Z]+|timeout exceeded when trying to connect|Can't reach database|DatabaseNotReachable|not yet accepting connections|the database system is starting up|too many (connections|clients)/i.test(msg)) return true;
+  }
+  return false;
+}
+
 /** `err` and its causes, outermost first, each object once (a cycle of causes ends the walk). */
 function* causeChain(err: unknown): Generator<any> {
   const seen = new Set<unknown>();

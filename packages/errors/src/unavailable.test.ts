@@ -1,4 +1,4 @@
-import { isQueryTimeoutError, isUnavailableError } from "./index";
+import { isQueryTimeoutError, isUnavailableError, mayHaveBeenCarriedOut } from "./index";
 
 /** An error as Prisma's pg adapter raises it for a refused statement, with PostgreSQL's SQLSTATE in `meta`. */
 const prismaError = (sqlState: string, message: string) =>
@@ -50,5 +50,23 @@ describe("causes", () => {
     expect(isQueryTimeoutError(a)).toBe(false);
     const deep = new Error("wrapped", { cause: new Error("again", { cause: Object.assign(new Error("refused"), { code: "ECONNREFUSED" }) }) });
     expect(isUnavailableError(deep)).toBe(true);
+  });
+});
+
+describe("mayHaveBeenCarriedOut", () => {
+  it("is true for a statement sent and not answered: a query timeout, a connection lost mid-statement", () => {
+    expect(mayHaveBeenCarriedOut(new Error("Query read timeout"))).toBe(true);
+    expect(mayHaveBeenCarriedOut(new Error("Connection terminated unexpectedly"))).toBe(true);
+    expect(mayHaveBeenCarriedOut(Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }))).toBe(true);
+    expect(mayHaveBeenCarriedOut(prismaError("57P01", "terminating connection due to administrator command"))).toBe(true);
+  });
+
+  it("is false where nothing was sent (no connection to be had) and for PostgreSQL's refusals", () => {
+    expect(mayHaveBeenCarriedOut(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }))).toBe(false);
+    expect(mayHaveBeenCarriedOut(new Error("timeout exceeded when trying to connect"))).toBe(false);
+    expect(mayHaveBeenCarriedOut(prismaError("57P03", "the database system is not yet accepting connections"))).toBe(false);
+    expect(mayHaveBeenCarriedOut(prismaError("53300", "sorry, too many clients already"))).toBe(false);
+    expect(mayHaveBeenCarriedOut(prismaError("23505", "duplicate key value violates unique constraint"))).toBe(false);
+    expect(mayHaveBeenCarriedOut(new TypeError("x is undefined"))).toBe(false);
   });
 });

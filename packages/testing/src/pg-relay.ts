@@ -15,11 +15,12 @@ export interface PgRelay {
    */
   cutBeforeNextStatement(match?: string): void;
   /**
-   * The next statement sent through the relay is carried out, and its connection is cut once
-   * PostgreSQL has answered it (ReadyForQuery: a statement outside a transaction block has then
-   * committed), before the client reads that answer: a commit whose acknowledgement was lost.
+   * The next statement sent through the relay (the next one whose message holds `match`, if
+   * given: its text, or a parameter it is sent with) is carried out, and its connection is cut
+   * once PostgreSQL has answered it (ReadyForQuery: a statement outside a transaction block has
+   * then committed), before the client reads that answer: a commit whose acknowledgement was lost.
    */
-  cutAfterNextAnswer(): void;
+  cutAfterNextAnswer(match?: string): void;
   /** Cuts made so far. */
   cuts(): number;
   close(): Promise<void>;
@@ -33,7 +34,7 @@ export async function startPgRelay(databaseUrl: string): Promise<PgRelay> {
   const targetPort = Number(target.port || 5432);
   const targetHost = target.hostname || "127.0.0.1";
   let before: { match?: string } | null = null;
-  let after = false;
+  let after: { match?: string } | null = null;
   let cuts = 0;
   const sockets = new Set<net.Socket>();
 
@@ -82,8 +83,8 @@ export async function startPgRelay(databaseUrl: string): Promise<PgRelay> {
         before = null;
         return cut();
       }
-      if (ready && after && !watching) {
-        after = false;
+      if (ready && after && !watching && (after.match === undefined || chunk.includes(after.match))) {
+        after = null;
         watching = true;
       }
       upstream.write(chunk);
@@ -106,8 +107,8 @@ export async function startPgRelay(databaseUrl: string): Promise<PgRelay> {
     cutBeforeNextStatement(match) {
       before = { match };
     },
-    cutAfterNextAnswer() {
-      after = true;
+    cutAfterNextAnswer(match) {
+      after = { match };
     },
     cuts: () => cuts,
     async close() {

@@ -1,6 +1,6 @@
 import type { Request, Response } from "express";
 import { EarlyRunSubscription, RunEventWriter, runCancelKey } from "@agentrun/events";
-import { AppError, isQueryTimeoutError } from "@agentrun/errors";
+import { AppError, mayHaveBeenCarriedOut } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { enqueueRun } from "@agentrun/queue";
 import { finishRun } from "@agentrun/run-state";
@@ -51,7 +51,7 @@ export async function startRun(deps: GatewayDeps, req: Request, res: Response, r
     created = await run.create();
   } catch (err) {
     early.close();
-    if (isQueryTimeoutError(err)) void abandonRun(deps, req.log, run);
+    if (mayHaveBeenCarriedOut(err)) void abandonRun(deps, req.log, run);
     throw err;
   }
   const { runId, taskId, started } = created;
@@ -129,23 +129,23 @@ async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunTo
   }
 }
 
-/** How long a run whose creation timed out is tried to be ended once PostgreSQL answers again. */
+/** How long a run whose creation went unanswered is tried to be ended once PostgreSQL answers again. */
 const ABANDON_RETRY_MS = 60_000;
 
 /**
- * A run whose creation timed out (PostgreSQL stopped answering) was answered 503, but the
- * statement was sent: the database may still commit it once it answers again. Such a run must
- * never execute. Its cancel flag makes a worker that claims it (the workers queue old queued runs
+ * A run whose creation went unanswered (PostgreSQL stopped answering, or the connection was lost
+ * after the statement was sent) was answered 503, but the database may have committed it, or
+ * still commit it once it answers again. Such a run must never execute. Its cancel flag makes a worker that claims it (the workers queue old queued runs
  * again) end it at once, free; and it is ended here as unqueued as soon as PostgreSQL answers,
  * which also frees what it held (its Idempotency-Key).
  */
 async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Promise<void> {
   await deps.redis.set(runCancelKey(deps.config.REDIS_PREFIX, run.runId), "1", "EX", 3600).catch(() => {});
   try {
-    if (await failUnqueuedRun(deps, run, ABANDON_RETRY_MS)) log.warn({ runId: run.runId }, "ended a run committed after its creation timed out");
+    if (await failUnqueuedRun(deps, run, ABANDON_RETRY_MS)) log.warn({ runId: run.runId }, "ended a run committed although its creation went unanswered");
     await run.unqueued?.();
   } catch (err) {
-    log.error({ err, runId: run.runId }, "could not end a run whose creation timed out; its cancel flag stops it if it was created");
+    log.error({ err, runId: run.runId }, "could not end a run whose creation went unanswered; its cancel flag stops it if it was created");
   }
 }
 

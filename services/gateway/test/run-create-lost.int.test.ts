@@ -1,0 +1,59 @@
+import { randomUUID } from "node:crypto";
+import type { PrismaClient } from "@agentrun/db";
+import { createTenant, eventually, runJson, startPgRelay, startStack, testEnv, testPrisma, type PgRelay, type Stack, type Tenant } from "@agentrun/testing";
+
+jest.setTimeout(90_000);
+
+// The gateway reaches PostgreSQL through a relay that loses the answer to a run's creation after
+// it committed: the client is told 503, so the run must never execute (a retry would start a
+// second one), as when the creation times out.
+let relay: PgRelay;
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  relay = await startPgRelay(testEnv().databaseUrl);
+  // Queued runs left without a job are queued again after 3 s: a run the gateway did not end would execute then.
+  stack = await startStack({ gatewayEnv: { DATABASE_URL: relay.url }, workerEnv: { QUEUED_STALE_AFTER_MS: "3000" } });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000, credits: 100 });
+}, 90_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await relay?.close();
+  await prisma?.$disconnect();
+});
+
+it("ends, unexecuted and free, a run committed although its creation's answer was lost, and a retry with the same Idempotency-Key runs once", async () => {
+  expect((await runJson(stack.gatewayUrl, tenant.headers, { query: "warm up" })).status).toBe(200);
+  const balance = async () => (await prisma.organization.findUniqueOrThrow({ where: { id: tenant.orgId } })).creditBalance;
+  const before = await balance();
+
+  // The run's query travels as a parameter of its creation: the cut finds that statement by it.
+  const query = `lost answer ${randomUUID()}`;
+  const headers = { ...tenant.headers, "idempotency-key": `k-${randomUUID()}` };
+  const cuts = relay.cuts();
+  relay.cutAfterNextAnswer(query);
+  const lost = await runJson(stack.gatewayUrl, headers, { query });
+  expect(relay.cuts()).toBe(cuts + 1);
+  expect(lost).toMatchObject({ status: 503, body: { error: { code: "unavailable" } } });
+
+  // The run was committed: it ends failed without a model call, and costs nothing.
+  const [first] = await prisma.run.findMany({ where: { query, orgId: tenant.orgId } });
+  expect(first).toBeDefined();
+  await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: first!.id } })).status !== "queued", { timeoutMs: 20_000 });
+  // Past the time the workers would have queued it again.
+  await new Promise((r) => setTimeout(r, 5000));
+  const ended = await prisma.run.findUniqueOrThrow({ where: { id: first!.id } });
+  expect(ended).toMatchObject({ status: "failed", errorCode: "unavailable", creditsUsed: 0, promptTokens: 0 });
+
+  // The same request again: one run, which executes.
+  const retried = await runJson(stack.gatewayUrl, headers, { query });
+  expect(retried).toMatchObject({ status: 200, body: { status: "completed", output: `Echo: ${query}` } });
+  expect(retried.body.run_id).not.toBe(first!.id);
+  const runs = await prisma.run.findMany({ where: { query, orgId: tenant.orgId }, orderBy: { createdAt: "asc" } });
+  expect(runs.map((r) => r.status)).toEqual(["failed", "completed"]);
+  expect(before - (await balance())).toBe(retried.body.credits_used);
+});
