@@ -1,4 +1,5 @@
-import { createTenant, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import pg from "pg";
+import { createTenant, eventually, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { taskListSql } from "../src/views/list-queries";
 
@@ -72,6 +73,36 @@ describe("cancel", () => {
     expect(ledger.map((l) => [l.reason, l.amount])).toEqual([["run_reservation", -1], ["run_refund", 1]]);
     expect(run.startedAt).toBeNull();
     expect((await busy.result).events.at(-1)!.data.type).toBe("run_completed");
+  });
+
+  it("answers 404, not 500, when the task is deleted while its run is being cancelled", async () => {
+    // A queued run of no job: no worker claims it.
+    const taskId = newId("task");
+    const runId = newId("run");
+    await prisma.task.create({ data: { id: taskId, orgId: tenant.orgId, agentId: tenant.agentId, title: "t", activeRunId: runId, runCount: 1 } });
+    const started = { seq: 1, type: "run_started", run_id: runId, task_id: taskId };
+    await prisma.run.create({
+      data: { id: runId, taskId, orgId: tenant.orgId, agentId: tenant.agentId, query: "q", status: "queued", lastSeq: 1, creditsReserved: 0, events: { create: { firstSeq: 1, lastSeq: 1, events: [started] } } },
+    });
+    // The deletion holds the run's row while the cancel, past its ownership check, waits for it.
+    const deleter = new pg.Client({ connectionString: testEnv().databaseUrl });
+    await deleter.connect();
+    try {
+      await deleter.query("BEGIN");
+      await deleter.query("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", [runId]);
+      const cancelling = post(`/tasks/${taskId}/runs/${runId}/cancel`);
+      // Read outside the deleter's transaction, whose view of pg_stat_activity stays as first read.
+      await eventually(async () => {
+        const [{ n }] = await prisma.$queryRaw<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%agentrun_finish_run%'`;
+        return n > 0;
+      });
+      await deleter.query("DELETE FROM tasks WHERE id = $1", [taskId]);
+      await deleter.query("COMMIT");
+      expect(await cancelling).toMatchObject({ status: 404, body: { error: { code: "run_not_found" } } });
+    } finally {
+      await deleter.end();
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 import { Router, type Request } from "express";
 import Negotiator from "negotiator";
 import { readStoredEvents } from "@agentrun/events";
+import { AppError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
 import { resumeAfter, streamRunEvents } from "../runs/run-events-stream";
@@ -50,7 +51,9 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
     readsNoQuery(req);
     const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);
     await cancelRun(store, run);
-    const current = await prisma.run.findUniqueOrThrow({ where: { id: run.id } });
+    // Gone when its task was deleted meanwhile.
+    const current = await prisma.run.findUnique({ where: { id: run.id } });
+    if (!current) throw new AppError("run_not_found", { message: `Task '${run.taskId}' has no run '${run.id}' any more.` });
     res.status(202).json(toRunView(current));
   });
 
