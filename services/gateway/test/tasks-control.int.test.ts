@@ -93,9 +93,9 @@ describe("cancel", () => {
       const cancelling = post(`/tasks/${taskId}/runs/${runId}/cancel`);
       // Read outside the deleter's transaction, whose view of pg_stat_activity stays as first read.
       await eventually(async () => {
-        const [{ n }] = await prisma.$queryRaw<{ n: number }[]>`
+        const [waiting] = await prisma.$queryRaw<{ n: number }[]>`
           SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%agentrun_finish_run%'`;
-        return n > 0;
+        return (waiting?.n ?? 0) > 0;
       });
       await deleter.query("DELETE FROM tasks WHERE id = $1", [taskId]);
       await deleter.query("COMMIT");
