@@ -87,6 +87,28 @@ describe("LookupCache", () => {
     expect(load).toHaveBeenCalledTimes(1);
   });
 
+  it("does not share a load that started more than the TTL ago: its answer may predate a change (a revocation)", async () => {
+    const cache = new LookupCache<string>(100);
+    let row = "valid";
+    const load = jest.fn(async () => {
+      const read = row;
+      // The first load reads at once, and its answer takes 300 ms to arrive.
+      await sleep(load.mock.calls.length === 1 ? 300 : 10);
+      return read;
+    });
+    const first = cache.getOrLoad("k", load);
+    await pass(10);
+    row = "revoked";
+    await pass(40);
+    // Within the TTL of the first load's start: joins it.
+    const joined = cache.getOrLoad("k", load);
+    await pass(100);
+    // Past it: loads again, and gets the database as it is now.
+    const later = cache.getOrLoad("k", load);
+    expect(await settled(Promise.all([first, joined, later]))).toEqual(["valid", "valid", "revoked"]);
+    expect(load).toHaveBeenCalledTimes(2);
+  });
+
   it("gives a failed load's error to every caller waiting for it and caches nothing", async () => {
     const cache = new LookupCache<number>(60_000);
     const failing = slowLoad(20, () => 1, new Error("database down"));

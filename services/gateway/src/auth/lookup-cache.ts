@@ -22,7 +22,8 @@ interface Entry<T> {
 export class LookupCache<T> {
   private readonly found = new Map<string, Entry<T>>();
   private readonly missing = new Map<string, Entry<null>>();
-  private readonly loading = new Map<string, Promise<T | null>>();
+  /** Loads under way, with when each started. */
+  private readonly loading = new Map<string, { result: Promise<T | null>; readAt: number }>();
 
   /**
    * @param ttlMs - how long a result is trusted; 0 caches nothing (and shares no load).
@@ -56,9 +57,11 @@ export class LookupCache<T> {
 
   /**
    * The cached result of `key`, or what `load` finds (null: nothing), which is then cached. A load
-   * already under way for `key` is waited for instead of starting another; its failure is every
-   * waiting caller's failure, and nothing is cached then. A cached result past half its TTL is
-   * answered and reloaded in the background (a failed reload leaves it to expire).
+   * already under way for `key` is waited for instead of starting another, if it started less
+   * than the TTL ago (an older one may show the database as it was before, say, a revocation);
+   * its failure is every waiting caller's failure, and nothing is cached then. A cached result
+   * past half its TTL is answered and reloaded in the background (a failed reload leaves it to
+   * expire).
    */
   async getOrLoad(key: string, load: () => Promise<T | null>): Promise<T | null> {
     if (this.ttlMs <= 0) return load();
@@ -67,7 +70,9 @@ export class LookupCache<T> {
       if (Date.now() - hit.readAt >= this.ttlMs / 2 && !this.loading.has(key)) this.start(key, load).catch(() => {});
       return hit.value;
     }
-    return this.loading.get(key) ?? this.start(key, load);
+    const inFlight = this.loading.get(key);
+    if (inFlight && Date.now() - inFlight.readAt < this.ttlMs) return inFlight.result;
+    return this.start(key, load);
   }
 
   /** Entries held, found and missing (expired ones included until they are read or evicted). */
@@ -94,9 +99,9 @@ export class LookupCache<T> {
         return value;
       })
       .finally(() => {
-        if (this.loading.get(key) === loaded) this.loading.delete(key);
+        if (this.loading.get(key)?.result === loaded) this.loading.delete(key);
       });
-    this.loading.set(key, loaded);
+    this.loading.set(key, { result: loaded, readAt });
     return loaded;
   }
 }
