@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import { newId, storableJsonText, type PrismaClient, type MessageRole } from "@agentrun/db";
 import { runCost } from "@agentrun/credits";
 import { isTerminalEvent, type RunEvent, type RunEventInput } from "@agentrun/contracts";
-import { isUnavailableError } from "@agentrun/errors";
+import { isUnavailableError, mayHaveBeenCarriedOut } from "@agentrun/errors";
 import { readDbEvents, readUnstoredEvents, RUN_LOG_TTL_AFTER_END_S, runCancelKey, runWriterKey, RunEventWriter, takeOverRunWriter } from "@agentrun/events";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
@@ -226,7 +226,7 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
   let rows: { terminal: RunEvent | null }[];
   let answerLost = false;
   try {
-    rows = await withRetry(input.retryForMs ?? 0, () => store().catch((err: unknown) => ((answerLost = true), Promise.reject(err))));
+    rows = await withRetry(input.retryForMs ?? 0, () => store().catch((err: unknown) => ((answerLost ||= mayHaveBeenCarriedOut(err)), Promise.reject(err))));
   } catch (err) {
     // Nothing was stored: a later attempt must store these events and reuse the terminal's seq.
     writer.giveBack(pending, terminal);
@@ -246,13 +246,15 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
 
 /**
  * The stored terminal event of the run if it is `terminal`, stored by an earlier attempt of the
- * same end whose answer was lost: same type and seq, and the run still held under `writerId`
- * (a taker changes it). Otherwise null, once the end someone else stored is published.
+ * same end whose answer was lost: same type, seq and error, and the run still held under
+ * `writerId` (a taker changes it). Otherwise null, once the end someone else stored is published.
  */
 async function endStoredBefore(deps: FinishRunDeps, runId: string, terminal: RunEvent, writerId: string | undefined): Promise<RunEvent | null> {
   const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { lastSeq: true, workerId: true } });
   const [last] = run && run.lastSeq === terminal.seq ? await readDbEvents(deps, runId, run.lastSeq - 1) : [];
-  const ours = last?.type === terminal.type && last.seq === terminal.seq && (writerId === undefined || run?.workerId === writerId);
+  const errorOf = (e: unknown) => (e as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+  const sameError = errorOf(last)?.code === errorOf(terminal)?.code && errorOf(last)?.message === errorOf(terminal)?.message;
+  const ours = last?.type === terminal.type && last.seq === terminal.seq && sameError && (writerId === undefined || run?.workerId === writerId);
   if (ours) return last;
   await publishStoredTerminal(deps, runId);
   return null;

@@ -156,6 +156,39 @@ describe("an end whose answer was lost after it committed", () => {
     }
   }, 30_000);
 
+  it("does not take a worker's end of the same type and seq for its own when it ends a queued run without a writer id", async () => {
+    const relay = await startPgRelay(testEnv().databaseUrl);
+    const relayed = testPrisma(relay.url);
+    const worker = new pg.Client({ connectionString: testEnv().databaseUrl });
+    await worker.connect();
+    try {
+      const runId = await createTestRun(prisma, "queued");
+      await relayed.$queryRaw`SELECT 1`;
+      // The gateway fails the queued run it could not queue (no writer id, only while queued);
+      // its end is lost on the way, and meanwhile a worker claims the run and fails it at seq 2.
+      await worker.query("BEGIN");
+      await worker.query("UPDATE runs SET status = 'running', worker_id = 'w2' WHERE id = $1", [runId]);
+      relay.cutBeforeNextStatement("agentrun_finish_run");
+      const writer = new RunEventWriter({ prisma: relayed, redis, redisPrefix, runId, lastSeq: 1, onError: () => {} });
+      const unqueued = { code: "unavailable", message: "The run queue is unavailable." };
+      const ending = finishRun({ prisma: relayed, redis, redisPrefix }, { runId, status: "failed", error: unqueued, messages: [], writer, retryForMs: 5_000, onlyIfQueued: true });
+      while (relay.cuts() === 0) await new Promise((r) => setTimeout(r, 5));
+      const workersEnd = { seq: 2, type: "run_failed", run_id: runId, error: { code: "model_error", message: "The model failed." } };
+      await worker.query(`SELECT agentrun_finish_run($1, 'failed', '', 0, 0, 0, 0, 'model_error', 'The model failed.', $2::jsonb, '[]', '[]', $3, false, 'w2')`, [
+        runId,
+        JSON.stringify(workersEnd),
+        `led_${runId}`,
+      ]);
+      await worker.query("COMMIT");
+      expect(await ending).toBeNull();
+      expect((await logEvents(runId)).filter((e) => e.seq === 2)).toEqual([workersEnd]);
+    } finally {
+      await worker.end();
+      await relayed.$disconnect();
+      await relay.close();
+    }
+  }, 30_000);
+
   it("publishes the end a taker stored meanwhile, and returns null for it", async () => {
     const relay = await startPgRelay(testEnv().databaseUrl);
     const relayed = testPrisma(relay.url);
