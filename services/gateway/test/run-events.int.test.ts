@@ -54,11 +54,15 @@ describe("run events", () => {
       ["*/*", "text/event-stream"],
       ["text/html", "text/event-stream"],
       [undefined, "text/event-stream"],
-      // Parameters the endpoint does not list: the media types decide.
+      // Parameters other than q are left out: the media types and q-values decide.
       ["application/json; version=1", "application/json"],
-      ["Application/JSON; Version=1, text/html;q=0.5", "application/json"],
+      ["Application/JSON; Version=1, text/event-stream;q=0.5", "application/json"],
+      ["application/json; version=1, */*;q=0.1", "application/json"],
+      ["application/json;version=1, text/event-stream;q=0.1", "application/json"],
       ["text/event-stream; version=1", "text/event-stream"],
       ["text/html, application/json; profile=x;q=0.9", "application/json"],
+      ["application/json; version=1;q=0.4, text/event-stream; version=2;q=0.6", "text/event-stream"],
+      ["*/*, application/json", "application/json"],
     ];
     for (const [accept, type] of cases) expect([accept, await typeFor(accept)]).toEqual([accept, type]);
   });

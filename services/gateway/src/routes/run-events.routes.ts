@@ -11,24 +11,29 @@ import { toRunView } from "../views/run.view";
 import { readsNoQuery } from "../middleware/strict-query";
 
 /**
- * What the events endpoint answers in, by `Accept` (q-values and media parameters honoured): the
- * live framing is listed first, so it is the answer to a wildcard, to a tie and to no `Accept`.
- * A header that names neither with parameters we list (`application/json; version=1`) is decided
- * by its media types alone, most preferred first.
+ * What the events endpoint answers in, by `Accept`: its media types and their q-values decide,
+ * other parameters are left out (`application/json; version=1` is JSON, as is
+ * `application/json; charset=utf-8`). Negotiator prefers the higher q-value, then the more
+ * specific range, then the client's order; the live framing is listed first, so it is the answer
+ * to a wildcard, to a type that is neither and to no `Accept`.
  */
-const EVENT_FORMATS = ["text/event-stream", "application/json", "application/json; charset=utf-8"];
-const BARE_FORMATS = new Map([
-  ["text/event-stream", false],
-  ["text/*", false],
-  ["*/*", false],
-  ["application/json", true],
-  ["application/*", true],
-]);
+const EVENT_FORMATS = ["text/event-stream", "application/json"];
 function wantsJson(req: Request): boolean {
-  const chosen = req.accepts(EVENT_FORMATS);
-  if (chosen) return chosen.startsWith("application/json");
-  const types = new Negotiator(req).mediaTypes().map((t) => t.toLowerCase());
-  return BARE_FORMATS.get(types.find((t) => BARE_FORMATS.has(t)) ?? "") ?? false;
+  const accept = req.headers.accept;
+  if (!accept) return false;
+  return new Negotiator({ headers: { accept: withoutMediaParameters(accept) } }).mediaType(EVENT_FORMATS) === "application/json";
+}
+
+/** `accept` with each media range's parameters left out but its q-value. */
+function withoutMediaParameters(accept: string): string {
+  return accept
+    .split(",")
+    .map((range) => {
+      const [type = "", ...params] = range.split(";");
+      const q = params.find((p) => /^\s*q\s*=/i.test(p));
+      return q ? `${type.trim()};${q.trim()}` : type.trim();
+    })
+    .join(",");
 }
 
 /** Replaying and following a run's events, and cancelling a run. */
