@@ -29,6 +29,7 @@ const TRANSACTION_EXPIRED = "error: the database did not finish the transaction 
 const NOT_ANSWERING = `error: the database stopped answering (no reply within ${QUERY_TIMEOUT_MS / 1000} s); check whether the command took effect before retrying`;
 
 const UNREACHABLE = "error: the database is unreachable (check DATABASE_URL; start it with `docker compose up -d postgres`)";
+const TOO_MANY_CONNECTIONS = "error: the database refused the connection: too many connections (its max_connections, or the limit of this user or database); retry once others have closed";
 
 const TLS_REFUSED = "error: the database does not accept TLS connections (check sslmode in DATABASE_URL)";
 
@@ -69,6 +70,8 @@ export function databaseErrorLine(err: unknown): string | undefined {
     if (/does not support SSL/i.test(reason)) return TLS_REFUSED;
     return `error: the TLS connection to the database failed (${reason || "no reason given"}; check sslmode in DATABASE_URL)`;
   }
+  // Counted as unavailable too, but it is not unreachable: say what it is.
+  if (sqlState === "53300" || (err as { code?: unknown } | null)?.code === "P2037") return TOO_MANY_CONNECTIONS;
   if (isUnavailableError(err)) return UNREACHABLE;
   if (LOGIN_REFUSED.includes(sqlState)) {
     return `error: the database refused the login in DATABASE_URL (${text(cause?.originalMessage) ?? "check its user name and password"})`;

@@ -99,6 +99,24 @@ describe("other database failures", () => {
     }
   });
 
+  it("too many connections: said so, not taken for an unreachable database", async () => {
+    const role = `agentrun_one_connection_${process.pid}_${Date.now().toString(36)}`;
+    await prisma.$executeRawUnsafe(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1`);
+    const url = new URL(testEnv().databaseUrl);
+    url.username = role;
+    // The role's only connection, held.
+    const holder = createPrisma({ databaseUrl: url.toString(), poolSize: 1 });
+    const db = createPrisma({ databaseUrl: url.toString(), poolSize: 1 });
+    try {
+      await holder.$queryRaw`SELECT 1`;
+      const res = await runCli(["credits", "show", "--org", "org_x"], { prisma: db });
+      expect(res).toEqual({ exitCode: 1, stderr: expect.stringMatching(/^error: the database refused the connection: too many connections/) });
+    } finally {
+      await Promise.all([db.$disconnect(), holder.$disconnect()]);
+      await prisma.$executeRawUnsafe(`DROP ROLE ${role}`);
+    }
+  });
+
   it("an error the CLI has no words for: the server's message, not Prisma's invocation and source excerpt", async () => {
     const role = `agentrun_no_grants_${process.pid}`;
     await prisma.$executeRawUnsafe(`CREATE ROLE ${role} LOGIN`);
