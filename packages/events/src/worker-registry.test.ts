@@ -1,7 +1,7 @@
 import { closeRedis, createRedis, Redis } from "@agentrun/redis";
 import { testEnv } from "@agentrun/testing";
 import { WORKER_HEARTBEAT_STALE_MS, workersKey } from "./keys";
-import { countLiveWorkers, isWorkerLive, recordWorkerHeartbeat, WORKER_FORGET_AFTER_MS } from "./worker-registry";
+import { countLiveWorkers, isWorkerLive, newWorkerId, recordWorkerHeartbeat, WORKER_FORGET_AFTER_MS } from "./worker-registry";
 
 // The registry of live workers on the real Redis.
 let redis: Redis;
@@ -25,17 +25,21 @@ const redisNow = async () => {
 };
 
 describe("the worker registry", () => {
-  it("tells whether one worker, by id or by the prefix of its host's ids, beat lately, whatever the others do", async () => {
-    await recordWorkerHeartbeat(redis, prefix, "host-a-1f2e3d4c");
+  it("tells whether one worker, by id or as one its host made, beat lately, whatever the others do", async () => {
+    const a = newWorkerId("host-a");
+    expect(a).toMatch(/^host-a-[0-9a-f]{8}$/);
+    await recordWorkerHeartbeat(redis, prefix, a);
     await redis.zadd(workersKey(prefix), (await redisNow()) - WORKER_HEARTBEAT_STALE_MS - 1000, "host-b-5a6b7c8d");
-    expect(await isWorkerLive(redis, prefix, { id: "host-a-1f2e3d4c" })).toBe(true);
-    expect(await isWorkerLive(redis, prefix, { idPrefix: "host-a-" })).toBe(true);
+    expect(await isWorkerLive(redis, prefix, { id: a })).toBe(true);
+    expect(await isWorkerLive(redis, prefix, { host: "host-a" })).toBe(true);
     // Host b's worker is silent: another host's live worker does not make it healthy.
     expect(await isWorkerLive(redis, prefix, { id: "host-b-5a6b7c8d" })).toBe(false);
-    expect(await isWorkerLive(redis, prefix, { idPrefix: "host-b-" })).toBe(false);
-    expect(await isWorkerLive(redis, prefix, { idPrefix: "host-c-" })).toBe(false);
-    expect(await isWorkerLive(redis, prefix, { id: "host-a" })).toBe(false);
-    await expect(isWorkerLive(redis, prefix, { idPrefix: "" })).rejects.toThrow(/non-empty/);
+    expect(await isWorkerLive(redis, prefix, { host: "host-b" })).toBe(false);
+    // Host `host` is neither `host-a` nor `host-b`, whose ids start like its own would.
+    expect(await isWorkerLive(redis, prefix, { host: "host" })).toBe(false);
+    await recordWorkerHeartbeat(redis, prefix, "host-c-not-hex!");
+    expect(await isWorkerLive(redis, prefix, { host: "host-c" })).toBe(false);
+    await expect(isWorkerLive(redis, prefix, { host: "" })).rejects.toThrow(/host name/);
   });
 
   it("counts workers that beat within the stale limit, and not those silent for longer", async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { WORKER_HEARTBEAT_STALE_MS, workersKey } from "./keys";
 
@@ -32,26 +33,38 @@ export async function countLiveWorkers(redis: Redis, prefix: string): Promise<nu
   return Number(await redis.eval(COUNT_LUA, 1, workersKey(prefix), WORKER_HEARTBEAT_STALE_MS));
 }
 
-/** KEYS[1] the registry, ARGV[1] WORKER_HEARTBEAT_STALE_MS, ARGV[2] a worker id, ARGV[3] a prefix of worker ids ("" for none). */
+/** Hex characters after the host name in a worker id the worker makes itself ({@link newWorkerId}). */
+const WORKER_ID_SUFFIX_CHARS = 8;
+
+/** A worker id for a process on `host`: the host name, a dash and {@link WORKER_ID_SUFFIX_CHARS} hex characters. */
+export function newWorkerId(host: string): string {
+  return `${host}-${randomBytes(WORKER_ID_SUFFIX_CHARS / 2).toString("hex")}`;
+}
+
+/**
+ * KEYS[1] the registry, ARGV[1] WORKER_HEARTBEAT_STALE_MS, ARGV[2] a worker id, ARGV[3] a host
+ * name ("" for none): with a host, ids of {@link newWorkerId}'s form for that host match.
+ */
 const LIVE_ONE_LUA = `${NOW}
 local since = now - tonumber(ARGV[1])
 if ARGV[2] ~= '' then
   local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
   return (score and tonumber(score) >= since) and 1 or 0
 end
+local head = ARGV[3] .. '-'
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], since, '+inf')
 for _, id in ipairs(live) do
-  if string.sub(id, 1, #ARGV[3]) == ARGV[3] then return 1 end
+  if #id == #head + ${WORKER_ID_SUFFIX_CHARS} and string.sub(id, 1, #head) == head and string.find(string.sub(id, #head + 1), '^%x+$') then return 1 end
 end
 return 0`;
 
 /**
- * Whether the worker `worker.id`, or one whose id starts with `worker.idPrefix` (a host's workers
- * when ids are the host name and a random suffix), beat within {@link WORKER_HEARTBEAT_STALE_MS}
- * by Redis's clock: a container's health check, which must not take another host's worker for its own.
+ * Whether the worker `worker.id`, or one with an id {@link newWorkerId} made on `worker.host`,
+ * beat within {@link WORKER_HEARTBEAT_STALE_MS} by Redis's clock: a container's health check,
+ * which must not take another host's worker for its own (host `worker` is not host `worker-2`).
  */
-export async function isWorkerLive(redis: Redis, prefix: string, worker: { id: string } | { idPrefix: string }): Promise<boolean> {
-  const [id, idPrefix] = "id" in worker ? [worker.id, ""] : ["", worker.idPrefix];
-  if (!id && !idPrefix) throw new Error("isWorkerLive needs a worker id or a non-empty id prefix");
-  return Number(await redis.eval(LIVE_ONE_LUA, 1, workersKey(prefix), WORKER_HEARTBEAT_STALE_MS, id, idPrefix)) === 1;
+export async function isWorkerLive(redis: Redis, prefix: string, worker: { id: string } | { host: string }): Promise<boolean> {
+  const [id, host] = "id" in worker ? [worker.id, ""] : ["", worker.host];
+  if (!id && !host) throw new Error("isWorkerLive needs a worker id or a host name");
+  return Number(await redis.eval(LIVE_ONE_LUA, 1, workersKey(prefix), WORKER_HEARTBEAT_STALE_MS, id, host)) === 1;
 }

@@ -1,9 +1,8 @@
-import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "@agentrun/logger";
 import { createPrisma, schemaState, type SchemaState } from "@agentrun/db";
 import { closeRedis, createRedis } from "@agentrun/redis";
-import { controlChannel, recordWorkerHeartbeat, runCancelKey, workersKey } from "@agentrun/events";
+import { controlChannel, newWorkerId, recordWorkerHeartbeat, runCancelKey, workersKey } from "@agentrun/events";
 import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { endAbandonedRun } from "@agentrun/run-state";
@@ -41,7 +40,7 @@ export interface AgentWorker {
 
 /** Starts one agent worker: the BullMQ consumer, the cancel listener, heartbeats and the orphan sweeper. */
 export async function startAgentWorker(config: WorkerConfig, logger: Logger): Promise<AgentWorker> {
-  const workerId = config.WORKER_ID ?? `${hostname()}-${randomUUID().slice(0, 8)}`;
+  const workerId = config.WORKER_ID ?? newWorkerId(hostname());
   const log = logger.child({ workerId });
   const onError = (err: Error, role: string) => log.warn({ err: err.message, role }, "redis connection error");
   const prisma = createPrisma({ databaseUrl: config.DATABASE_URL, poolSize: Math.min(20, config.WORKER_CONCURRENCY + 4), preparedStatements: config.DB_PREPARED_STATEMENTS, queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS, onPoolError: (err) => log.warn({ err: err.message }, "database pool error") });

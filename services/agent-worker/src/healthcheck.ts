@@ -11,11 +11,11 @@ import { workerConfigSchema } from "./config";
 
 const config = loadConfig(workerConfigSchema);
 const redis = createRedis({ url: config.REDIS_URL, role: "commands", onError: () => {} });
-const worker = config.WORKER_ID ? { id: config.WORKER_ID } : { idPrefix: `${hostname()}-` };
+const worker = config.WORKER_ID ? { id: config.WORKER_ID } : { host: hostname() };
 isWorkerLive(redis, config.REDIS_PREFIX, worker)
   .then(
     (live) => {
-      if (!live) process.stderr.write(`no fresh heartbeat of ${"id" in worker ? worker.id : `${worker.idPrefix}*`}\n`);
+      if (!live) process.stderr.write(`no fresh heartbeat of ${"id" in worker ? worker.id : `a worker of host ${worker.host}`}\n`);
       process.exitCode = live ? 0 : 1;
     },
     (err: Error) => {

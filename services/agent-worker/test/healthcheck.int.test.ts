@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { hostname } from "node:os";
 import path from "node:path";
-import { recordWorkerHeartbeat, workersKey } from "@agentrun/events";
+import { newWorkerId, recordWorkerHeartbeat, workersKey } from "@agentrun/events";
 import { closeRedis, createRedis, Redis } from "@agentrun/redis";
 import { testEnv } from "@agentrun/testing";
 
@@ -25,8 +25,11 @@ function healthcheck(env: Record<string, string>): Promise<{ code: number; stder
 it("passes while this host's worker beats, and fails when only another host's does", async () => {
   const prefix = `${testEnv().redisPrefix}:healthcheck-${++n}`;
   await recordWorkerHeartbeat(redis, prefix, "other-host-1a2b3c4d");
-  expect(await healthcheck({ REDIS_PREFIX: prefix })).toMatchObject({ code: 1, stderr: expect.stringContaining(`no fresh heartbeat of ${hostname()}-*`) });
-  await recordWorkerHeartbeat(redis, prefix, `${hostname()}-1a2b3c4d`);
+  expect(await healthcheck({ REDIS_PREFIX: prefix })).toMatchObject({ code: 1, stderr: expect.stringContaining(`no fresh heartbeat of a worker of host ${hostname()}`) });
+  // Another host whose name starts like this one's does not count either.
+  await recordWorkerHeartbeat(redis, prefix, `${hostname()}-2-1a2b3c4d`);
+  expect((await healthcheck({ REDIS_PREFIX: prefix })).code).toBe(1);
+  await recordWorkerHeartbeat(redis, prefix, newWorkerId(hostname()));
   expect(await healthcheck({ REDIS_PREFIX: prefix })).toEqual({ code: 0, stderr: "" });
   // A configured WORKER_ID is looked up as it is.
   expect((await healthcheck({ REDIS_PREFIX: prefix, WORKER_ID: "worker-7" })).code).toBe(1);
