@@ -88,13 +88,15 @@ describe("cancel", () => {
     const deleter = new pg.Client({ connectionString: testEnv().databaseUrl });
     await deleter.connect();
     try {
+      const deleterPid = (await deleter.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
       await deleter.query("BEGIN");
       await deleter.query("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", [runId]);
       const cancelling = post(`/tasks/${taskId}/runs/${runId}/cancel`);
-      // Read outside the deleter's transaction, whose view of pg_stat_activity stays as first read.
+      // The cancel's end waiting for the deleter (read outside the deleter's transaction, whose
+      // view of pg_stat_activity stays as first read).
       await eventually(async () => {
         const [waiting] = await prisma.$queryRaw<{ n: number }[]>`
-          SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%agentrun_finish_run%'`;
+          SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${deleterPid}::int = ANY(pg_blocking_pids(pid)) AND query LIKE '%agentrun_finish_run%'`;
         return (waiting?.n ?? 0) > 0;
       });
       await deleter.query("DELETE FROM tasks WHERE id = $1", [taskId]);
