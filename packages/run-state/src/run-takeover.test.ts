@@ -4,7 +4,7 @@ import { createRedis, Redis } from "@agentrun/redis";
 import { readDbEvents, RUN_LOG_TTL_LIVE_S, runCancelKey, RunEventWriter, runLogKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
 import { createTestRun, startPgRelay, testEnv, testPrisma } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
-import { endAbandonedRun, finishRun, failRun } from "./finish-run";
+import { endAbandonedRun, finishRun, failRun, type FinishRunDeps } from "./finish-run";
 
 // Ending a run in its worker's stead (finishRun without the worker's writer), against the real
 // PostgreSQL and Redis: what is taken over, when, and what happens when part of it fails.
@@ -156,68 +156,58 @@ describe("an end whose answer was lost after it committed", () => {
     }
   }, 30_000);
 
-  it("does not take a worker's end of the same type and seq for its own when it ends a queued run without a writer id", async () => {
+  /**
+   * Runs `finish` (an end of `runId` through a relay that loses the end's statement on its way)
+   * while another party holds the run, in a transaction begun with `claim` (`$1` the run id), and
+   * then stores its own failed end `theirs` under `holder` and commits: what `finish` returns.
+   */
+  async function loseEndWhileAnotherEnds(runId: string, claim: string, holder: string, theirs: RunEvent, finish: (deps: FinishRunDeps) => Promise<RunEvent | null>) {
     const relay = await startPgRelay(testEnv().databaseUrl);
     const relayed = testPrisma(relay.url);
-    const worker = new pg.Client({ connectionString: testEnv().databaseUrl });
-    await worker.connect();
+    const other = new pg.Client({ connectionString: testEnv().databaseUrl });
+    await other.connect();
     try {
-      const runId = await createTestRun(prisma, "queued");
       await relayed.$queryRaw`SELECT 1`;
-      // The gateway fails the queued run it could not queue (no writer id, only while queued);
-      // its end is lost on the way, and meanwhile a worker claims the run and fails it at seq 2.
-      await worker.query("BEGIN");
-      await worker.query("UPDATE runs SET status = 'running', worker_id = 'w2' WHERE id = $1", [runId]);
+      await other.query("BEGIN");
+      await other.query(claim, [runId]);
       relay.cutBeforeNextStatement("agentrun_finish_run");
-      const writer = new RunEventWriter({ prisma: relayed, redis, redisPrefix, runId, lastSeq: 1, onError: () => {} });
-      const unqueued = { code: "unavailable", message: "The run queue is unavailable." };
-      const ending = finishRun({ prisma: relayed, redis, redisPrefix }, { runId, status: "failed", error: unqueued, messages: [], writer, retryForMs: 5_000, onlyIfQueued: true });
+      const ending = finish({ prisma: relayed, redis, redisPrefix });
       while (relay.cuts() === 0) await new Promise((r) => setTimeout(r, 5));
-      const workersEnd = { seq: 2, type: "run_failed", run_id: runId, error: { code: "model_error", message: "The model failed." } };
-      await worker.query(`SELECT agentrun_finish_run($1, 'failed', '', 0, 0, 0, 0, 'model_error', 'The model failed.', $2::jsonb, '[]', '[]', $3, false, 'w2')`, [
-        runId,
-        JSON.stringify(workersEnd),
-        `led_${runId}`,
-      ]);
-      await worker.query("COMMIT");
-      expect(await ending).toBeNull();
-      expect((await logEvents(runId)).filter((e) => e.seq === 2)).toEqual([workersEnd]);
+      const { code, message } = (theirs as { error: { code: string; message: string } }).error;
+      await other.query(`SELECT agentrun_finish_run($1, 'failed', '', 0, 0, 0, 0, $2, $3, $4::jsonb, '[]', '[]', $5, false, $6)`, [runId, code, message, JSON.stringify(theirs), `led_${runId}`, holder]);
+      await other.query("COMMIT");
+      return await ending;
     } finally {
-      await worker.end();
+      await other.end();
       await relayed.$disconnect();
       await relay.close();
     }
+  }
+
+  it("does not take a worker's end of the same type and seq for its own when it ends a queued run without a writer id", async () => {
+    // The gateway fails the queued run it could not queue (no writer id, only while queued); its
+    // end is lost on the way, and meanwhile a worker claims the run and fails it at seq 2.
+    const runId = await createTestRun(prisma, "queued");
+    const workersEnd = { seq: 2, type: "run_failed", run_id: runId, error: { code: "model_error", message: "The model failed." } } as RunEvent;
+    const unqueued = { code: "unavailable", message: "The run queue is unavailable." };
+    const ended = await loseEndWhileAnotherEnds(runId, "UPDATE runs SET status = 'running', worker_id = 'w2' WHERE id = $1", "w2", workersEnd, (d) => {
+      const writer = new RunEventWriter({ ...d, runId, lastSeq: 1, onError: () => {} });
+      return finishRun(d, { runId, status: "failed", error: unqueued, messages: [], writer, retryForMs: 5_000, onlyIfQueued: true });
+    });
+    expect(ended).toBeNull();
+    expect((await logEvents(runId)).filter((e) => e.seq === 2)).toEqual([workersEnd]);
   }, 30_000);
 
   it("publishes the end a taker stored meanwhile, and returns null for it", async () => {
-    const relay = await startPgRelay(testEnv().databaseUrl);
-    const relayed = testPrisma(relay.url);
-    const taker = new pg.Client({ connectionString: testEnv().databaseUrl });
-    await taker.connect();
-    try {
-      const { runId, writer } = await runOfW1();
-      writer.emit({ type: "text_chunk", content: "a" });
-      await relayed.$queryRaw`SELECT 1`;
-      // A sweeper holds the run (uncommitted) while the worker's end is lost on its way; the
-      // worker's retry waits for the row and then finds the sweeper's end, never published.
-      await taker.query("BEGIN");
-      await taker.query("UPDATE runs SET worker_id = 'end_sweeper' WHERE id = $1", [runId]);
-      relay.cutBeforeNextStatement("agentrun_finish_run");
-      const ending = finishRun({ prisma: relayed, redis, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer, retryForMs: 5_000 });
-      while (relay.cuts() === 0) await new Promise((r) => setTimeout(r, 5));
-      const end = { seq: 3, type: "run_failed", run_id: runId, error: lost };
-      await taker.query(`SELECT agentrun_finish_run($1, 'failed', '', 0, 0, 0, 0, 'worker_lost', 'gone', $2::jsonb, '[]', '[]', $3, false, 'end_sweeper')`, [
-        runId,
-        JSON.stringify(end),
-        `led_${runId}`,
-      ]);
-      await taker.query("COMMIT");
-      expect(await ending).toBeNull();
-      expect((await logEvents(runId)).filter((e) => e.seq === 3)).toEqual([end]);
-    } finally {
-      await taker.end();
-      await relayed.$disconnect();
-      await relay.close();
-    }
+    // A sweeper holds the run (uncommitted) while the worker's end is lost on its way; the
+    // worker's retry waits for the row and then finds the sweeper's end, never published.
+    const { runId, writer } = await runOfW1();
+    writer.emit({ type: "text_chunk", content: "a" });
+    const sweepersEnd = { seq: 3, type: "run_failed", run_id: runId, error: lost } as RunEvent;
+    const ended = await loseEndWhileAnotherEnds(runId, "UPDATE runs SET worker_id = 'end_sweeper' WHERE id = $1", "end_sweeper", sweepersEnd, (d) =>
+      finishRun(d, { runId, status: "completed", output: "a", messages: [], writer, retryForMs: 5_000 }),
+    );
+    expect(ended).toBeNull();
+    expect((await logEvents(runId)).filter((e) => e.seq === 3)).toEqual([sweepersEnd]);
   }, 30_000);
 });
