@@ -135,9 +135,10 @@ const ABANDON_RETRY_MS = 60_000;
 /**
  * A run whose creation went unanswered (PostgreSQL stopped answering, or the connection was lost
  * after the statement was sent) was answered 503, but the database may have committed it, or
- * still commit it once it answers again. Such a run must never execute. Its cancel flag makes a worker that claims it (the workers queue old queued runs
- * again) end it at once, free; and it is ended here as unqueued as soon as PostgreSQL answers,
- * which also frees what it held (its Idempotency-Key).
+ * still commit it once it answers again. Such a run must never execute. Its cancel flag makes a
+ * worker that claims it (the workers queue old queued runs again) end it at once, free; and it is
+ * ended here as unqueued as soon as PostgreSQL answers, which also frees what it held (its
+ * Idempotency-Key).
  */
 async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Promise<void> {
   await deps.redis.set(runCancelKey(deps.config.REDIS_PREFIX, run.runId), "1", "EX", 3600).catch(() => {});
