@@ -107,14 +107,31 @@ export function mayHaveBeenCarriedOut(err: unknown): boolean {
   return isQueryTimeoutError(err) || (isUnavailableError(err) && !isConnectFailure(err));
 }
 
+/**
+ * Codes (Node's, PostgreSQL's SQLSTATE, Prisma's) of a failure to get a connection: nothing was
+ * sent. 53300 is too many connections (the server's, or a role's or database's limit), which
+ * Prisma's adapter reports as P2037: no connection now, as when the server is down.
+ */
+const CONNECT_FAILURE_CODES = ["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "EMFILE", "ENFILE", "57P03", "53300", "P1001", "P2024", "P2037"];
+/** Codes of a connection lost, cut or timed out once open. */
+const LOST_CONNECTION_CODES = ["ECONNRESET", "ETIMEDOUT", "EPIPE", "57P01", "57P02", "08006", "08001", "08003", "P1002", "P1017"];
+
+/** Whether `e` (one error, not its causes) carries one of `codes`, as its code or its SQLSTATE. */
+const hasCode = (e: any, codes: string[]) => codes.includes(String(e.code ?? "")) || codes.includes(sqlStateOf(e) ?? "");
+
 /** An outage met while getting a connection, before any statement was sent. */
 function isConnectFailure(err: unknown): boolean {
-  const before = ["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "EMFILE", "ENFILE", "57P03", "53300", "P1001", "P2024", "P2037"];
   for (const e of causeChain(err)) {
-    if (before.includes(String(e.code ?? "")) || before.includes(sqlStateOf(e) ?? "")) return true;
+    if (hasCode(e, CONNECT_FAILURE_CODES)) return true;
     const msg = `${String(e.message ?? "")} ${String(e.cause?.message ?? "")}`;
     if (/connect E[A-Z]+|timeout exceeded when trying to connect|Can't reach database|DatabaseNotReachable|not yet accepting connections|the database system is starting up|too many (connections|clients)/i.test(msg)) return true;
   }
+  return false;
+}
+
+/** PostgreSQL refused a connection for too many of them (SQLSTATE 53300, Prisma's P2037). */
+export function isTooManyConnectionsError(err: unknown): boolean {
+  for (const e of causeChain(err)) if (hasCode(e, ["53300", "P2037"])) return true;
   return false;
 }
 
@@ -133,15 +150,9 @@ function* causeChain(err: unknown): Generator<any> {
  */
 export function isUnavailableError(err: unknown): boolean {
   for (const e of causeChain(err)) {
-    const code = String(e.code ?? "");
     const msg = String(e.message ?? "");
     // Prisma's driver adapter keeps PostgreSQL's SQLSTATE in `meta` (e.g. P2010 → 57P03).
-    const sqlState = sqlStateOf(e) ?? "";
-    // 53300: too many connections (the server's, or a role's or database's limit), which Prisma's
-    // adapter reports as P2037: no connection now, as when the server is down.
-    const down = ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "EPIPE", "EMFILE", "ENFILE", "57P01", "57P02", "57P03", "08006", "08001", "08003", "53300"];
-    if (down.includes(code) || down.includes(sqlState)) return true;
-    if (/P1001|P1002|P1017|P2024|P2037/.test(code)) return true;
+    if (hasCode(e, CONNECT_FAILURE_CODES) || hasCode(e, LOST_CONNECTION_CODES)) return true;
     // Out of file descriptors (EMFILE, ENFILE): this process cannot open a connection now.
     if (/Connection is closed|connect E[MN]FILE|Stream isn't writeable|enableOfflineQueue|connect ECONNREFUSED|Connection terminated|DatabaseNotReachable|Can't reach database|timeout exceeded when trying to connect|the database system is (starting up|shutting down|not yet accepting connections|in recovery mode)|MaxRetriesPerRequestError|Reached the max retries|Query read timeout/i.test(msg)) return true;
     if (e.name === "DriverAdapterError" && /ECONNREFUSED|E[MN]FILE|closed|terminat/i.test(String(e.cause?.message ?? msg))) return true;

@@ -2,7 +2,7 @@
  * The one line an operator sees for a database failure. Prisma's own messages span many lines
  * (the invocation, a source excerpt, then the cause); none of that reaches the terminal.
  */
-import { driverCauseOf, isQueryTimeoutError, isUnavailableError, sqlStateOf } from "@agentrun/errors";
+import { driverCauseOf, isQueryTimeoutError, isTooManyConnectionsError, isUnavailableError, sqlStateOf } from "@agentrun/errors";
 import { QUERY_TIMEOUT_MS, STATEMENT_TIMEOUT_MS } from "./database-connection";
 
 /** Database errors that mean DATABASE_URL names the wrong database or one not migrated yet. */
@@ -71,7 +71,7 @@ export function databaseErrorLine(err: unknown): string | undefined {
     return `error: the TLS connection to the database failed (${reason || "no reason given"}; check sslmode in DATABASE_URL)`;
   }
   // Counted as unavailable too, but it is not unreachable: say what it is.
-  if (sqlState === "53300" || (err as { code?: unknown } | null)?.code === "P2037") return TOO_MANY_CONNECTIONS;
+  if (isTooManyConnectionsError(err)) return TOO_MANY_CONNECTIONS;
   if (isUnavailableError(err)) return UNREACHABLE;
   if (LOGIN_REFUSED.includes(sqlState)) {
     return `error: the database refused the login in DATABASE_URL (${text(cause?.originalMessage) ?? "check its user name and password"})`;
