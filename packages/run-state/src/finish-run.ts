@@ -2,9 +2,10 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { newId, storableJsonText, type PrismaClient, type MessageRole } from "@agentrun/db";
 import { runCost } from "@agentrun/credits";
-import { isTerminalEvent, type RunEvent, type RunEventInput } from "@agentrun/contracts";
+import type { RunEvent, RunEventInput } from "@agentrun/contracts";
 import { isUnavailableError, mayHaveBeenCarriedOut } from "@agentrun/errors";
-import { readDbEvents, readUnstoredEvents, RUN_LOG_TTL_AFTER_END_S, runCancelKey, runWriterKey, RunEventWriter, takeOverRunWriter } from "@agentrun/events";
+import { readUnstoredEvents, RUN_LOG_TTL_AFTER_END_S, runCancelKey, runWriterKey, RunEventWriter, takeOverRunWriter } from "@agentrun/events";
+import { endStoredBefore, publishStoredTerminal } from "./stored-end";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
 
@@ -162,22 +163,6 @@ async function takeOverLog(deps: FinishRunDeps, runId: string, token: string, pr
 }
 
 /**
- * Publishes the stored terminal event of an ended run, as the run log's current writer: a stored
- * end is always fit to publish, whoever holds the log. False (and nothing published) while the
- * run is still queued or running; true for an ended or deleted run.
- */
-async function publishStoredTerminal(deps: FinishRunDeps, runId: string): Promise<boolean> {
-  const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true, lastSeq: true } });
-  if (!run) return true;
-  if (run.status === "queued" || run.status === "running") return false;
-  const [last] = await readDbEvents(deps, runId, run.lastSeq - 1);
-  if (!last || !isTerminalEvent(last)) return true;
-  const holder = (await deps.redis.get(runWriterKey(deps.redisPrefix, runId))) ?? undefined;
-  await new RunEventWriter({ ...deps, runId, lastSeq: run.lastSeq, writerId: holder, onError: () => {} }).publishStored(last);
-  return true;
-}
-
-/**
  * A count as PostgreSQL's `integer` takes it: a whole number from 0 to 2^31 − 1 (the callers'
  * counts already are; this is the last line of defence, like storableJsonText, so that no figure
  * leaves a run that cannot end).
@@ -242,22 +227,6 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
   const published = writer.publishStored(stored);
   if (input.writer) await published;
   return stored;
-}
-
-/**
- * The stored terminal event of the run if it is `terminal`, stored by an earlier attempt of the
- * same end whose answer was lost: same type, seq and error, and the run still held under
- * `writerId` (a taker changes it). Otherwise null, once the end someone else stored is published.
- */
-async function endStoredBefore(deps: FinishRunDeps, runId: string, terminal: RunEvent, writerId: string | undefined): Promise<RunEvent | null> {
-  const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { lastSeq: true, workerId: true } });
-  const [last] = run && run.lastSeq === terminal.seq ? await readDbEvents(deps, runId, run.lastSeq - 1) : [];
-  const errorOf = (e: unknown) => (e as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
-  const sameError = errorOf(last)?.code === errorOf(terminal)?.code && errorOf(last)?.message === errorOf(terminal)?.message;
-  const ours = last?.type === terminal.type && last.seq === terminal.seq && sameError && (writerId === undefined || run?.workerId === writerId);
-  if (ours) return last;
-  await publishStoredTerminal(deps, runId);
-  return null;
 }
 
 /**
