@@ -21,6 +21,18 @@ const sandbox = new CalcSandbox({ timeoutMs: CALC_TIMEOUT_MS, maxWaitMs: CALC_MA
 /** Starts the process's calc threads now and resolves once they are loaded. */
 export const warmCalcThreads = () => sandbox.warm();
 
+/**
+ * The tool error for each way a calculation fails (a stopped run is reported as the stop). An
+ * expression that found no free thread, or no thread at all, was never evaluated: not charged.
+ */
+const FAILURES: Record<Exclude<CalcFailure["reason"], "aborted">, { code: string; charged: boolean }> = {
+  invalid: { code: "invalid_expression", charged: true },
+  timeout: { code: "too_expensive", charged: true },
+  memory: { code: "too_expensive", charged: true },
+  busy: { code: "too_expensive", charged: false },
+  unavailable: { code: "unavailable", charged: false },
+};
+
 export const calcEvaluate = defineAction({
   tool: "calc",
   action: "evaluate",
@@ -34,9 +46,8 @@ export const calcEvaluate = defineAction({
       if (!(err instanceof CalcFailure)) throw err;
       // A stopped run: the registry reports the stop, not a tool error.
       if (err.reason === "aborted") throw ctx.signal.reason ?? err;
-      const code = err.reason === "invalid" ? "invalid_expression" : err.reason === "unavailable" ? "unavailable" : "too_expensive";
-      // An expression that found no free thread, or no thread at all, was never evaluated: not charged.
-      throw new ToolError(code, `Cannot evaluate '${expression}': ${err.message}.`, { charged: err.reason !== "busy" && err.reason !== "unavailable" });
+      const { code, charged } = FAILURES[err.reason];
+      throw new ToolError(code, `Cannot evaluate '${expression}': ${err.message}.`, { charged });
     }
     if (typeof result === "string" && result.length > CALC_MAX_RESULT_CHARS) {
       throw new ToolError("too_expensive", `'${expression}' gives an answer of ${result.length} characters; at most ${CALC_MAX_RESULT_CHARS} are returned.`);
