@@ -113,8 +113,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   queue.on("error", (err) => log.warn({ err: err.message }, "queue error"));
   // Each sweep on its own schedule: one that takes longer than its interval is not started again meanwhile.
   const sweepEveryMs = Math.max(1000, Math.floor(Math.min(config.RUN_STALE_AFTER_MS, config.QUEUED_STALE_AFTER_MS) / 4));
-  const sweep = (what: string, run: () => Promise<unknown>) =>
-    every(sweepEveryMs, () => run().then(() => {}, (err: Error) => log.warn({ err: err.message }, `${what} failed`)));
+  const sweep = (what: string, run: () => Promise<unknown>) => every(sweepEveryMs, () => run().catch((err: Error) => log.warn({ err: err.message }, `${what} failed`)));
   const stopSweeps = [sweep("orphan sweep", () => sweepOrphanedRuns(deps, queue)), sweep("queued-run sweep", () => reviveQueuedRuns(deps, queue))];
   log.info({ concurrency: config.WORKER_CONCURRENCY }, "agent worker started");
 

@@ -4,7 +4,7 @@
  * skipped, so slow calls never pile up on each other. `task` handles its own errors: a
  * rejection is dropped. Returns a stop function, after which no call starts.
  */
-export function every(everyMs: number, task: () => Promise<void>, opts: { now?: boolean } = {}): () => void {
+export function every(everyMs: number, task: () => Promise<unknown>, opts: { now?: boolean } = {}): () => void {
   let running = false;
   const tick = () => {
     if (running) return;
