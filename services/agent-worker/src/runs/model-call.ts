@@ -4,13 +4,9 @@ import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/reso
 import { untilAborted } from "../until-aborted";
 import { completionChunks, type StreamedResponse } from "./completion-chunks";
 import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
+import { ToolCallDeltas, type ModelToolCall } from "./tool-call-deltas";
 
-export interface ModelToolCall {
-  id: string;
-  name: string;
-  /** Raw JSON text of the arguments as the model sent them. */
-  arguments: string;
-}
+export type { ModelToolCall } from "./tool-call-deltas";
 
 export interface ModelTurn {
   text: string;
@@ -93,7 +89,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const deadlineTimer = setTimeout(() => deadline.abort("call_timeout"), opts.timeoutMs);
   const signal = AbortSignal.any([opts.signal, idle.signal, deadline.signal]);
   const turn: ModelTurn = { text: "", toolCalls: [] };
-  const calls = new Map<number, ModelToolCall>();
+  const calls = new ToolCallDeltas(MAX_TOOL_CALLS_PER_ANSWER);
   // The usage object of the model's last chunk that had one, as it came.
   let reported: { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
   // Set once the response headers arrived: the model accepted the request and reads its prompt.
@@ -106,7 +102,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     const prompt = reportedTokens(reported?.prompt_tokens);
     const completion = reportedTokens(reported?.completion_tokens);
     if (prompt !== null && completion !== null) return opts.onUsage({ promptTokens: prompt, completionTokens: completion });
-    const estimate = estimateUsage(opts.messages, turn.text, calls.values());
+    const estimate = estimateUsage(opts.messages, turn.text, calls.calls);
     opts.onUsage({ promptTokens: prompt ?? estimate.promptTokens, completionTokens: completion ?? estimate.completionTokens });
   };
   const forward = (raw: string) => {
@@ -144,18 +140,10 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
           forward(pendingHigh ? content.slice(0, -1) : content);
         }
         for (const tc of delta?.tool_calls ?? []) {
-          let call = calls.get(tc.index);
-          if (!call) {
-            if (calls.size === MAX_TOOL_CALLS_PER_ANSWER) {
-              reportUsage();
-              throw new RunFailure("model_bad_response", `The model requested more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls in one answer.`);
-            }
-            call = { id: "", name: "", arguments: "" };
+          if (!calls.add(tc)) {
+            reportUsage();
+            throw new RunFailure("model_bad_response", `The model requested more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls in one answer.`);
           }
-          if (typeof tc.id === "string" && tc.id) call.id = tc.id;
-          if (tc.function?.name) call.name += storableText(tc.function.name);
-          if (tc.function?.arguments) call.arguments += tc.function.arguments;
-          calls.set(tc.index, call);
         }
       }
     }
@@ -176,20 +164,20 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     clearTimeout(deadlineTimer);
   }
   reportUsage();
-  turn.toolCalls = withUniqueIds([...calls.entries()].sort(([a], [b]) => a - b));
+  turn.toolCalls = withUniqueIds(calls.calls);
   if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
   return turn;
 }
 
 /**
- * The calls in order, each with an id of its own: the model's, or `call_<index>` where it sent
+ * The calls in order, each with an id of its own: the model's, or `call_<position>` where it sent
  * none or repeated one (its results go back to it by id, and a provider refuses a conversation
  * that answers one id twice), with a suffix where that too is taken.
  */
-function withUniqueIds(entries: [number, ModelToolCall][]): ModelToolCall[] {
-  const taken = new Set(entries.map(([, c]) => c.id));
+function withUniqueIds(calls: ModelToolCall[]): ModelToolCall[] {
+  const taken = new Set(calls.map((c) => c.id));
   const seen = new Set<string>();
-  return entries.map(([index, c]) => {
+  return calls.map((c, index) => {
     let id = c.id;
     if (!id || seen.has(id)) {
       id = `call_${index}`;

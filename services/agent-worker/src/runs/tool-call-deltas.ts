@@ -1,0 +1,89 @@
+import { storableText } from "@agentrun/db";
+
+/** A tool call of a model's answer. */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  /** Raw JSON text of the arguments as the model sent them. */
+  arguments: string;
+}
+
+/** One streamed piece of a tool call, as OpenAI-compatible providers send it in `delta.tool_calls`. */
+export interface ToolCallDelta {
+  index?: number | null;
+  id?: string | null;
+  function?: { name?: string | null; arguments?: string | null } | null;
+}
+
+interface Entry {
+  /** The provider's index, or null when it sent none. */
+  index: number | null;
+  call: ModelToolCall;
+}
+
+/**
+ * Assembles the tool calls of one streamed answer from their deltas, as providers really send
+ * them:
+ * - OpenAI: the id and the whole name in the first delta of each `index`, then pieces of the
+ *   arguments;
+ * - providers that send the name again in later deltas (whole, or the name so far): the name is
+ *   taken once, not repeated;
+ * - providers that send no `index` (Gemini's OpenAI-compatible endpoint): a delta with an id not
+ *   seen last starts a new call, one without continues the last;
+ * - providers that send every call at one index: a new id at an index starts a new call there.
+ */
+export class ToolCallDeltas {
+  private readonly entries: Entry[] = [];
+  /** The latest call of each index. */
+  private readonly byIndex = new Map<number, Entry>();
+
+  constructor(private readonly maxCalls: number) {}
+
+  /** The calls so far, in order (by index where the provider gave one, then as they came). */
+  get calls(): ModelToolCall[] {
+    return this.entries
+      .map((e, arrival) => ({ e, arrival }))
+      .sort((a, b) => (a.e.index ?? Infinity) - (b.e.index ?? Infinity) || a.arrival - b.arrival)
+      .map(({ e }) => e.call);
+  }
+
+  /** Adds one delta. False when it would start a call beyond `maxCalls` (nothing is added then). */
+  add(delta: ToolCallDelta): boolean {
+    const id = typeof delta.id === "string" && delta.id ? delta.id : null;
+    const index = Number.isInteger(delta.index) ? (delta.index as number) : null;
+    let entry = this.entryFor(index, id);
+    if (!entry) {
+      if (this.entries.length === this.maxCalls) return false;
+      entry = { index, call: { id: "", name: "", arguments: "" } };
+      this.entries.push(entry);
+      if (index !== null) this.byIndex.set(index, entry);
+    }
+    const call = entry.call;
+    if (id) call.id = id;
+    const name = delta.function?.name;
+    if (name) call.name = mergedName(call.name, storableText(name));
+    const args = delta.function?.arguments;
+    if (args) call.arguments += args;
+    return true;
+  }
+
+  /** The call a delta continues, or null when it starts a new one. */
+  private entryFor(index: number | null, id: string | null): Entry | null {
+    const current = index === null ? (this.entries.at(-1) ?? null) : (this.byIndex.get(index) ?? null);
+    if (!current) return null;
+    // A different id starts a new call (at the same index, or after the last index-less one).
+    if (id && current.call.id && id !== current.call.id) return null;
+    return current;
+  }
+}
+
+/**
+ * A call's name after a delta that carries `next`: the name so far repeated with more replaces
+ * it; the name so far again, or its beginning, leaves it; anything else is the next piece of a
+ * name sent in pieces.
+ */
+function mergedName(sofar: string, next: string): string {
+  if (next.startsWith(sofar)) return next;
+  if (sofar.startsWith(next)) return sofar;
+  return sofar + next;
+}
