@@ -129,6 +129,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
   let stopResync: (() => void) | null = null;
   let poll: NodeJS.Timeout | null = null;
   let filling = false;
+  // A fill asked for while one was running (a gap or a resync it may have missed): run it next.
+  let fillAgain = false;
   const basePollMs = opts.pollIntervalMs ?? 5000;
   const maxPollMs = Math.max(basePollMs, opts.maxPollIntervalMs ?? 60_000);
   let pollMs = basePollMs;
@@ -183,7 +185,11 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
     // on the first two idle checks and on every check once they are a minute apart, so that
     // thousands of idle streams cost Redis and the database little.
     const fill = async (periodic = false) => {
-      if (filling || finished) return;
+      if (finished) return;
+      if (filling) {
+        fillAgain ||= !periodic;
+        return;
+      }
       filling = true;
       try {
         const key = runLogKey(opts.redisPrefix, runId);
@@ -202,12 +208,17 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         }
         const fromLog = mergeEvents([], log ?? [], next - 1);
         const covered = fromLog.length > 0 && fromLog[0]!.seq === next;
+        // A terminal event is published only once stored, with every event before it that its
+        // writer had: one known before PostgreSQL is read shows that the read sees all of them.
+        const endKnown = [...pending.values()].some(isTerminalEvent);
         const rows = covered ? [] : await readDbEvents(opts, runId, next - 1);
-        for (const e of mergeEvents(rows, log ?? [], next - 1)) add(e);
-        // The run has ended (its terminal event is here, so PostgreSQL holds all it will ever
-        // hold) and neither store has the next seq: it was lost for good (an append that failed,
-        // and its worker gone before storing it). Go on past the gap rather than wait for ever.
-        if (!finished && !covered && [...pending.values()].some(isTerminalEvent)) {
+        const read = mergeEvents(rows, log ?? [], next - 1);
+        for (const e of read) add(e);
+        // The run has ended and neither store has the next seq: it was lost for good (an append
+        // that failed, and its worker gone before storing it). Go on past the gap rather than
+        // wait for ever. A terminal event that arrived during the read proves nothing about what
+        // the read saw: the fill it asked for reads again.
+        if (!finished && !covered && (endKnown || read.some(isTerminalEvent)) && [...pending.values()].some(isTerminalEvent)) {
           next = Math.min(...pending.keys());
           deliver();
         }
@@ -215,6 +226,10 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         // The next check tries again; a lasting outage is reported by the caller's checks.
       } finally {
         filling = false;
+        if (fillAgain && !finished) {
+          fillAgain = false;
+          void fill();
+        }
       }
     };
     const schedulePoll = () => {

@@ -67,6 +67,59 @@ describe("run event bus", () => {
     expect(seen.map((e) => e.seq)).toEqual([2, 4, 5]);
   });
 
+  it("reads PostgreSQL again for a gap when the run's end arrives while it reads, instead of going past stored events", async () => {
+    const runId = await createTestRun(prisma);
+    // The follower's reads of stored batches: this one may be held after PostgreSQL answered
+    // (an old snapshot handed back late), as a slow query is.
+    let hold: Promise<void> | null = null;
+    let answered!: () => void;
+    const heldAnswer = new Promise<void>((r) => (answered = r));
+    const reader = prisma.$extends({
+      query: {
+        runEventBatch: {
+          async findMany({ args, query }) {
+            const rows = await query(args);
+            if (hold) (answered(), await hold);
+            return rows;
+          },
+        },
+      },
+    }) as unknown as PrismaClient;
+    const seen: RunEvent[] = [];
+    const done = followRun({ prisma: reader, redis, redisPrefix, hub, runId, afterSeq: 1, onEvent: (e) => seen.push(e), pollIntervalMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 50));
+
+    // Seqs 2-4 reach neither the log nor the channel (Redis refused them) and wait in the
+    // worker's batch; seq 4 then reaches both, once Redis is back.
+    const broken = createRedis({ url: "redis://127.0.0.1:1", role: "commands" });
+    try {
+      const writer = new RunEventWriter({ prisma, redis: broken, redisPrefix, runId, lastSeq: 1, flushIntervalMs: 60_000, onError: () => {} });
+      for (const content of ["a", "b", "c"]) writer.emit({ type: "text_chunk", content });
+      let release!: () => void;
+      hold = new Promise<void>((r) => (release = r));
+      const four = JSON.stringify({ seq: 4, type: "text_chunk", content: "c" });
+      await redis.rpush(runLogKey(redisPrefix, runId), four);
+      await redis.publish(runChannel(redisPrefix, runId), four);
+      // The gap's read of PostgreSQL has its answer (no batch yet) and is held: now the worker
+      // stores its end, with seqs 2-4, and publishes the terminal event.
+      await within(heldAnswer, 5000);
+      const terminal = await finishRun({ prisma, redis: broken, redisPrefix }, { runId, status: "completed", output: "abc", messages: [], writer });
+      expect(terminal).toMatchObject({ seq: 5, type: "run_completed" });
+      await redis.publish(runChannel(redisPrefix, runId), JSON.stringify(terminal));
+      await new Promise((r) => setTimeout(r, 50));
+      release();
+    } finally {
+      broken.disconnect();
+    }
+    expect(await within(done, 5000)).toMatchObject({ seq: 5, type: "run_completed" });
+    expect(seen.map((e) => [e.seq, e.type === "text_chunk" ? e.content : e.type])).toEqual([
+      [2, "a"],
+      [3, "b"],
+      [4, "c"],
+      [5, "run_completed"],
+    ]);
+  });
+
   it("replays from PostgreSQL alone once the Redis log is gone", async () => {
     const runId = await createTestRun(prisma);
     const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1 });
