@@ -40,6 +40,8 @@ describe("run events", () => {
     const typeFor = async (accept?: string) => {
       const res = await fetch(url, { headers: { ...tenant.headers, ...(accept === undefined ? {} : { accept }) } });
       await res.text();
+      // Either answer depends on Accept, which a cache must know.
+      expect([accept, res.headers.get("vary")]).toEqual([accept, expect.stringMatching(/\bAccept\b/)]);
       return res.headers.get("content-type")?.split(";")[0];
     };
     const cases: [string | undefined, string][] = [

@@ -44,7 +44,8 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
   router.get("/tasks/:task_id/runs/:run_id/events", async (req, res) => {
     const afterSeq = resumeAfter(req);
     const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);
-
+    // The same URL answers in either format: a cache must key its copies by Accept.
+    res.vary("Accept");
     if (wantsJson(req)) {
       res.json({ events: await readStoredEvents(store, run.id, afterSeq) });
       return;
