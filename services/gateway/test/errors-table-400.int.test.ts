@@ -20,7 +20,8 @@ describe("400 invalid_request", () => {
   it("missing or invalid fields, listed in details", async () => {
     const body = await expectError(await postJson("/api/run", { stream: "yes", extra: 1 }), 400, "invalid_request");
     const paths = body.error.details.map((d: any) => d.path);
-    expect(paths).toEqual(expect.arrayContaining(["query", "stream"]));
+    expect(paths).toEqual(expect.arrayContaining(["query", "stream", "extra"]));
+    expect(body.error.message).toMatch(/(^|; )Unrecognized key: "extra"($|;)/);
     for (const d of body.error.details) expect(d).toEqual({ path: expect.any(String), message: expect.any(String) });
   });
 
@@ -40,6 +41,12 @@ describe("400 invalid_request", () => {
     const events = `/api/tasks/${task_id}/runs/${run_id}/events?from=3`;
     expect((await expectError(await call(events, { headers: { ...tenant.headers, "last-event-id": "1" } }), 400, "invalid_request")).error.message).toMatch(/from/);
     expect((await call("/api/tasks?status=completed")).status).toBe(200);
+    // Each one a field of `details` of its own.
+    const two = await expectError(await call("/api/tasks?stauts=failed&ofset=2"), 400, "invalid_request");
+    expect(two.error.details).toEqual([
+      { path: "stauts", message: "Unrecognized key" },
+      { path: "ofset", message: "Unrecognized key" },
+    ]);
   });
 
   it("query parameters on endpoints that read none: refused before anything is done, a run never started with them ignored", async () => {

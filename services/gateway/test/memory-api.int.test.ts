@@ -121,7 +121,7 @@ describe("POST /api/memory", () => {
     ["content that is not a string", { content: 42, user_id: "u" }, "content"],
     ["a missing user_id", { content: "c" }, "user_id"],
     ["an empty user_id", { content: "c", user_id: "" }, "user_id"],
-    ["an unknown field", { content: "c", user_id: "u", importance: 5 }, ""],
+    ["an unknown field", { content: "c", user_id: "u", importance: 5 }, "importance"],
   ])("answers 400 invalid_request for %s", async (_name, body, field) => {
     const res = await create(body);
     expect(res.status).toBe(400);

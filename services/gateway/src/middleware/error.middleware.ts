@@ -34,16 +34,33 @@ function fromHttpStatus(err: any): AppError | null {
   return new AppError("invalid_request", { message: err instanceof URIError ? "The URL contains a malformed percent-encoding." : "The request could not be understood." });
 }
 
+/**
+ * One entry per invalid field of a failed parse, with its line of the error's message. Zod
+ * reports the keys an object does not take as one issue at the object's own path; each is a
+ * field of its own here, so that `details` names it (`stauts`, not the empty path of the query),
+ * and the message quotes it (`Unrecognized key: "stauts"`, after the object's path if any).
+ */
+function invalidFields(err: ZodError): { path: string; message: string; text: string }[] {
+  return err.issues.flatMap((i) => {
+    const at = i.path.join(".");
+    if (i.code !== "unrecognized_keys") return [{ path: at, message: i.message, text: `${at || "body"}: ${i.message}` }];
+    return i.keys.map((key) => ({
+      path: [...i.path, key].join("."),
+      message: "Unrecognized key",
+      text: `${at ? `${at}: ` : ""}Unrecognized key: ${JSON.stringify(key)}`,
+    }));
+  });
+}
+
 /** Maps every error to the contract's `{error:{code,message}}`; 5xx are logged with the stack, never sent. */
 export function errorHandler(): ErrorRequestHandler {
   return (err, req, res, _next) => {
     let appErr: AppError;
     if (err instanceof AppError) appErr = err;
-    else if (err instanceof ZodError)
-      appErr = new AppError("invalid_request", {
-        message: err.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; "),
-        details: err.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
-      });
+    else if (err instanceof ZodError) {
+      const fields = invalidFields(err);
+      appErr = new AppError("invalid_request", { message: fields.map((f) => f.text).join("; "), details: fields.map(({ path, message }) => ({ path, message })) });
+    }
     else appErr = fromBodyParser(err) ?? fromHttpStatus(err) ?? (isUnavailableError(err) ? new AppError("unavailable", { cause: err }) : new AppError("internal_error", { cause: err }));
 
     const log = req.log ?? console;
