@@ -58,8 +58,9 @@ export const workerConfigSchema = z.object({
   /** Most memories, and most characters of them, put into a run's prompt. */
   MEMORY_PROMPT_MAX_COUNT: z.coerce.number().int().min(0).max(100).default(20),
   MEMORY_PROMPT_MAX_CHARS: z.coerce.number().int().min(0).max(100_000).default(4000),
-  /** Earlier messages of the task sent to the model. */
+  /** Earlier messages of the task sent to the model, and most characters of them (the newest that fit). */
   HISTORY_MAX_MESSAGES: z.coerce.number().int().min(0).max(1000).default(50),
+  HISTORY_MAX_CHARS: z.coerce.number().int().min(0).max(10_000_000).default(100_000),
   HTTP_TOOL_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
   HTTP_TOOL_MAX_BYTES: z.coerce.number().int().positive().default(100_000),
   /** Lets the http tool reach private and loopback addresses (for local development only). */

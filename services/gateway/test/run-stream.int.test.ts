@@ -6,7 +6,7 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 1 }, tenant: { instructions: "You help {{user_name}} (id {{user_id}}) on plan {{metadata.plan}}.{{metadata.missing}}" } });
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 1, workerEnv: { HISTORY_MAX_CHARS: "100" } }, tenant: { instructions: "You help {{user_name}} (id {{user_id}}) on plan {{metadata.plan}}.{{metadata.missing}}" } });
 
 const run = (body: object, headers: Record<string, string> = tenant.headers) => readSse(`${stack.gatewayUrl}/api/run`, { body, headers });
 const runOnce = (body: Record<string, unknown>) => runJson(stack.gatewayUrl, tenant.headers, { ...body, stream: false });
@@ -94,6 +94,10 @@ describe("POST /api/run streaming", () => {
     expect(task.runCount).toBe(3);
     expect(task.creditsUsed).toBe(first.body.credits_used + second.body.credits_used + third.body.credits_used);
     expect(task.title).toBe("first question");
+    // The history so far: 14 + 20 + 15 + 21 + 9 + 32 = 111 characters, over HISTORY_MAX_CHARS
+    // (100): the oldest message is left out.
+    const fourth = await runOnce({ query: "[history]", task_id: first.body.task_id });
+    expect(fourth.body.output).toBe("second question | [history]");
   });
 });
 

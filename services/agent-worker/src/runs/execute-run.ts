@@ -6,7 +6,7 @@ import { isUnavailableError } from "@agentrun/errors";
 import { finishRun, type FinishRunUsage, type MessageRecord } from "@agentrun/run-state";
 import { claimRun, type ClaimedRun } from "./claim-run";
 import { callModel } from "./model-call";
-import { buildMessages, type PromptMemory } from "./prompt";
+import { buildMessages, recentHistory, type PromptMemory } from "./prompt";
 import type { RunControl } from "./active-runs";
 import { RunFailure, stopReasonOf } from "./run-failure";
 import type { RunDeps } from "./run-deps";
@@ -117,7 +117,7 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
   const context: RunContext | undefined = runContextSchema.safeParse(run.context ?? undefined).data;
   const userId = context?.user_id ?? run.taskUserId ?? undefined;
   // Everything the first model call needs, fetched concurrently.
-  const history = claim.history;
+  const history = recentHistory(claim.history, config.HISTORY_MAX_CHARS);
   const [agent, cancelled, memories] = await Promise.all([
     deps.agents.get(run.agentId),
     cancelFlag,

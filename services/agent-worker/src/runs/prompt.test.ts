@@ -1,4 +1,4 @@
-import { buildMessages, renderInstructions } from "./prompt";
+import { buildMessages, recentHistory, renderInstructions, type HistoryMessage } from "./prompt";
 
 describe("renderInstructions", () => {
   it("fills user fields and metadata keys, empty when missing", () => {
@@ -33,5 +33,25 @@ describe("buildMessages", () => {
 
   it("sends no system message when there are no instructions and no memories", () => {
     expect(buildMessages({ instructions: "", memories: [], history: [], query: "q" })).toEqual([{ role: "user", content: "q" }]);
+  });
+});
+
+describe("recentHistory", () => {
+  const msg = (role: "user" | "assistant", n: number): HistoryMessage => ({ role, content: role[0]!.repeat(n) });
+  const history = [msg("user", 40), msg("assistant", 300), msg("user", 20), msg("assistant", 50)];
+
+  it("keeps the newest messages whose characters fit, and none older than the first that does not", () => {
+    expect(recentHistory(history, 70)).toEqual(history.slice(2));
+    expect(recentHistory(history, 369)).toEqual(history.slice(2));
+    expect(recentHistory(history, 370)).toEqual(history.slice(1));
+    // The user's 40 characters would fit beside the first two, but not without the long answer.
+    expect(recentHistory(history, 409)).toEqual(history.slice(1));
+  });
+
+  it("keeps all of a history within the limit, and none when even the newest message is over it", () => {
+    expect(recentHistory(history, 410)).toBe(history);
+    expect(recentHistory(history, 49)).toEqual([]);
+    expect(recentHistory(history, 0)).toEqual([]);
+    expect(recentHistory([], 10)).toEqual([]);
   });
 });

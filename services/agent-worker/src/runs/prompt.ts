@@ -26,6 +26,18 @@ export interface HistoryMessage {
   content: string;
 }
 
+/**
+ * The newest messages of `history` (oldest first) whose characters add up to at most `maxChars`:
+ * a task's history grows with every run, and a prompt beyond the model's window would fail every
+ * later run of the task. The first message that does not fit ends it, so no gap is left.
+ */
+export function recentHistory(history: HistoryMessage[], maxChars: number): HistoryMessage[] {
+  let chars = 0;
+  let start = history.length;
+  while (start > 0 && chars + history[start - 1]!.content.length <= maxChars) chars += history[--start]!.content.length;
+  return start === 0 ? history : history.slice(start);
+}
+
 /** System prompt (instructions + what is remembered about the user), the task's history, then the query. */
 export function buildMessages(input: {
   instructions: string;
