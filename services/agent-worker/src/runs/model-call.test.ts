@@ -247,15 +247,50 @@ describe("callModel", () => {
     expect(ms).toBeLessThan(12 * 150);
   });
 
-  it("counts a retry's back-off and the retry itself in timeoutMs: no fresh budget per attempt", async () => {
-    // The SDK would wait the second the provider asks for, then retry (and get an answer).
+  it("fails at once with the model's refusal when the wait it asks for is longer than the call has left", async () => {
     refusals = [{ status: 503, headers: { "retry-after-ms": "10000" } }];
     script = [chunk({ content: "late" })];
-    const { err, ms } = await failure({ timeoutMs: 200, maxRetries: 1 });
-    expect(err).toMatchObject({ code: "model_timeout", message: "The model call took longer than 200 ms." });
-    // Ended within the back-off, not after it.
-    expect(ms).toBeLessThan(10_000);
+    const { err, ms } = await failure({ timeoutMs: 2000, maxRetries: 1 });
+    expect(err).toMatchObject({ code: "model_error", message: "The model answered 503." });
+    expect(ms).toBeLessThan(1000);
     expect(requests).toBe(1);
+    // A 429 asking for 40 s: rate limited, as the model said, not a timeout after waiting.
+    refusals = [{ status: 429, headers: { "retry-after": "40" } }];
+    const limited = await failure({ timeoutMs: 30_000, idleTimeoutMs: 300, maxRetries: 2 });
+    expect(limited.err).toMatchObject({ code: "model_rate_limited", message: "The model answered 429: the request was rate limited." });
+    expect(limited.ms).toBeLessThan(1000);
+  });
+
+  it("waits as long as the model asks before a retry, with no idle timeout during the wait", async () => {
+    refusals = [
+      { status: 429, headers: { "retry-after-ms": "400" } },
+      { status: 503, headers: { "retry-after": "0.3" } },
+    ];
+    script = [chunk({ content: "third time" })];
+    const t0 = Date.now();
+    const { turn } = await call({ timeoutMs: 5000, idleTimeoutMs: 250, maxRetries: 2 });
+    expect(turn.text).toBe("third time");
+    expect(requests).toBe(3);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(650);
+  });
+
+  it("counts the retries' waits in timeoutMs: no fresh budget per attempt", async () => {
+    refusals = Array.from({ length: 5 }, () => ({ status: 503, headers: { "retry-after-ms": "150" } }));
+    script = [chunk({ content: "late" })];
+    const { err, ms } = await failure({ timeoutMs: 400, maxRetries: 5 });
+    expect(err).toMatchObject({ code: "model_error", message: "The model answered 503." });
+    // Two waits of 150 ms fit in 400 ms; the third would not.
+    expect(requests).toBe(3);
+    expect(ms).toBeLessThan(400);
+  });
+
+  it("does not retry what the model says not to, nor a refusal that a retry cannot change", async () => {
+    refusals = [{ status: 503, headers: { "x-should-retry": "false" } }];
+    expect((await failure({ maxRetries: 2 })).err).toMatchObject({ code: "model_error", message: "The model answered 503." });
+    expect(requests).toBe(1);
+    refusals = [{ status: 400, headers: {} }];
+    expect((await failure({ maxRetries: 2 })).err).toMatchObject({ code: "model_error", message: "The model answered 400." });
+    expect(requests).toBe(2);
   });
 
   it("retries within timeoutMs and answers", async () => {

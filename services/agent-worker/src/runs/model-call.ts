@@ -1,9 +1,11 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type OpenAI from "openai";
 import { storableText } from "@agentrun/db";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { untilAborted } from "../until-aborted";
 import { completionChunks, type StreamedResponse } from "./completion-chunks";
 import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
+import { retryWaitMs } from "./model-retry";
 import { ToolCallDeltas, type ModelToolCall } from "./tool-call-deltas";
 
 export type { ModelToolCall } from "./tool-call-deltas";
@@ -69,8 +71,11 @@ export interface ModelCallOptions {
 /**
  * One streamed chat completion: forwards text deltas as they arrive, assembles tool calls, and
  * reports token usage. Stops with `model_timeout` when no chunk arrives within the idle timeout,
- * or when the call as a whole (request, the SDK's retries and their back-off, headers and the
+ * or when the call as a whole (request, retries and the waits before them, headers and the
  * streamed body) has not ended within `timeoutMs`: a retry gets what is left of that time.
+ * Refusals are retried up to `maxRetries` times (see {@link retryWaitMs}), after the wait the
+ * model asks for; one whose wait is longer than the call has left is the call's failure at once
+ * (`model_rate_limited` for a 429). No idle timeout runs during a wait.
  * A call that ends without the model's usage (stopped before the last chunk, which carries it,
  * or answered by a provider that ignores `include_usage`) reports an estimate of what it
  * consumed: the prompt it read and the answer it streamed, at four characters per token. A call
@@ -79,12 +84,14 @@ export interface ModelCallOptions {
  * its request may never have reached the model.
  */
 export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
+  const started = Date.now();
   const idle = new AbortController();
-  const idleTimer = setTimeout(() => idle.abort("idle_timeout"), opts.idleTimeoutMs);
+  const startIdle = () => setTimeout(() => idle.abort("idle_timeout"), opts.idleTimeoutMs);
+  let idleTimer = startIdle();
   // Restarts the idle countdown (cheaper than a new timer for every chunk).
   const armIdle = () => idleTimer.refresh();
-  // The SDK's own timeout stops at the response headers (and starts afresh for each retry): this
-  // one bounds the call to its last chunk.
+  // The SDK's own timeout stops at the response headers: this one bounds the call, its retries
+  // included, to its last chunk.
   const deadline = new AbortController();
   const deadlineTimer = setTimeout(() => deadline.abort("call_timeout"), opts.timeoutMs);
   const signal = AbortSignal.any([opts.signal, idle.signal, deadline.signal]);
@@ -113,20 +120,31 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     opts.onText(text);
   };
   try {
-    const request = opts.client.chat.completions.create(
-      {
-        model: opts.model,
-        messages: opts.messages,
-        tools: opts.tools.length ? opts.tools : undefined,
-        temperature: opts.temperature ?? undefined,
-        stream: true,
-        stream_options: { include_usage: true },
-      },
-      { signal, timeout: opts.timeoutMs, maxRetries: opts.maxRetries },
-    );
-    // The SDK waits out a retry's back-off (as long as the provider's Retry-After asks) without
-    // looking at its signal.
-    const response = await untilAborted(request.asResponse(), signal);
+    const body = {
+      model: opts.model,
+      messages: opts.messages,
+      tools: opts.tools.length ? opts.tools : undefined,
+      temperature: opts.temperature ?? undefined,
+      stream: true as const,
+      stream_options: { include_usage: true },
+    };
+    let response: Response;
+    for (let retry = 0; ; retry++) {
+      try {
+        const left = opts.timeoutMs - (Date.now() - started);
+        response = await untilAborted(opts.client.chat.completions.create(body, { signal, timeout: Math.max(1, left), maxRetries: 0 }).asResponse(), signal);
+        break;
+      } catch (err) {
+        const wait = retry < opts.maxRetries && !signal.aborted ? retryWaitMs(err, retry) : null;
+        if (wait === null) throw err;
+        // A wait the call has no time left for: the model's refusal is the answer.
+        if (wait >= opts.timeoutMs - (Date.now() - started)) throw modelFailure(err, opts.idleTimeoutMs);
+        // The model asked for the wait: it is not the model being idle.
+        clearTimeout(idleTimer);
+        await sleep(wait, undefined, { signal: AbortSignal.any([opts.signal, deadline.signal]) });
+        idleTimer = startIdle();
+      }
+    }
     accepted = true;
     for await (const chunks of completionChunks(response as unknown as StreamedResponse)) {
       armIdle();
