@@ -82,7 +82,17 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   let started = afterSeq > 1;
   const accepted = (status: string) => res.status(202).json({ run_id: runId, task_id: taskId, status, ...input.extra });
   try {
-    const terminal = await follow(() => (started = true), wait.signal);
+    let terminal: RunEvent | null;
+    try {
+      terminal = await follow(() => (started = true), wait.signal);
+    } catch (err) {
+      // A replay of an earlier request can be asked again (with its Idempotency-Key). A run this
+      // request created was accepted: an error now (Redis or the database failing the first
+      // read) must not invite a retry that would start and charge a second run.
+      if (!input.sent) throw err;
+      req.log.error({ err, runId }, "lost the run's events while waiting for it");
+      terminal = null;
+    }
     if (res.writableEnded || res.destroyed) return;
     if (!terminal) {
       // Past the wait limit: the run goes on; the caller polls the run or follows its events. The

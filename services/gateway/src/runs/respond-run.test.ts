@@ -1,0 +1,59 @@
+import express from "express";
+import request from "supertest";
+import type { PrismaClient } from "@agentrun/db";
+import { createLogger } from "@agentrun/logger";
+import { createRedis, type Redis } from "@agentrun/redis";
+import { SubscriberHub } from "@agentrun/events";
+import { createTestRun, testEnv, testPrisma } from "@agentrun/testing";
+import type { RunEvent } from "@agentrun/contracts";
+import type { GatewayDeps } from "../deps";
+import { errorHandler } from "../middleware/error.middleware";
+import { respondWithRun } from "./respond-run";
+
+let prisma: PrismaClient;
+let sub: Redis;
+let hub: SubscriberHub;
+// Commands fail: nothing listens on port 1. The subscriber connection works.
+let broken: Redis;
+
+beforeAll(() => {
+  prisma = testPrisma(testEnv().databaseUrl);
+  sub = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
+  hub = new SubscriberHub(sub);
+  broken = createRedis({ url: "redis://127.0.0.1:1", role: "commands", onError: () => {} });
+});
+afterAll(async () => {
+  broken.disconnect();
+  sub.disconnect();
+  await prisma.$disconnect();
+});
+
+/** A gateway route answering for one run, in JSON, with the parts respondWithRun uses. */
+function app(input: { runId: string; taskId: string; sent?: RunEvent[] }) {
+  const config = { REDIS_PREFIX: `${testEnv().redisPrefix}:respond`, RUN_WAIT_TIMEOUT_MS: 5000, SSE_HEARTBEAT_MS: 15_000 };
+  // Only what respondWithRun reads; the rest of the gateway's dependencies play no part.
+  const deps = { config, prisma, redis: broken, hub } as unknown as GatewayDeps;
+  const logger = createLogger({ service: "test", level: "silent", pretty: false });
+  const a = express();
+  a.use((req, _res, next) => ((req.log = logger), next()));
+  a.post("/run", (req, res) => respondWithRun(deps, req, res, { ...input, stream: false, fresh: input.sent !== undefined }));
+  a.use(errorHandler());
+  return a;
+}
+
+describe("respondWithRun (JSON)", () => {
+  it("answers 202 with the run's status, not an error, when the events of a run it just created cannot be read", async () => {
+    const runId = await createTestRun(prisma, "queued");
+    const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
+    const started = { seq: 1, type: "run_started", run_id: runId, task_id: taskId } as RunEvent;
+    const res = await request(app({ runId, taskId, sent: [started] })).post("/run");
+    expect([res.status, res.body]).toEqual([202, { run_id: runId, task_id: taskId, status: "queued" }]);
+  });
+
+  it("answers a replay's failure as the error it is: the client may ask again with its key", async () => {
+    const runId = await createTestRun(prisma, "queued");
+    const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
+    const res = await request(app({ runId, taskId })).post("/run");
+    expect([res.status, res.body.error?.code]).toEqual([503, "unavailable"]);
+  });
+});
