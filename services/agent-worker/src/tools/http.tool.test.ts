@@ -152,6 +152,38 @@ describe("http_get against a real server on 127.0.0.1", () => {
     await expect(get(`${base}/text`)).resolves.toMatchObject({ status: 200, body: text, truncated: false });
   });
 
+  it.each([
+    ["image/png", { "content-type": "image/png" }, 4096],
+    ["a PDF with parameters", { "content-type": "application/pdf; name=report.pdf" }, 4096],
+    ["application/octet-stream that holds a NUL", { "content-type": "application/octet-stream" }, 4096],
+    ["no type, with a NUL in its bytes", {}, 4096],
+  ])("returns no body for binary content (%s), only its size", async (_name, headers, n) => {
+    const bytes = Buffer.alloc(n, 0x89);
+    bytes[10] = 0;
+    let sent = 0;
+    handler = (_req, res) => {
+      sent++;
+      res.writeHead(200, { ...headers, "content-length": String(n) }).end(bytes);
+    };
+    const type = (headers as Record<string, string>)["content-type"] ?? "";
+    await expect(get(`${base}/file`)).resolves.toEqual({ status: 200, content_type: type, body: null, binary: true, size: n, truncated: false });
+    expect(sent).toBe(1);
+  });
+
+  it.each([
+    ["image/svg+xml", "<svg xmlns='http://www.w3.org/2000/svg'/>"],
+    ["application/xml", "<a>1</a>"],
+    ["application/javascript", "let a = 1;"],
+    ["application/ld+json; charset=utf-8", '{"@id":"x"}'],
+    ["application/octet-stream", "plain words"],
+    ["", "plain words"],
+  ])("returns the body of text content (%s) as text", async (type, text) => {
+    handler = (_req, res) => void res.writeHead(200, type ? { "content-type": type } : {}).end(text);
+    const result = (await get(`${base}/t`)) as { body: unknown; binary?: boolean };
+    expect(result.binary).toBeUndefined();
+    expect(result.body).toEqual(type.includes("json") ? JSON.parse(text) : text);
+  });
+
   it("parses JSON sent in UTF-16 with a byte order mark", async () => {
     const bytes = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{"name":"Zoë"}', "utf16le")]);
     handler = (_req, res) => void res.writeHead(200, { "content-type": "application/json; charset=utf-16" }).end(bytes);

@@ -83,6 +83,30 @@ export function bodyText(bytes: Buffer, contentType: string): string {
   return new TextDecoder(encoding).decode(bytes);
 }
 
+/**
+ * Media types whose bodies are text a model can read: `text/*`, JSON, XML, scripts, forms,
+ * YAML, CSV and the like, and any `+json` or `+xml` type (SVG included).
+ */
+const TEXT_MEDIA = /^(text\/.+|application\/(json|xml|javascript|ecmascript|x-javascript|x-www-form-urlencoded|x-ndjson|ndjson|jsonl|yaml|x-yaml|toml|graphql|sql|csv|rtf)|[a-z0-9.+-]+\/[a-z0-9.+-]+\+(json|xml)|message\/.+)$/;
+
+/**
+ * Whether a body is text by its Content-Type: true or false for a type that says, null for a
+ * missing or malformed one (then the bytes tell: see {@link looksBinary}).
+ */
+export function textByType(contentType: string): boolean | null {
+  let type: string;
+  try {
+    type = parseContentType(contentType).type;
+  } catch {
+    return null;
+  }
+  if (!type || type === "application/octet-stream") return null;
+  return TEXT_MEDIA.test(type);
+}
+
+/** A body with a NUL byte in its first kilobyte is not text (what file(1) and git also go by). */
+const looksBinary = (bytes: Buffer) => bytes.subarray(0, 1024).includes(0);
+
 export function httpGetAction(limits: HttpToolLimits) {
   return defineAction({
     tool: "http",
@@ -107,6 +131,18 @@ export function httpGetAction(limits: HttpToolLimits) {
           maxResponseSize: -1,
         });
         const res = await request(target, { method: "GET", dispatcher, signal, headers: { "user-agent": "agentrun-http-tool/1", accept: "*/*" } });
+        const contentType = String(res.headers["content-type"] ?? "");
+        const length = Number(res.headers["content-length"]);
+        const declared = Number.isSafeInteger(length) && length >= 0 ? length : null;
+        // An image, a PDF, an archive: its bytes read as text would be thousands of tokens of
+        // nothing for the model (and its bill). Said so, not read.
+        const location = res.headers.location ? { location: String(res.headers.location) } : {};
+        const binary = (size: number | null) => ({ status: res.statusCode, content_type: contentType, body: null, binary: true, size, truncated: false, ...location });
+        if (textByType(contentType) === false) {
+          // Dropped unread: the error its destruction emits is of no interest.
+          res.body.on("error", () => {}).destroy();
+          return binary(declared);
+        }
         const chunks: Buffer[] = [];
         let size = 0;
         let truncated = false;
@@ -121,8 +157,9 @@ export function httpGetAction(limits: HttpToolLimits) {
           chunks.push(buf);
           size += buf.length;
         }
-        const contentType = String(res.headers["content-type"] ?? "");
-        const text = bodyText(Buffer.concat(chunks), contentType);
+        const bytes = Buffer.concat(chunks);
+        if (textByType(contentType) === null && looksBinary(bytes)) return binary(truncated ? declared : size);
+        const text = bodyText(bytes, contentType);
         let body: unknown = text;
         if (!truncated && contentType.includes("json")) {
           try {
@@ -131,7 +168,7 @@ export function httpGetAction(limits: HttpToolLimits) {
             body = text;
           }
         }
-        return { status: res.statusCode, content_type: contentType, body, truncated, ...(res.headers.location ? { location: String(res.headers.location) } : {}) };
+        return { status: res.statusCode, content_type: contentType, body, truncated, ...location };
       } catch (err) {
         if (err instanceof ToolError) throw err;
         if (ctx.signal.aborted) throw err;
