@@ -29,7 +29,8 @@ const FAILURES: Record<Exclude<CalcFailure["reason"], "aborted">, { code: string
   invalid: { code: "invalid_expression", charged: true },
   timeout: { code: "too_expensive", charged: true },
   memory: { code: "too_expensive", charged: true },
-  busy: { code: "too_expensive", charged: false },
+  // Nothing wrong with the expression: it may be asked again.
+  busy: { code: "busy", charged: false },
   unavailable: { code: "unavailable", charged: false },
 };
 
