@@ -134,6 +134,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
   const basePollMs = opts.pollIntervalMs ?? 5000;
   const maxPollMs = Math.max(basePollMs, opts.maxPollIntervalMs ?? 60_000);
   let pollMs = basePollMs;
+  // The delay of the check waiting to run (0 while none waits: one is running).
+  let scheduledMs = 0;
   let idlePolls = 0;
 
   return new Promise<RunEvent | null>((resolve, reject) => {
@@ -158,6 +160,12 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         pollMs = basePollMs;
         onEvent(ev);
         if (isTerminalEvent(ev)) return finish(ev);
+      }
+      // The run is active again after a quiet spell: its next check comes soon, not a minute on
+      // (an end whose publish is lost is then found within the first interval).
+      if (scheduledMs > basePollMs && poll) {
+        clearTimeout(poll);
+        schedulePoll();
       }
     };
     const add = (e: RunEvent) => {
@@ -233,7 +241,9 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       }
     };
     const schedulePoll = () => {
+      scheduledMs = pollMs;
       poll = setTimeout(() => {
+        scheduledMs = 0;
         if (finished) return;
         void fill(true).finally(() => {
           pollMs = Math.min(pollMs * 2, maxPollMs);

@@ -152,6 +152,27 @@ describe("run event bus", () => {
     expect(got.map((e) => e.seq)).toEqual([1, 2, 3]);
   });
 
+  it("checks soon again once a quiet run is active again: an end whose publish is lost is found within the first interval", async () => {
+    const runId = await createTestRun(prisma);
+    const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1 });
+    const got: RunEvent[] = [];
+    const done = followRun({ ...deps(), hub, runId, onEvent: (e) => got.push(e), pollIntervalMs: 100, maxPollIntervalMs: 60_000 });
+    // Quiet for 3.2 s: the checks are 100, 200, 400, 800 and 1,600 ms apart, the next 3,200.
+    await new Promise((r) => setTimeout(r, 3200));
+    writer.emit({ type: "text_chunk", content: "a" });
+    await eventually(async () => got.length === 2);
+    expect(got.map((e) => e.seq)).toEqual([1, 2]);
+    const broken = createRedis({ url: "redis://127.0.0.1:1", role: "commands" });
+    try {
+      const cutOff = new RunEventWriter({ prisma, redis: broken, redisPrefix, runId, lastSeq: writer.lastSeq, onError: () => {} });
+      await finishRun({ prisma, redis: broken, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer: cutOff });
+    } finally {
+      broken.disconnect();
+    }
+    // Found by a check at the first interval after the event, not the one 3.2 s on.
+    expect(await within(done, 1500)).toMatchObject({ type: "run_completed", seq: 3 });
+  });
+
   it("reads what it missed as soon as the subscriber connection is back after a disconnect", async () => {
     const runId = await createTestRun(prisma);
     const ownSub = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
