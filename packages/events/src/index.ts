@@ -6,6 +6,6 @@ export * from "./keys";
 export { SubscriberHub, type MessageHandler } from "./subscriber-hub";
 export { EarlyRunSubscription } from "./early-subscription";
 export { RunEventWriter, type RunEventWriterOptions } from "./run-event-writer";
-export { takeOverRunWriter } from "./run-log-append";
+export { giveBackRunWriter, takeOverRunWriter } from "./run-log-append";
 export { countLiveWorkers, isWorkerLive, newWorkerId, recordWorkerHeartbeat, WORKER_FORGET_AFTER_MS } from "./worker-registry";
 export { followRun, readDbEvents, readStoredEvents, readUnstoredEvents, type EventStore, type FollowRunOptions } from "./run-event-reader";

@@ -62,3 +62,19 @@ export function appendRunEvents(pipeline: ChainableCommander, a: RunLogAppend): 
 export async function takeOverRunWriter(redis: Redis, writerKey: string, token: string, ttlS: number): Promise<void> {
   await redis.set(writerKey, token, "EX", ttlS);
 }
+
+/** KEYS[1] the writer key; ARGV[1] the taker's token, ARGV[2] the writer to give it back to ("" for none), ARGV[3] its TTL. */
+const GIVE_BACK_LUA = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) end
+return 1
+`;
+
+/**
+ * Undoes {@link takeOverRunWriter} by `token`, if it took effect (a take-over whose answer was
+ * lost may have): the run's writer is `previous` again (none when null), so that its worker's
+ * appends are accepted. Nothing changes when someone else holds the key by now.
+ */
+export async function giveBackRunWriter(redis: Redis, writerKey: string, token: string, previous: string | null, ttlS: number): Promise<boolean> {
+  return (await redis.eval(GIVE_BACK_LUA, 1, writerKey, token, previous ?? "", ttlS)) === 1;
+}

@@ -4,7 +4,7 @@ import { newId, storableJsonText, type PrismaClient, type MessageRole } from "@a
 import { runCost } from "@agentrun/credits";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
 import { isUnavailableError, mayHaveBeenCarriedOut } from "@agentrun/errors";
-import { readUnstoredEvents, RUN_LOG_TTL_AFTER_END_S, runCancelKey, runWriterKey, RunEventWriter, takeOverRunWriter } from "@agentrun/events";
+import { giveBackRunWriter, readUnstoredEvents, RUN_LOG_TTL_AFTER_END_S, RUN_LOG_TTL_LIVE_S, runCancelKey, runWriterKey, RunEventWriter, takeOverRunWriter } from "@agentrun/events";
 import { endStoredBefore, publishStoredTerminal } from "./stored-end";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
@@ -148,15 +148,30 @@ function withStreamedOutput(input: FinishRunInput, events: RunEvent[]): FinishRu
   return output ? { ...input, output, messages: [...input.messages, { role: "assistant", content: output }] } : input;
 }
 
+/** How long the writer key is tried to be given back after a take-over of it failed. */
+const GIVE_BACK_MS = 3000;
+
 /**
- * Makes `token` the only writer of the run's log. If Redis stays unreachable, the run is given
- * back to `previous` before the error is thrown: half taken over (PostgreSQL only), its worker's
- * batches and end would be refused while its appends went on.
+ * Makes `token` the only writer of the run's log. If Redis stays unreachable or does not answer,
+ * the run is given back to `previous` before the error is thrown: half taken over, its worker's
+ * batches and end would be refused while its appends went on (PostgreSQL taken), or its appends
+ * refused and nobody left to end the run (a take-over of the log whose answer was lost, though
+ * Redis carried it out). The log is given back only if this take-over holds it.
  */
 async function takeOverLog(deps: FinishRunDeps, runId: string, token: string, previous: string | null): Promise<void> {
+  const key = runWriterKey(deps.redisPrefix, runId);
   try {
-    await withRetry(TAKE_OVER_REDIS_RETRY_MS, () => takeOverRunWriter(deps.redis, runWriterKey(deps.redisPrefix, runId), token, RUN_LOG_TTL_AFTER_END_S));
+    await withRetry(TAKE_OVER_REDIS_RETRY_MS, () => takeOverRunWriter(deps.redis, key, token, RUN_LOG_TTL_AFTER_END_S));
   } catch (err) {
+    // Sent after the take-over on the same connection, so Redis carries it out after it.
+    for (const deadline = Date.now() + GIVE_BACK_MS; ; ) {
+      const given = await giveBackRunWriter(deps.redis, key, token, previous, RUN_LOG_TTL_LIVE_S).then(
+        () => true,
+        () => false,
+      );
+      if (given || Date.now() >= deadline) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
     await deps.prisma.$executeRaw`UPDATE runs SET worker_id = ${previous} WHERE id = ${runId} AND worker_id = ${token}`.catch(() => {});
     throw err;
   }

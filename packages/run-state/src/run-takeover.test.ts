@@ -1,8 +1,9 @@
 import pg from "pg";
+import IORedis from "ioredis";
 import { type PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { readDbEvents, RUN_LOG_TTL_LIVE_S, runCancelKey, RunEventWriter, runLogKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
-import { createTestRun, startPgRelay, testEnv, testPrisma } from "@agentrun/testing";
+import { createTestRun, startPgRelay, startPrivateRedis, testEnv, testPrisma } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
 import { endAbandonedRun, finishRun, failRun, type FinishRunDeps } from "./finish-run";
 
@@ -56,6 +57,31 @@ it("gives the run back when its log cannot be taken over (Redis down), so its wo
     down.disconnect();
   }
   expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", workerId: "w1" });
+}, 30_000);
+
+it("gives the log back too when Redis carried out a take-over whose answer was lost, so its worker is not shut out", async () => {
+  const { runId } = await runOfW1();
+  const server = await startPrivateRedis();
+  // Answers within 300 ms or not at all, for this client.
+  const slow = new IORedis(server.url, { commandTimeout: 300, maxRetriesPerRequest: 1 });
+  const key = runWriterKey(redisPrefix, runId);
+  try {
+    await slow.set(key, "w1", "EX", RUN_LOG_TTL_LIVE_S);
+    // Redis stops answering: the take-over times out, but waits in the connection to be carried
+    // out once Redis answers again, as do the commands after it.
+    server.freeze();
+    const ended = failRun({ prisma, redis: slow as unknown as Redis, redisPrefix }, { id: runId, query: "q" }, lost);
+    const failed = expect(ended).rejects.toThrow(/timed out/);
+    await new Promise((r) => setTimeout(r, 800));
+    server.thaw();
+    await failed;
+    expect(await slow.get(key)).toBe("w1");
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", workerId: "w1" });
+  } finally {
+    server.thaw();
+    slow.disconnect();
+    await server.stop();
+  }
 }, 30_000);
 
 it("leaves a queued run's log alone: a worker claiming it after a failed end is not refused", async () => {
