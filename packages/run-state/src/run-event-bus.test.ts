@@ -25,6 +25,17 @@ afterAll(async () => {
 
 const deps = () => ({ prisma, redis, redisPrefix });
 
+/** Ends a run (completed) through a Redis connection that cannot publish: the end is stored only. */
+async function endUnpublished(runId: string, lastSeq: number): Promise<void> {
+  const broken = createRedis({ url: "redis://127.0.0.1:1", role: "commands" });
+  try {
+    const cutOff = new RunEventWriter({ prisma, redis: broken, redisPrefix, runId, lastSeq, onError: () => {} });
+    await finishRun({ prisma, redis: broken, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer: cutOff });
+  } finally {
+    broken.disconnect();
+  }
+}
+
 describe("run event bus", () => {
   it("delivers every event exactly once, in order, to readers attaching before, during and after the run", async () => {
     const runId = await createTestRun(prisma);
@@ -140,13 +151,7 @@ describe("run event bus", () => {
     await new Promise((r) => setTimeout(r, 50));
     // The run ends while this process's Redis connection cannot publish: the terminal event is
     // only in PostgreSQL, and the log ends at what the reader already has.
-    const broken = createRedis({ url: "redis://127.0.0.1:1", role: "commands" });
-    try {
-      const cutOff = new RunEventWriter({ prisma, redis: broken, redisPrefix, runId, lastSeq: writer.lastSeq, onError: () => {} });
-      await finishRun({ prisma, redis: broken, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer: cutOff });
-    } finally {
-      broken.disconnect();
-    }
+    await endUnpublished(runId, writer.lastSeq);
     const terminal = await within(done, 5000);
     expect(terminal).toMatchObject({ type: "run_completed" });
     expect(got.map((e) => e.seq)).toEqual([1, 2, 3]);
@@ -162,13 +167,7 @@ describe("run event bus", () => {
     writer.emit({ type: "text_chunk", content: "a" });
     await eventually(async () => got.length === 2);
     expect(got.map((e) => e.seq)).toEqual([1, 2]);
-    const broken = createRedis({ url: "redis://127.0.0.1:1", role: "commands" });
-    try {
-      const cutOff = new RunEventWriter({ prisma, redis: broken, redisPrefix, runId, lastSeq: writer.lastSeq, onError: () => {} });
-      await finishRun({ prisma, redis: broken, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer: cutOff });
-    } finally {
-      broken.disconnect();
-    }
+    await endUnpublished(runId, writer.lastSeq);
     // Found by a check at the first interval after the event, not the one 3.2 s on.
     expect(await within(done, 1500)).toMatchObject({ type: "run_completed", seq: 3 });
   });
