@@ -64,11 +64,11 @@ describe("a run whose tool fetched U+0000 or a lone surrogate", () => {
   let url: string;
 
   beforeAll(async () => {
-    // Binary content: PostgreSQL stores no U+0000 in text or jsonb. JSON with a lone surrogate's
-    // escape: jsonb refuses it.
+    // Text with NUL bytes (declared as text, so the tool returns it): PostgreSQL stores no
+    // U+0000 in text or jsonb. JSON with a lone surrogate's escape: jsonb refuses it.
     server = createServer((req, res) => {
       if (req.url === "/json") return void res.writeHead(200, { "content-type": "application/json" }).end('{"x":"\\ud800","y":["\\udfff"]}');
-      res.writeHead(200, { "content-type": "application/octet-stream" }).end(Buffer.from([0x61, 0x00, 0x62, 0x00]));
+      res.writeHead(200, { "content-type": "text/plain" }).end(Buffer.from([0x61, 0x00, 0x62, 0x00]));
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/bin`;
