@@ -163,15 +163,9 @@ async function takeOverLog(deps: FinishRunDeps, runId: string, token: string, pr
   try {
     await withRetry(TAKE_OVER_REDIS_RETRY_MS, () => takeOverRunWriter(deps.redis, key, token, RUN_LOG_TTL_AFTER_END_S));
   } catch (err) {
-    // Sent after the take-over on the same connection, so Redis carries it out after it.
-    for (const deadline = Date.now() + GIVE_BACK_MS; ; ) {
-      const given = await giveBackRunWriter(deps.redis, key, token, previous, RUN_LOG_TTL_LIVE_S).then(
-        () => true,
-        () => false,
-      );
-      if (given || Date.now() >= deadline) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    // Sent after the take-over on the same connection, so Redis carries it out after it. Tried
+    // again whatever the error: a give-back that timed out is still carried out, and harmless twice.
+    await withRetry(GIVE_BACK_MS, () => giveBackRunWriter(deps.redis, key, token, previous, RUN_LOG_TTL_LIVE_S), () => true).catch(() => {});
     await deps.prisma.$executeRaw`UPDATE runs SET worker_id = ${previous} WHERE id = ${runId} AND worker_id = ${token}`.catch(() => {});
     throw err;
   }
@@ -267,14 +261,17 @@ export async function endAbandonedRun(deps: FinishRunDeps, run: { id: string; qu
   return (await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }], outputFromEvents: true })) !== null;
 }
 
-/** Runs `fn`, retrying with back-off while the error means a dependency is down, for up to `forMs`. */
-async function withRetry<T>(forMs: number, fn: () => Promise<T>): Promise<T> {
+/**
+ * Runs `fn`, retrying with back-off while its error is `retryable` (by default: one that means a
+ * dependency is down), for up to `forMs`.
+ */
+async function withRetry<T>(forMs: number, fn: () => Promise<T>, retryable: (err: unknown) => boolean = isUnavailableError): Promise<T> {
   const deadline = Date.now() + forMs;
   for (let delay = 200; ; delay = Math.min(delay * 2, 5000)) {
     try {
       return await fn();
     } catch (err) {
-      if (!isUnavailableError(err) || Date.now() + delay > deadline) throw err;
+      if (!retryable(err) || Date.now() + delay > deadline) throw err;
       await new Promise((r) => setTimeout(r, delay));
     }
   }
