@@ -179,6 +179,9 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       if (!finished && pending.size > 0) void fill();
     };
 
+    /** Whether the run's terminal event is among those waiting for a gap before them. */
+    const endPending = () => [...pending.values()].some(isTerminalEvent);
+
     // The events of the log's last entry: the reads below skip what was delivered, so a terminal
     // event the caller is already past is handed to `add` here, which ends the stream with it.
     const passedEnd = (last: RunEvent[]): boolean => {
@@ -218,7 +221,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         const covered = fromLog.length > 0 && fromLog[0]!.seq === next;
         // A terminal event is published only once stored, with every event before it that its
         // writer had: one known before PostgreSQL is read shows that the read sees all of them.
-        const endKnown = [...pending.values()].some(isTerminalEvent);
+        const endKnown = endPending();
         const rows = covered ? [] : await readDbEvents(opts, runId, next - 1);
         const read = mergeEvents(rows, log ?? [], next - 1);
         for (const e of read) add(e);
@@ -226,7 +229,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         // that failed, and its worker gone before storing it). Go on past the gap rather than
         // wait for ever. A terminal event that arrived during the read proves nothing about what
         // the read saw: the fill it asked for reads again.
-        if (!finished && !covered && (endKnown || read.some(isTerminalEvent)) && [...pending.values()].some(isTerminalEvent)) {
+        if (!finished && !covered && (endKnown || read.some(isTerminalEvent)) && endPending()) {
           next = Math.min(...pending.keys());
           deliver();
         }

@@ -85,6 +85,7 @@ export interface ModelCallOptions {
  */
 export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const started = Date.now();
+  const timeLeft = () => opts.timeoutMs - (Date.now() - started);
   const idle = new AbortController();
   const startIdle = () => setTimeout(() => idle.abort("idle_timeout"), opts.idleTimeoutMs);
   let idleTimer = startIdle();
@@ -131,14 +132,13 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     let response: Response;
     for (let retry = 0; ; retry++) {
       try {
-        const left = opts.timeoutMs - (Date.now() - started);
-        response = await untilAborted(opts.client.chat.completions.create(body, { signal, timeout: Math.max(1, left), maxRetries: 0 }).asResponse(), signal);
+        response = await untilAborted(opts.client.chat.completions.create(body, { signal, timeout: Math.max(1, timeLeft()), maxRetries: 0 }).asResponse(), signal);
         break;
       } catch (err) {
         const wait = retry < opts.maxRetries && !signal.aborted ? retryWaitMs(err, retry) : null;
         if (wait === null) throw err;
         // A wait the call has no time left for: the model's refusal is the answer.
-        if (wait >= opts.timeoutMs - (Date.now() - started)) throw modelFailure(err, opts.idleTimeoutMs);
+        if (wait >= timeLeft()) throw modelFailure(err, opts.idleTimeoutMs);
         // The model asked for the wait: it is not the model being idle.
         clearTimeout(idleTimer);
         await sleep(wait, undefined, { signal: AbortSignal.any([opts.signal, deadline.signal]) });

@@ -138,7 +138,8 @@ export function httpGetAction(limits: HttpToolLimits) {
         // nothing for the model (and its bill). Said so, not read.
         const location = res.headers.location ? { location: String(res.headers.location) } : {};
         const binary = (size: number | null) => ({ status: res.statusCode, content_type: contentType, body: null, binary: true, size, truncated: false, ...location });
-        if (textByType(contentType) === false) {
+        const textual = textByType(contentType);
+        if (textual === false) {
           // Dropped unread: the error its destruction emits is of no interest.
           res.body.on("error", () => {}).destroy();
           return binary(declared);
@@ -158,7 +159,7 @@ export function httpGetAction(limits: HttpToolLimits) {
           size += buf.length;
         }
         const bytes = Buffer.concat(chunks);
-        if (textByType(contentType) === null && looksBinary(bytes)) return binary(truncated ? declared : size);
+        if (textual === null && looksBinary(bytes)) return binary(truncated ? declared : size);
         const text = bodyText(bytes, contentType);
         let body: unknown = text;
         if (!truncated && contentType.includes("json")) {
