@@ -126,55 +126,6 @@ describe("callModel", () => {
     expect(turn.toolCalls.map((c) => c.id)).toEqual(["dup", "call_1_2", "call_2", "call_1", "call_4"]);
   });
 
-  /** One `delta.tool_calls` entry as a chunk of its own. */
-  const piece = (tc: object) => chunk({ tool_calls: [tc] });
-  const fn = (name: string | undefined, args: string) => ({ type: "function", function: { ...(name === undefined ? {} : { name }), arguments: args } });
-
-  it("takes a name that the provider sends again in every delta once", async () => {
-    script = [
-      piece({ index: 0, id: "a", ...fn("calc_evaluate", "") }),
-      piece({ index: 0, ...fn("calc_evaluate", '{"expression":') }),
-      piece({ index: 0, ...fn("calc_evaluate", '"1+1"}') }),
-      piece({ index: 1, id: "b", ...fn("clock", "") }),
-      // The beginning of the name again is no new piece of it.
-      piece({ index: 1, ...fn("clo", "{}") }),
-    ];
-    const { turn } = await call();
-    expect(turn.toolCalls).toEqual([
-      { id: "a", name: "calc_evaluate", arguments: '{"expression":"1+1"}' },
-      { id: "b", name: "clock", arguments: "{}" },
-    ]);
-  });
-
-  it("still joins a name that the provider sends in pieces", async () => {
-    script = [piece({ index: 0, id: "a", ...fn("calc_", "") }), piece({ index: 0, ...fn("evaluate", "{}") })];
-    const { turn } = await call();
-    expect(turn.toolCalls).toEqual([{ id: "a", name: "calc_evaluate", arguments: "{}" }]);
-  });
-
-  it("tells parallel calls apart by id when the provider sends no index", async () => {
-    script = [
-      piece({ id: "a", ...fn("weather", '{"city":') }),
-      piece({ ...fn(undefined, '"A"}') }),
-      piece({ id: "b", ...fn("clock", '{"tz":"UTC"}') }),
-      piece({ id: "b", ...fn(undefined, "") }),
-    ];
-    const { turn } = await call();
-    expect(turn.toolCalls).toEqual([
-      { id: "a", name: "weather", arguments: '{"city":"A"}' },
-      { id: "b", name: "clock", arguments: '{"tz":"UTC"}' },
-    ]);
-  });
-
-  it("starts a new call at a new id when the provider sends every call at index 0", async () => {
-    script = [piece({ index: 0, id: "a", ...fn("calc", '{"expression":"2*3"}') }), piece({ index: 0, id: "b", ...fn("clock", "{}") })];
-    const { turn } = await call();
-    expect(turn.toolCalls).toEqual([
-      { id: "a", name: "calc", arguments: '{"expression":"2*3"}' },
-      { id: "b", name: "clock", arguments: "{}" },
-    ]);
-  });
-
   it.each([
     ["negative counts", { prompt_tokens: -5000, completion_tokens: -5000, total_tokens: -10000 }, { promptTokens: 2, completionTokens: 3 }],
     ["null counts", { prompt_tokens: null, completion_tokens: null }, { promptTokens: 2, completionTokens: 3 }],
