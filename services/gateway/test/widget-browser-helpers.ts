@@ -19,9 +19,13 @@ export interface WidgetBrowser {
 
 export async function startWidgetBrowser(): Promise<WidgetBrowser> {
   // Every request comes from 127.0.0.1: lift the per-address limit out of the way.
-  const stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_DEMO: "true", WIDGET_RPM_PER_IP: "10000" } });
-  const prisma = testPrisma(testEnv().databaseUrl);
+  // The browser first: one that cannot start (Chromium not installed) leaves no stack running.
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_DEMO: "true", WIDGET_RPM_PER_IP: "10000" } }).catch(async (err: unknown) => {
+    await browser.close();
+    throw err;
+  });
+  const prisma = testPrisma(testEnv().databaseUrl);
   return {
     stack,
     prisma,
