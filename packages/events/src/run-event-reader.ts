@@ -89,7 +89,7 @@ export interface FollowRunOptions extends EventStore {
   runId: string;
   /** Deliver events after this seq. @defaultValue 0 */
   afterSeq?: number;
-  /** Receives each event once, in seq order, with no gaps. */
+  /** Receives each event once, in seq order, with no gaps (but for the terminal event of a run that ended before `afterSeq`). */
   onEvent: (event: RunEvent) => void;
   signal?: AbortSignal;
   /**
@@ -118,7 +118,8 @@ export interface FollowRunOptions extends EventStore {
 /**
  * Delivers a run's events from `afterSeq` to the terminal event: subscribes to the live channel
  * first, then reads what is stored, and merges both by seq, so nothing is skipped or sent twice.
- * Resolves with the terminal event, or null when `signal` aborts first.
+ * Resolves with the terminal event, or null when `signal` aborts first. The terminal event is
+ * delivered unless the caller holds its seq already; a caller past it gets it out of order.
  */
 export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
   const { hub, runId, onEvent, signal } = opts;
@@ -170,8 +171,13 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
     };
     const add = (e: RunEvent) => {
       if (finished) return;
-      // The run ended at or before what the caller has already: nothing more will come.
-      if (e.seq < next && isTerminalEvent(e)) return finish(e);
+      // The run ended at or before what the caller has already: nothing more will come. A caller
+      // past its terminal event holds events the store lost (its worker died with them, and Redis
+      // with its log): it has not seen this end, so it gets it, with its own seq.
+      if (e.seq < next && isTerminalEvent(e)) {
+        if (e.seq < next - 1) onEvent(e);
+        return finish(e);
+      }
       if (e.seq < next) return;
       pending.set(e.seq, e);
       deliver();

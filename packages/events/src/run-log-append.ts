@@ -1,4 +1,5 @@
 import type { ChainableCommander, Redis } from "ioredis";
+import { RUN_LOG_TTL_LIVE_S } from "./keys";
 
 /**
  * Appends a run's events to its Redis log and publishes them, unless another writer has taken
@@ -13,15 +14,24 @@ import type { ChainableCommander, Redis } from "ioredis";
  * event's). ARGV[1] the writer's token, ARGV[2] the channel, ARGV[3] the message to publish,
  * ARGV[4] the log's TTL in seconds ("0": leave it), ARGV[5..] the events.
  * Returns 1, or 0 when refused.
+ *
+ * The writer key lives as long as the log: a writer with a token sets it when it is missing (its
+ * worker sets it when claiming the run; Redis may have lost it since), and gives it the log's TTL.
+ * So for a running run, a missing key means Redis lost the run's state since its last append: a
+ * taker then knows that events its worker published may be in neither store (see finishRun).
  */
 const APPEND_LUA = `
 local writer = redis.call('GET', KEYS[2])
 if writer and writer ~= ARGV[1] then return 0 end
+if not writer and ARGV[1] ~= '' then redis.call('SET', KEYS[2], ARGV[1], 'EX', ${RUN_LOG_TTL_LIVE_S}) end
 for i = 5, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
-if ARGV[4] ~= '0' then redis.call('EXPIRE', KEYS[1], ARGV[4]) end
+if ARGV[4] ~= '0' then
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
+  if ARGV[1] ~= '' then redis.call('EXPIRE', KEYS[2], ARGV[4]) end
+end
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1
 `;
@@ -58,9 +68,11 @@ export function appendRunEvents(pipeline: ChainableCommander, a: RunLogAppend): 
 /**
  * Makes `token` the run's only writer: appends of any other writer are refused from now on. Done
  * by whoever ends a run it does not execute, before it reads what the run's worker emitted.
+ * Returns the previous writer's token, null if none held the key (a worker sets it when it
+ * claims the run, so for a running run: Redis lost it, and perhaps the run's log with it).
  */
-export async function takeOverRunWriter(redis: Redis, writerKey: string, token: string, ttlS: number): Promise<void> {
-  await redis.set(writerKey, token, "EX", ttlS);
+export async function takeOverRunWriter(redis: Redis, writerKey: string, token: string, ttlS: number): Promise<string | null> {
+  return redis.set(writerKey, token, "EX", ttlS, "GET");
 }
 
 /** KEYS[1] the writer key; ARGV[1] the taker's token, ARGV[2] the writer to give it back to ("" for none), ARGV[3] its TTL. */

@@ -99,6 +99,17 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   return finishInStead(deps, input);
 }
 
+/**
+ * How far past the last event stored the terminal event of a run is numbered when Redis lost the
+ * run's state since its worker claimed it: that worker may have published events that neither
+ * store holds (it died before storing them, at most about a flush interval's worth while
+ * PostgreSQL is up), which clients following the run received. A terminal event that reused one
+ * of their seqs would be dropped as a repeat by such a client; past them, it comes after a gap
+ * that readers skip once the run has ended. (A client holding even more events gets the terminal
+ * event out of order: see followRun.)
+ */
+const LOST_LOG_SEQ_GAP = 1000;
+
 /** How often a take-over is tried again when a worker claimed the run meanwhile. */
 const TAKE_OVER_ATTEMPTS = 3;
 
@@ -123,9 +134,12 @@ async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promis
     }
     // A queued run has no worker to shut out: one that claims it meanwhile makes the end below
     // find the run under its id, and the next attempt takes it over as a running run.
-    if (taken.status === "running") await takeOverLog(deps, input.runId, token, taken.previous);
+    const logLost = taken.status === "running" && (await takeOverLog(deps, input.runId, token, taken.previous));
     const unstored = await readUnstoredEvents(deps, input.runId);
-    const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: unstored.lastSeq, writerId: token, onError: () => {} });
+    // Events its worker published may be in neither store: the terminal event is numbered past
+    // them, so that a client holding them does not take it for one it has (see LOST_LOG_SEQ_GAP).
+    const lastSeq = unstored.lastSeq + (logLost ? LOST_LOG_SEQ_GAP : 0);
+    const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq, writerId: token, onError: () => {} });
     const terminal = await storeEnd(deps, input.outputFromEvents ? withStreamedOutput(input, unstored.all) : input, writer, unstored.events, token);
     if (terminal) return terminal;
     if (await publishStoredTerminal(deps, input.runId)) return null;
@@ -152,16 +166,20 @@ function withStreamedOutput(input: FinishRunInput, events: RunEvent[]): FinishRu
 const GIVE_BACK_MS = 3000;
 
 /**
- * Makes `token` the only writer of the run's log. If Redis stays unreachable or does not answer,
+ * Makes `token` the only writer of the run's log, and tells whether Redis lost the run's state
+ * since its worker claimed it (see {@link LOST_LOG_SEQ_GAP}). If Redis stays unreachable or does not answer,
  * the run is given back to `previous` before the error is thrown: half taken over, its worker's
  * batches and end would be refused while its appends went on (PostgreSQL taken), or its appends
  * refused and nobody left to end the run (a take-over of the log whose answer was lost, though
  * Redis carried it out). The log is given back only if this take-over holds it.
  */
-async function takeOverLog(deps: FinishRunDeps, runId: string, token: string, previous: string | null): Promise<void> {
+async function takeOverLog(deps: FinishRunDeps, runId: string, token: string, previous: string | null): Promise<boolean> {
   const key = runWriterKey(deps.redisPrefix, runId);
   try {
-    await withRetry(TAKE_OVER_REDIS_RETRY_MS, () => takeOverRunWriter(deps.redis, key, token, RUN_LOG_TTL_AFTER_END_S));
+    // The key is missing though a worker claimed the run: Redis lost it (a restart), and the
+    // run's log with it. (Our own token: a retry after an answer lost, taken as it was.)
+    const holder = await withRetry(TAKE_OVER_REDIS_RETRY_MS, () => takeOverRunWriter(deps.redis, key, token, RUN_LOG_TTL_AFTER_END_S));
+    return holder === null && previous !== null;
   } catch (err) {
     // Sent after the take-over on the same connection, so Redis carries it out after it. Tried
     // again whatever the error: a give-back that timed out is still carried out, and harmless twice.

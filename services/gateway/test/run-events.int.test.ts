@@ -73,13 +73,23 @@ describe("run events", () => {
     const live = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[chunks:3] done" }, headers: tenant.headers });
     const { run_id, task_id } = live.events[0]!.data;
     const url = `${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`;
-    for (const headers of [{ "last-event-id": live.events.at(-1)!.id! }, { "last-event-id": "500" }]) {
-      const res = await fetch(url, { headers: { ...tenant.headers, accept: "text/event-stream", ...headers } });
-      expect(res.status).toBe(204);
-      expect(await res.text()).toBe("");
-    }
+    const res = await fetch(url, { headers: { ...tenant.headers, accept: "text/event-stream", "last-event-id": live.events.at(-1)!.id! } });
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe("");
     const before = await readSse(`${url}?after=${Number(live.events.at(-1)!.id) - 1}`, { headers: tenant.headers });
     expect(before.events.map((e) => e.data.type)).toEqual(["run_completed"]);
+  });
+
+  it("sends the terminal event to a re-attach past a finished run's end (a client holding events the store lost), then 204", async () => {
+    const live = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[chunks:3] done" }, headers: tenant.headers });
+    const { run_id, task_id } = live.events[0]!.data;
+    const url = `${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`;
+    const past = await readSse(url, { headers: { ...tenant.headers, "last-event-id": "500" } });
+    expect(past.status).toBe(200);
+    expect(past.events).toEqual([live.events.at(-1)]);
+    // EventSource resumes after it: the end.
+    const again = await fetch(url, { headers: { ...tenant.headers, accept: "text/event-stream", "last-event-id": past.events[0]!.id! } });
+    expect(again.status).toBe(204);
   });
 
   it("checks the resume cursor before the task and run: a malformed one is 400 whatever the ids", async () => {
@@ -93,7 +103,7 @@ describe("run events", () => {
     }
   });
 
-  it("ends a stream whose Last-Event-ID is past a running run's last event when the run ends", async () => {
+  it("ends a stream whose Last-Event-ID is past a running run's last event with the run's terminal event", async () => {
     const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:8] ahead" }, headers: tenant.headers });
     await live.waitFor((e) => e.type === "run_started");
     const { run_id, task_id } = live.events[0];
@@ -101,7 +111,7 @@ describe("run events", () => {
     expect((await live.result).events.at(-1)!.data.type).toBe("run_completed");
     const res = await ahead;
     expect(res.status).toBe(200);
-    expect(res.events).toEqual([]);
+    expect(res.events.map((e) => e.data.type)).toEqual(["run_completed"]);
   });
 
   it("lets a client that disconnected mid-run re-attach with Last-Event-ID and get every event exactly once", async () => {

@@ -45,8 +45,11 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
   const [claimed] = await prisma.$queryRaw<ClaimRow[]>`SELECT * FROM agentrun_claim_run(${runId}, ${deps.workerId}, ${historyLimit}::integer)`;
   if (claimed) {
     // Not awaited: the heartbeat is only read once this worker's job lock has lapsed, and the
-    // periodic renewal sets it again should this write fail.
+    // periodic renewal sets it again should this write fail. The writer key tells whoever takes
+    // the run over whether Redis lost the run's state meanwhile (the first append sets it too);
+    // only if missing: a taker that got there first keeps the run.
     redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs).catch(() => {});
+    redis.set(runWriterKey(redisPrefix, runId), deps.workerId, "EX", RUN_LOG_TTL_LIVE_S, "NX").catch(() => {});
     return toClaimed(claimed, 1);
   }
   const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, query: true } });

@@ -22,21 +22,25 @@ export function resumeAfter(req: Request): number {
 
 export interface RunEventsStreamInput {
   store: { prisma: PrismaClient; redis: Redis; redisPrefix: string; hub: SubscriberHub };
-  run: { id: string; status: string };
+  run: { id: string; status: string; lastSeq: number };
   afterSeq: number;
   heartbeatMs: number;
 }
 
 /**
  * Streams a run's events after `afterSeq` (SSE): a finished run is replayed from the store, a run
- * in progress is followed to its terminal event. A finished run with nothing after `afterSeq` (a
- * client re-attaching after the terminal event, as EventSource does whenever a stream ends)
- * answers 204, which tells EventSource to stop reconnecting. HEAD answers what GET would, without
- * waiting for any event.
+ * in progress is followed to its terminal event. A finished run whose terminal event is at
+ * `afterSeq` (a client re-attaching after it, as EventSource does whenever a stream ends) answers
+ * 204, which tells EventSource to stop reconnecting; past it, the stream is the terminal event
+ * alone. HEAD answers what GET would, without waiting for any event.
  */
 export async function streamRunEvents(req: Request, res: Response, input: RunEventsStreamInput): Promise<void> {
   const { store, run, afterSeq } = input;
-  const stored = run.status === "queued" || run.status === "running" ? null : await readStoredEvents(store, run.id, afterSeq);
+  const ended = run.status !== "queued" && run.status !== "running";
+  // A cursor past a finished run's end holds events the store lost (the run's worker died with
+  // them, and Redis with its log): that client has not seen how the run ended, so it gets the
+  // terminal event. EventSource then resumes after it and gets 204.
+  const stored = !ended ? null : await readStoredEvents(store, run.id, afterSeq > run.lastSeq ? run.lastSeq - 1 : afterSeq);
   if (stored?.length === 0) {
     res.status(204).end();
     return;

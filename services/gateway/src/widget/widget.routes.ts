@@ -80,7 +80,7 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     const task = await ownedTask(deps.prisma, widgetAuthContext(w), req.params.task_id);
     if (task.visitorId !== w.visitorId) throw new AppError("forbidden", { message: "This task belongs to another visitor." });
     const runId = req.params.run_id;
-    const run = ID.test(runId) ? await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, taskId: true, status: true } }) : null;
+    const run = ID.test(runId) ? await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, taskId: true, status: true, lastSeq: true } }) : null;
     if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${runId.slice(0, 100)}'.` });
     res.setHeader(VISITOR_TOKEN_HEADER, tokens.sign(w.visitorId, w.key.id));
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: config.SSE_HEARTBEAT_MS });
