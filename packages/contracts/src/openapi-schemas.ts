@@ -93,4 +93,4 @@ export const memoryPathSchema = z.object({
 });
 
 /** The answer to a stream resumed after its run's terminal event. */
-export const AFTER_THE_END = "The run has ended and nothing follows the given seq (a stream resumed after its terminal event): no body. EventSource stops reconnecting on a 204.";
+export const AFTER_THE_END = "The run has ended and its terminal event is at the given seq (a stream resumed after it): no body. EventSource stops reconnecting on a 204. (A seq past the terminal event gets a stream of the terminal event alone.)";

@@ -70,15 +70,15 @@ export const inputOf = (p: Page) => p.getByRole("textbox", { name: "Your message
 export const lastAnswerOf = (p: Page) => p.locator(".msg.assistant").last();
 export const isFocused = (l: ReturnType<Page["locator"]>) => l.evaluate((el) => (el.getRootNode() as unknown as { activeElement: unknown }).activeElement === el);
 
-/** Polls the last answer of `p` until it reads `final`, returning every distinct text seen on the way. */
-export async function watchAnswer(p: Page, final: string, timeoutMs = 20_000): Promise<string[]> {
+/** Polls the last answer of `p` until it reads `final` (or matches it), returning every distinct text seen on the way. */
+export async function watchAnswer(p: Page, final: string | RegExp, timeoutMs = 20_000): Promise<string[]> {
   const seen: string[] = [];
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const text = (await lastAnswerOf(p).textContent()) ?? "";
     if (seen.at(-1) !== text) seen.push(text);
-    if (text === final) return seen;
-    if (Date.now() > deadline) throw new Error(`answer never became '${final}'; saw ${JSON.stringify(seen)}`);
+    if (typeof final === "string" ? text === final : final.test(text)) return seen;
+    if (Date.now() > deadline) throw new Error(`answer never became '${String(final)}'; saw ${JSON.stringify(seen)}`);
     await p.waitForTimeout(30);
   }
 }

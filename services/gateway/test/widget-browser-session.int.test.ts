@@ -133,6 +133,34 @@ describe("an answer whose re-attaches stop", () => {
   });
 });
 
+describe("an answer that holds events the service lost", () => {
+  it("ends with the run's terminal event, sent with a lower seq to its re-attach past the run's end", async () => {
+    const key = await widgetKeyFor(wb);
+    const page = await openDemo(wb, key, {
+      beforeLoad: async (p) => {
+        // The stream brings run_started, two chunks and a chunk numbered far past the run's end
+        // (as a worker's events that its death and a Redis restart lost), then is cut.
+        await p.route("**/api/v1/widget/run", async (route: Route) => {
+          const response = await route.fetch();
+          const events = (await response.text()).split("\n\n").filter((block) => block.includes("data:"));
+          const lost = `id: 500\ndata: ${JSON.stringify({ seq: 500, type: "text_chunk", content: " (lost)" })}`;
+          await route.fulfill({ response, body: [...events.slice(0, 3), lost].map((e) => `${e}\n\n`).join("") });
+        });
+      },
+    });
+    await openPanel(page);
+    await inputOf(page).fill("[chunks:6] past the end");
+    await inputOf(page).press("Enter");
+    const seen = await watchAnswer(page, /^Echo: .* \(lost\)$/);
+    // Completed as received, with no note: the re-attach (Last-Event-ID 500) brought the end.
+    await page.waitForSelector(".send:not([disabled])");
+    expect(await lastAnswerOf(page).locator(".status").isHidden()).toBe(true);
+    await page.reload();
+    expect(await page.locator(".msg.assistant").allTextContents()).toEqual(["Hi! How can I help you today?", seen.at(-1)]);
+    await page.close();
+  });
+});
+
 describe("pages that embed the widget their own way", () => {
   const PAGE = "/embedding-page";
   const pageWith = (key: string, head: string) =>

@@ -92,8 +92,11 @@ export function createConversation({ key, base, greeting }, session, panel) {
       if (state.taskId !== ev.task_id) session.update((s) => (s.taskId = ev.task_id));
       return false;
     }
-    if (!p || ev.seq <= p.seq) return false;
-    p.seq = ev.seq;
+    // A seq not past the last one is a repeat, but for the run's end: after events the service
+    // lost (see the events endpoint) it comes with a lower seq, and it still ends the answer.
+    const ends = ev.type === "run_completed" || ev.type === "run_failed" || ev.type === "run_cancelled";
+    if (!p || (ev.seq <= p.seq && !ends)) return false;
+    p.seq = Math.max(p.seq, ev.seq);
     if (ev.type === "text_chunk") {
       p.text += ev.content;
       view.setText(p.text);
