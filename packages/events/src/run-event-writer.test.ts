@@ -1,6 +1,6 @@
 import { newId, type PrismaClient } from "@agentrun/db";
-import { createRedis, Redis } from "@agentrun/redis";
-import { testEnv, testPrisma, eventually } from "@agentrun/testing";
+import type { Redis } from "@agentrun/redis";
+import { testEnv, testStores, eventually } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
 import { RUN_LOG_TTL_AFTER_END_S, runChannel, runLogKey } from "./keys";
 import { RunEventWriter } from "./run-event-writer";
@@ -9,20 +9,12 @@ import { SubscriberHub } from "./subscriber-hub";
 // Writers of many runs on one shared connection, against the real Redis.
 let prisma: PrismaClient;
 let redis: Redis;
-let sub: Redis;
 let hub: SubscriberHub;
 const redisPrefix = `${testEnv().redisPrefix}:writes`;
 
-beforeAll(() => {
-  prisma = testPrisma(testEnv().databaseUrl);
-  redis = createRedis({ url: testEnv().redisUrl, role: "commands" });
-  sub = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
-  hub = new SubscriberHub(sub);
-});
-afterAll(async () => {
-  redis.disconnect();
-  sub.disconnect();
-  await prisma.$disconnect();
+testStores({ subscriber: true }, (s) => {
+  ({ prisma, redis } = s);
+  hub = new SubscriberHub(s.sub!);
 });
 
 const deps = () => ({ prisma, redis, redisPrefix });

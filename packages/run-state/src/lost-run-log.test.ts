@@ -1,7 +1,5 @@
-import type { PrismaClient } from "@agentrun/db";
-import { createRedis, Redis } from "@agentrun/redis";
 import { followRun, readDbEvents, RUN_LOG_TTL_AFTER_END_S, RunEventWriter, runLogKey, runWriterKey, SubscriberHub } from "@agentrun/events";
-import { createTestRun, eventually, testEnv, testPrisma, within } from "@agentrun/testing";
+import { createTestRun, eventually, testEnv, testStores, within } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
 import { failRun, finishRun } from "./finish-run";
 
@@ -9,25 +7,11 @@ import { failRun, finishRun } from "./finish-run";
 // PostgreSQL and Redis: when Redis lost the run's log too (a restart without its data), those
 // events are in neither store, yet clients following the run received them. Their streams must
 // still end with the run's terminal event.
-let prisma: PrismaClient;
-let redis: Redis;
-let sub: Redis;
+const stores = testStores({ subscriber: true });
 let hub: SubscriberHub;
+beforeAll(() => (hub = new SubscriberHub(stores.sub!)));
 const redisPrefix = `${testEnv().redisPrefix}:lostlog`;
-
-beforeAll(() => {
-  prisma = testPrisma(testEnv().databaseUrl);
-  redis = createRedis({ url: testEnv().redisUrl, role: "commands" });
-  sub = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
-  hub = new SubscriberHub(sub);
-});
-afterAll(async () => {
-  redis.disconnect();
-  sub.disconnect();
-  await prisma.$disconnect();
-});
-
-const deps = () => ({ prisma, redis, redisPrefix });
+const deps = () => ({ prisma: stores.prisma, redis: stores.redis, redisPrefix });
 const lost = { code: "worker_lost", message: "gone" };
 
 /** Follows `runId` after `afterSeq`: the events delivered, and the terminal event it resolved with ("timed out" after 10 s). */
@@ -46,8 +30,8 @@ function follow(runId: string, afterSeq: number) {
  * `redisLost`, Redis then loses the run's log and writer key. Ended by a sweeper.
  */
 async function runEndedAfterItsWorkerDied(redisLost: boolean) {
-  const runId = await createTestRun(prisma, "running");
-  await prisma.run.update({ where: { id: runId }, data: { workerId: "w1" } });
+  const runId = await createTestRun(stores.prisma, "running");
+  await stores.prisma.run.update({ where: { id: runId }, data: { workerId: "w1" } });
   const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, writerId: "w1", flushIntervalMs: 600_000 });
   const live = follow(runId, 0);
   writer.emit({ type: "text_chunk", content: "a" });
@@ -58,9 +42,9 @@ async function runEndedAfterItsWorkerDied(redisLost: boolean) {
   await eventually(async () => live.events.length >= 5);
   expect(live.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
   // The worker's first append set the run's writer key; it lives as long as the log.
-  expect(await redis.get(runWriterKey(redisPrefix, runId))).toBe("w1");
+  expect(await stores.redis.get(runWriterKey(redisPrefix, runId))).toBe("w1");
   await writer.drain();
-  if (redisLost) await redis.del(runLogKey(redisPrefix, runId), runWriterKey(redisPrefix, runId));
+  if (redisLost) await stores.redis.del(runLogKey(redisPrefix, runId), runWriterKey(redisPrefix, runId));
   expect(await failRun(deps(), { id: runId, query: "q" }, lost)).toBe(true);
   return { runId, live, terminal: await live.done };
 }
@@ -69,7 +53,7 @@ it("numbers the end right after the last event when Redis kept the run's log", a
   const { runId, live, terminal } = await runEndedAfterItsWorkerDied(false);
   expect(terminal).toMatchObject({ type: "run_failed", seq: 6, error: lost });
   expect(live.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
-  expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+  expect((await readDbEvents(deps(), runId)).map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
 });
 
 it("numbers the end past a gap when Redis lost the run's log, so that a client holding lost events gets it", async () => {
@@ -77,8 +61,8 @@ it("numbers the end past a gap when Redis lost the run's log, so that a client h
   // Seqs 4 and 5 are lost for good; the client that has them receives the end after them.
   expect(terminal).toMatchObject({ type: "run_failed", seq: 1004, error: lost });
   expect(live.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 1004]);
-  expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual([1, 2, 3, 1004]);
-  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "failed", lastSeq: 1004 });
+  expect((await readDbEvents(deps(), runId)).map((e) => e.seq)).toEqual([1, 2, 3, 1004]);
+  expect(await stores.prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "failed", lastSeq: 1004 });
   // Re-attaching with the last seq received: the end, across the gap.
   const again = follow(runId, 5);
   expect(await again.done).toEqual(terminal);
@@ -98,18 +82,18 @@ it("gives the terminal event to a follower past it, and not to one that holds it
 });
 
 it("sets a missing writer key again with the worker's next append, and lets it expire with the log once the run ends", async () => {
-  const runId = await createTestRun(prisma, "running");
-  await prisma.run.update({ where: { id: runId }, data: { workerId: "w1" } });
+  const runId = await createTestRun(stores.prisma, "running");
+  await stores.prisma.run.update({ where: { id: runId }, data: { workerId: "w1" } });
   const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, writerId: "w1", flushIntervalMs: 600_000 });
   const key = runWriterKey(redisPrefix, runId);
   writer.emit({ type: "text_chunk", content: "a" });
-  await eventually(async () => (await redis.get(key)) === "w1");
-  await redis.del(key);
+  await eventually(async () => (await stores.redis.get(key)) === "w1");
+  await stores.redis.del(key);
   writer.emit({ type: "text_chunk", content: "b" });
-  await eventually(async () => (await redis.get(key)) === "w1");
+  await eventually(async () => (await stores.redis.get(key)) === "w1");
   // The worker ends the run: the key now expires with the log.
   expect(await finishRun(deps(), { runId, status: "completed", output: "ab", messages: [], writer })).toMatchObject({ seq: 4 });
-  const ttl = await redis.ttl(key);
+  const ttl = await stores.redis.ttl(key);
   expect(ttl).toBeGreaterThan(0);
   expect(ttl).toBeLessThanOrEqual(RUN_LOG_TTL_AFTER_END_S);
 });

@@ -1,26 +1,18 @@
 import type { PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { followRun, readStoredEvents, RunEventWriter, runChannel, runLogKey, SubscriberHub } from "@agentrun/events";
-import { createTestRun, eventually, testEnv, testPrisma, within } from "@agentrun/testing";
+import { createTestRun, eventually, testEnv, testStores, within } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
 import { finishRun } from "./finish-run";
 
 let prisma: PrismaClient;
 let redis: Redis;
-let sub: Redis;
 let hub: SubscriberHub;
 const redisPrefix = `${testEnv().redisPrefix}:bus`;
 
-beforeAll(() => {
-  prisma = testPrisma(testEnv().databaseUrl);
-  redis = createRedis({ url: testEnv().redisUrl, role: "commands" });
-  sub = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
-  hub = new SubscriberHub(sub);
-});
-afterAll(async () => {
-  redis.disconnect();
-  sub.disconnect();
-  await prisma.$disconnect();
+testStores({ subscriber: true }, (s) => {
+  ({ prisma, redis } = s);
+  hub = new SubscriberHub(s.sub!);
 });
 
 const deps = () => ({ prisma, redis, redisPrefix });

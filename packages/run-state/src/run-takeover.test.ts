@@ -3,7 +3,7 @@ import IORedis from "ioredis";
 import { type PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { readDbEvents, RUN_LOG_TTL_LIVE_S, runCancelKey, RunEventWriter, runLogKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
-import { createTestRun, startPgRelay, startPrivateRedis, testEnv, testPrisma } from "@agentrun/testing";
+import { createTestRun, startPgRelay, startPrivateRedis, testEnv, testPrisma, testStores } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
 import { endAbandonedRun, finishRun, failRun, type FinishRunDeps } from "./finish-run";
 
@@ -11,17 +11,8 @@ import { endAbandonedRun, finishRun, failRun, type FinishRunDeps } from "./finis
 // PostgreSQL and Redis: what is taken over, when, and what happens when part of it fails.
 let prisma: PrismaClient;
 let redis: Redis;
-let redisPrefix: string;
-
-beforeAll(() => {
-  prisma = testPrisma(testEnv().databaseUrl);
-  redis = createRedis({ url: testEnv().redisUrl, role: "commands" });
-  redisPrefix = `${testEnv().redisPrefix}:takeover`;
-});
-afterAll(async () => {
-  redis.disconnect();
-  await prisma.$disconnect();
-});
+const redisPrefix = `${testEnv().redisPrefix}:takeover`;
+testStores({}, (s) => ({ prisma, redis } = s));
 
 const deps = () => ({ prisma, redis, redisPrefix });
 const lost = { code: "worker_lost", message: "gone" };

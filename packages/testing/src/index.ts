@@ -3,6 +3,7 @@ export { testEnv, type TestEnv } from "./env";
 export { createTestRun, createTenant, testPrisma, type Tenant, type TenantOptions } from "./tenant";
 export { startStack, type Stack, type StackOptions } from "./stack";
 export { stackWithTenant, type StackWithTenant } from "./stack-fixture";
+export { testStores, type TestStores } from "./stores-fixture";
 export { freePort, startService, waitForOk, type ServiceProcess } from "./processes";
 export { reachableAddresses } from "./listen-host";
 export { apiJson, postRun, runJson } from "./runs";

@@ -1,7 +1,7 @@
 import type { PrismaClient } from "@agentrun/db";
-import { createRedis, Redis } from "@agentrun/redis";
+import type { Redis } from "@agentrun/redis";
 import { controlChannel, runCancelKey } from "@agentrun/events";
-import { createTestRun, eventually, testEnv, testPrisma } from "@agentrun/testing";
+import { createTestRun, eventually, testEnv, testStores } from "@agentrun/testing";
 import { cancelRun } from "./cancel-run";
 
 let prisma: PrismaClient;
@@ -10,17 +10,10 @@ let sub: Redis;
 const redisPrefix = `${testEnv().redisPrefix}:cancel`;
 const control: string[] = [];
 
+testStores({ subscriber: true }, (s) => ({ prisma, redis, sub } = s as Required<typeof s>));
 beforeAll(async () => {
-  prisma = testPrisma(testEnv().databaseUrl);
-  redis = createRedis({ url: testEnv().redisUrl, role: "commands" });
-  sub = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
   sub.on("message", (_channel: string, msg: string) => control.push(msg));
   await sub.subscribe(controlChannel(redisPrefix));
-});
-afterAll(async () => {
-  redis.disconnect();
-  sub.disconnect();
-  await prisma.$disconnect();
 });
 
 const deps = () => ({ prisma, redis, redisPrefix });
