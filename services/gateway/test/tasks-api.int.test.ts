@@ -60,6 +60,11 @@ describe("tasks", () => {
     const runs = await api("GET", `/tasks/${id}/runs`);
     expect(runs.body.runs.map((r: any) => r.run_id)).toEqual([r1.body.run_id, r2.body.run_id]);
     expect(runs.body.runs[1].error.code).toBe("model_error");
+    // Each run summary exactly, with the task's keys first and `runs` last.
+    const rows = await prisma.run.findMany({ where: { taskId: id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+    const summary = (r: (typeof rows)[number]) => ({ run_id: r.id, status: r.status, query: r.query, credits_used: r.creditsUsed, duration_ms: r.durationMs, created_at: r.createdAt.toISOString() });
+    expect(JSON.stringify(task.body.runs)).toBe(JSON.stringify(rows.map(summary)));
+    expect(Object.keys(task.body)).toEqual(["task_id", "title", "status", "created_at", "updated_at", "run_count", "credits_used", "user_id", "metadata", "runs"]);
     const sums = await prisma.run.aggregate({ where: { taskId: id }, _sum: { creditsUsed: true }, _count: true });
     expect(task.body.credits_used).toBe(sums._sum.creditsUsed);
     expect(task.body.run_count).toBe(sums._count);

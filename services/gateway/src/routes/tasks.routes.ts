@@ -9,6 +9,7 @@ import { cancelRunAndWait } from "../tasks/cancel-run";
 import { ownedTask } from "../tasks/task-access";
 import { toRunView } from "../views/run.view";
 import { taskListBody } from "../views/list-queries";
+import { taskDetailBody } from "../views/task-detail-query";
 import { toTaskView } from "../views/task.view";
 import { readsNoQuery } from "../middleware/strict-query";
 
@@ -43,16 +44,7 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
 
   router.get("/tasks/:task_id", async (req, res) => {
     readsNoQuery(req);
-    const task = await ownedTask(prisma, authOf(req), req.params.task_id);
-    const runs = await prisma.run.findMany({
-      where: { taskId: task.id },
-      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-      select: { id: true, status: true, query: true, creditsUsed: true, durationMs: true, createdAt: true },
-    });
-    res.json({
-      ...toTaskView(task),
-      runs: runs.map((r) => ({ run_id: r.id, status: r.status, query: r.query, credits_used: r.creditsUsed, duration_ms: r.durationMs, created_at: r.createdAt.toISOString() })),
-    });
+    res.type("application/json").send(await taskDetailBody(prisma, authOf(req), req.params.task_id));
   });
 
   router.get("/tasks/:task_id/runs", async (req, res) => {

@@ -10,17 +10,25 @@ import type { AuthContext } from "../request-context";
  * them); a message as the `MessageView` contract says (these statements are its only view).
  */
 
-const iso = (column: string) => Prisma.raw(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`);
+/** A timestamp column as `Date.toISOString` writes it. */
+export const iso = (column: string) => Prisma.raw(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`);
 
 const taskFields = Prisma.sql`'task_id', t.id, 'title', t.title, 'status', t.status, 'created_at', ${iso("t.created_at")},
     'updated_at', ${iso("t.updated_at")}, 'run_count', t.run_count, 'credits_used', t.credits_used`;
 const hasMetadata = Prisma.sql`jsonb_typeof(t.metadata) IN ('object', 'array')`;
-// One json_build_object per combination of the optional keys (cheaper than concatenating jsonb).
-const taskView = Prisma.sql`CASE
-    WHEN t.user_id IS NOT NULL AND ${hasMetadata} THEN json_build_object(${taskFields}, 'user_id', t.user_id, 'metadata', t.metadata)
-    WHEN t.user_id IS NOT NULL THEN json_build_object(${taskFields}, 'user_id', t.user_id)
-    WHEN ${hasMetadata} THEN json_build_object(${taskFields}, 'metadata', t.metadata)
-    ELSE json_build_object(${taskFields}) END`;
+
+/**
+ * Task `t` as json, as `toTaskView` shows it, followed by `extra` (key, value pairs, if any).
+ * One json_build_object per combination of the optional keys (cheaper than concatenating jsonb).
+ */
+export function taskViewSql(extra: Prisma.Sql = Prisma.empty): Prisma.Sql {
+  return Prisma.sql`CASE
+    WHEN t.user_id IS NOT NULL AND ${hasMetadata} THEN json_build_object(${taskFields}, 'user_id', t.user_id, 'metadata', t.metadata ${extra})
+    WHEN t.user_id IS NOT NULL THEN json_build_object(${taskFields}, 'user_id', t.user_id ${extra})
+    WHEN ${hasMetadata} THEN json_build_object(${taskFields}, 'metadata', t.metadata ${extra})
+    ELSE json_build_object(${taskFields} ${extra}) END`;
+}
+const taskView = taskViewSql();
 
 // json (text) rather than jsonb: a page of messages is bigger, and json skips the binary round trip.
 const messageView = Prisma.sql`CASE WHEN m.role = 'tool'
