@@ -32,7 +32,7 @@ const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
 /**
  * Takes a run for execution. A queued run is claimed with a conditional update. A run found
  * `running` was left by a worker that stopped (BullMQ handed its job over): it is restarted if
- * it emitted nothing yet, and ended otherwise: failed (`worker_lost`), or cancelled when a cancel
+ * it emitted nothing yet (as far as Redis, which kept the run's state, can tell), and ended otherwise: failed (`worker_lost`), or cancelled when a cancel
  * was asked for while its worker was gone. Returns null when there
  * is nothing to do; the job is then acknowledged quietly.
  */
@@ -72,10 +72,14 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
     RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id,
       agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer) AS history`;
   if (!row) return null;
-  await takeOverRunWriter(redis, runWriterKey(redisPrefix, runId), deps.workerId, RUN_LOG_TTL_LIVE_S);
+  // A missing writer key means Redis lost the run's state since its worker's last append (or
+  // claim): what that worker streamed may be lost, so a run that seems to have emitted nothing
+  // is ended rather than restarted (its new events would reuse seqs clients hold), and the key is
+  // left missing, for the end to number its terminal event past them (see finishRun).
+  const previous = await takeOverRunWriter(redis, runWriterKey(redisPrefix, runId), deps.workerId, RUN_LOG_TTL_LIVE_S, { onlyIfHeld: true });
   const stored = await readStoredEvents({ prisma, redis, redisPrefix }, runId);
   const lastSeq = stored.at(-1)?.seq ?? 1;
-  if (lastSeq <= 1) {
+  if (lastSeq <= 1 && previous !== null) {
     deps.logger.warn({ runId }, "restarting a run whose worker stopped before it emitted anything");
     return toClaimed(row, lastSeq);
   }
