@@ -3,9 +3,11 @@ import type { Redis } from "ioredis";
 import { newId, storableJsonText, type PrismaClient, type MessageRole } from "@agentrun/db";
 import { runCost } from "@agentrun/credits";
 import type { RunEvent, RunEventInput } from "@agentrun/contracts";
-import { isUnavailableError, mayHaveBeenCarriedOut } from "@agentrun/errors";
-import { giveBackRunWriter, readUnstoredEvents, RUN_LOG_TTL_AFTER_END_S, RUN_LOG_TTL_LIVE_S, runCancelKey, runWriterKey, RunEventWriter, takeOverRunWriter } from "@agentrun/events";
+import { mayHaveBeenCarriedOut } from "@agentrun/errors";
+import { readUnstoredEvents, runCancelKey, RunEventWriter } from "@agentrun/events";
 import { endStoredBefore, publishStoredTerminal } from "./stored-end";
+import { LOST_LOG_SEQ_GAP, takeOverLog } from "./take-over-log";
+import { withRetry } from "./with-retry";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
 
@@ -99,22 +101,8 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
   return finishInStead(deps, input);
 }
 
-/**
- * How far past the last event stored the terminal event of a run is numbered when Redis lost the
- * run's state since its worker claimed it: that worker may have published events that neither
- * store holds (it died before storing them, at most about a flush interval's worth while
- * PostgreSQL is up), which clients following the run received. A terminal event that reused one
- * of their seqs would be dropped as a repeat by such a client; past them, it comes after a gap
- * that readers skip once the run has ended. (A client holding even more events gets the terminal
- * event out of order: see followRun.)
- */
-const LOST_LOG_SEQ_GAP = 1000;
-
 /** How often a take-over is tried again when a worker claimed the run meanwhile. */
 const TAKE_OVER_ATTEMPTS = 3;
-
-/** How long a take-over retries the run's writer key while Redis is unreachable. */
-const TAKE_OVER_REDIS_RETRY_MS = 10_000;
 
 /** {@link finishRun} for a caller that is not the run's worker: takes the run over, then ends it. */
 async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promise<RunEvent | null> {
@@ -160,33 +148,6 @@ function withStreamedOutput(input: FinishRunInput, events: RunEvent[]): FinishRu
     else if (e.type === "text_chunk" && typeof e.content === "string") output += e.content;
   }
   return output ? { ...input, output, messages: [...input.messages, { role: "assistant", content: output }] } : input;
-}
-
-/** How long the writer key is tried to be given back after a take-over of it failed. */
-const GIVE_BACK_MS = 3000;
-
-/**
- * Makes `token` the only writer of the run's log, and tells whether Redis lost the run's state
- * since its worker claimed it (see {@link LOST_LOG_SEQ_GAP}). If Redis stays unreachable or does not answer,
- * the run is given back to `previous` before the error is thrown: half taken over, its worker's
- * batches and end would be refused while its appends went on (PostgreSQL taken), or its appends
- * refused and nobody left to end the run (a take-over of the log whose answer was lost, though
- * Redis carried it out). The log is given back only if this take-over holds it.
- */
-async function takeOverLog(deps: FinishRunDeps, runId: string, token: string, previous: string | null): Promise<boolean> {
-  const key = runWriterKey(deps.redisPrefix, runId);
-  try {
-    // The key is missing though a worker claimed the run: Redis lost it (a restart), and the
-    // run's log with it. (Our own token: a retry after an answer lost, taken as it was.)
-    const holder = await withRetry(TAKE_OVER_REDIS_RETRY_MS, () => takeOverRunWriter(deps.redis, key, token, RUN_LOG_TTL_AFTER_END_S));
-    return holder === null && previous !== null;
-  } catch (err) {
-    // Sent after the take-over on the same connection, so Redis carries it out after it. Tried
-    // again whatever the error: a give-back that timed out is still carried out, and harmless twice.
-    await withRetry(GIVE_BACK_MS, () => giveBackRunWriter(deps.redis, key, token, previous, RUN_LOG_TTL_LIVE_S), () => true).catch(() => {});
-    await deps.prisma.$executeRaw`UPDATE runs SET worker_id = ${previous} WHERE id = ${runId} AND worker_id = ${token}`.catch(() => {});
-    throw err;
-  }
 }
 
 /**
@@ -277,22 +238,6 @@ export async function endAbandonedRun(deps: FinishRunDeps, run: { id: string; qu
   const cancelled = await deps.redis.exists(runCancelKey(deps.redisPrefix, run.id)).catch(() => 0);
   if (!cancelled) return failRun(deps, run, error);
   return (await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }], outputFromEvents: true })) !== null;
-}
-
-/**
- * Runs `fn`, retrying with back-off while its error is `retryable` (by default: one that means a
- * dependency is down), for up to `forMs`.
- */
-async function withRetry<T>(forMs: number, fn: () => Promise<T>, retryable: (err: unknown) => boolean = isUnavailableError): Promise<T> {
-  const deadline = Date.now() + forMs;
-  for (let delay = 200; ; delay = Math.min(delay * 2, 5000)) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (!retryable(err) || Date.now() + delay > deadline) throw err;
-      await new Promise((r) => setTimeout(r, delay));
-    }
-  }
 }
 
 function terminalFor(input: FinishRunInput): RunEventInput {
