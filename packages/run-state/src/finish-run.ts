@@ -6,7 +6,7 @@ import type { RunEvent, RunEventInput } from "@agentrun/contracts";
 import { mayHaveBeenCarriedOut } from "@agentrun/errors";
 import { readUnstoredEvents, runCancelKey, RunEventWriter } from "@agentrun/events";
 import { endStoredBefore, publishStoredTerminal } from "./stored-end";
-import { LOST_LOG_SEQ_GAP, takeOverLog } from "./take-over-log";
+import { forgetLogTakeOver, LOST_LOG_SEQ_GAP, takeOverLog } from "./take-over-log";
 import { withRetry } from "./with-retry";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
@@ -123,12 +123,18 @@ async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promis
     // A queued run has no worker to shut out: one that claims it meanwhile makes the end below
     // find the run under its id, and the next attempt takes it over as a running run.
     const logLost = taken.status === "running" && (await takeOverLog(deps, input.runId, token, taken.previous));
-    const unstored = await readUnstoredEvents(deps, input.runId);
-    // Events its worker published may be in neither store: the terminal event is numbered past
-    // them, so that a client holding them does not take it for one it has (see LOST_LOG_SEQ_GAP).
-    const lastSeq = unstored.lastSeq + (logLost ? LOST_LOG_SEQ_GAP : 0);
-    const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq, writerId: token, onError: () => {} });
-    const terminal = await storeEnd(deps, input.outputFromEvents ? withStreamedOutput(input, unstored.all) : input, writer, unstored.events, token);
+    let terminal: RunEvent | null;
+    try {
+      const unstored = await readUnstoredEvents(deps, input.runId);
+      // Events its worker published may be in neither store: the terminal event is numbered past
+      // them, so that a client holding them does not take it for one it has (see LOST_LOG_SEQ_GAP).
+      const lastSeq = unstored.lastSeq + (logLost ? LOST_LOG_SEQ_GAP : 0);
+      const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq, writerId: token, onError: () => {} });
+      terminal = await storeEnd(deps, input.outputFromEvents ? withStreamedOutput(input, unstored.all) : input, writer, unstored.events, token);
+    } catch (err) {
+      if (logLost) await forgetLogTakeOver(deps, input.runId, token);
+      throw err;
+    }
     if (terminal) return terminal;
     if (await publishStoredTerminal(deps, input.runId)) return null;
     // Still in progress: a worker claimed the queued run after it was taken over. Again.

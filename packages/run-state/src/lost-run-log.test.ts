@@ -1,5 +1,5 @@
 import { followRun, readDbEvents, RUN_LOG_TTL_AFTER_END_S, RunEventWriter, runLogKey, runWriterKey, SubscriberHub } from "@agentrun/events";
-import { createTestRun, eventually, testEnv, testStores, within } from "@agentrun/testing";
+import { createTestRun, eventually, startPgRelay, testEnv, testPrisma, testStores, within } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
 import { failRun, finishRun } from "./finish-run";
 
@@ -67,6 +67,30 @@ it("numbers the end past a gap when Redis lost the run's log, so that a client h
   const again = follow(runId, 5);
   expect(await again.done).toEqual(terminal);
   expect(again.events).toEqual([terminal]);
+});
+
+it("keeps the loss known when the end that found it fails: the next taker numbers its end past the gap too", async () => {
+  const runId = await createTestRun(stores.prisma, "running");
+  await stores.prisma.run.update({ where: { id: runId }, data: { workerId: "w1" } });
+  const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, writerId: "w1", flushIntervalMs: 600_000 });
+  writer.emit({ type: "text_chunk", content: "a" });
+  await writer.flush();
+  await writer.drain();
+  const key = runWriterKey(redisPrefix, runId);
+  await stores.redis.del(runLogKey(redisPrefix, runId), key);
+  // The first sweeper's end is lost with its connection (PostgreSQL going away).
+  const relay = await startPgRelay(testEnv().databaseUrl);
+  const relayed = testPrisma(relay.url);
+  try {
+    relay.cutBeforeNextStatement("agentrun_finish_run");
+    await expect(failRun({ ...deps(), prisma: relayed }, { id: runId, query: "q" }, lost)).rejects.toThrow();
+  } finally {
+    await relayed.$disconnect();
+    await relay.close();
+  }
+  expect(await stores.redis.get(key)).toBeNull();
+  expect(await failRun(deps(), { id: runId, query: "q" }, lost)).toBe(true);
+  expect((await readDbEvents(deps(), runId)).map((e) => e.seq)).toEqual([1, 2, 1003]);
 });
 
 it("gives the terminal event to a follower past it, and not to one that holds its seq", async () => {

@@ -2,13 +2,13 @@ import { giveBackRunWriter, RUN_LOG_TTL_AFTER_END_S, RUN_LOG_TTL_LIVE_S, runWrit
 import { withRetry } from "./with-retry";
 
 /**
- * How far past the last event stored the terminal event of a run is numbered when Redis lost the
- * run's state since its worker's last append (or its claim): that worker may have published
- * events that neither store holds (it died before storing them, at most about a flush
- * interval's worth while PostgreSQL is up), which clients following the run received. A
- * terminal event that reused one of their seqs would be dropped as a repeat by such a client;
- * past them, it comes after a gap that readers skip once the run has ended. (A client holding
- * even more events gets the terminal event out of order: see followRun.)
+ * How many seqs are left out before the terminal event of a run (numbered this + 1 past the last
+ * event stored) when Redis lost the run's state since its worker's last append (or its claim):
+ * that worker may have published events that neither store holds (it died before storing them,
+ * at most about a flush interval's worth while PostgreSQL is up), which clients following the run
+ * received. A terminal event that reused one of their seqs would be dropped as a repeat by such a
+ * client; past them, it comes after a gap that readers skip once the run has ended. (A client
+ * holding even more events gets the terminal event out of order: see followRun.)
  */
 export const LOST_LOG_SEQ_GAP = 1000;
 
@@ -41,4 +41,14 @@ export async function takeOverLog(deps: EventStore, runId: string, token: string
     await deps.prisma.$executeRaw`UPDATE runs SET worker_id = ${previous} WHERE id = ${runId} AND worker_id = ${token}`.catch(() => {});
     throw err;
   }
+}
+
+/**
+ * After an end that failed following a take-over that found the run's writer key missing: the
+ * key goes again (if this taker still holds it), so that the next taker (a later sweep, a worker
+ * taking the stalled job over) also learns that Redis lost the run's state, rather than finding
+ * this taker's token and numbering its terminal event among seqs that clients hold.
+ */
+export async function forgetLogTakeOver(deps: EventStore, runId: string, token: string): Promise<void> {
+  await giveBackRunWriter(deps.redis, runWriterKey(deps.redisPrefix, runId), token, null, RUN_LOG_TTL_LIVE_S).catch(() => {});
 }
