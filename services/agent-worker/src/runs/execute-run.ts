@@ -121,7 +121,7 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
   const [agent, cancelled, memories] = await Promise.all([
     deps.agents.get(run.agentId),
     cancelFlag,
-    loadMemories(deps, { runId: run.id, orgId: run.orgId, agentId: run.agentId, userId, query: run.query }),
+    loadMemories(deps, { runId: run.id, orgId: run.orgId, agentId: run.agentId, userId, query: run.query }, signal),
   ]);
   progress.pricing = agent.pricing;
   if (cancelled) throw new RunFailure("cancel", "cancelled before start");
@@ -233,8 +233,11 @@ async function templateContext(deps: RunDeps, instructions: string, context: Run
   return { ...context, user_id: task.userId, metadata: { ...taskMetadata, ...context?.metadata } };
 }
 
-/** The user's memories for the prompt; when the memory service is down the run goes on without them. */
-async function loadMemories(deps: RunDeps, q: { runId: string; orgId: string; agentId: string; userId?: string; query: string }): Promise<PromptMemory[]> {
+/**
+ * The user's memories for the prompt; when the memory service is down the run goes on without
+ * them. A run stopped meanwhile (`signal`) does not wait for them.
+ */
+async function loadMemories(deps: RunDeps, q: { runId: string; orgId: string; agentId: string; userId?: string; query: string }, signal: AbortSignal): Promise<PromptMemory[]> {
   if (!q.userId || deps.config.MEMORY_PROMPT_MAX_COUNT === 0 || deps.config.MEMORY_PROMPT_MAX_CHARS === 0) return [];
   try {
     const res = await deps.memory.context({
@@ -244,11 +247,11 @@ async function loadMemories(deps: RunDeps, q: { runId: string; orgId: string; ag
       query: q.query,
       max_count: deps.config.MEMORY_PROMPT_MAX_COUNT,
       max_chars: deps.config.MEMORY_PROMPT_MAX_CHARS,
-    }, { requestId: q.runId });
+    }, { requestId: q.runId, signal });
     // The client checks the shape; a prompt without memories still beats a failed run.
     return Array.isArray(res?.memories) ? res.memories : [];
   } catch (err) {
-    deps.logger.warn({ err: (err as Error).message, userId: q.userId }, "memories skipped: memory service unavailable");
+    if (!signal.aborted) deps.logger.warn({ err: (err as Error).message, userId: q.userId }, "memories skipped: memory service unavailable");
     return [];
   }
 }
