@@ -25,3 +25,15 @@ export function appMessageClasses(app: Express): Required<Pick<http.ServerOption
   AppResponse.prototype = app.response;
   return { IncomingMessage: AppRequest as unknown as typeof http.IncomingMessage, ServerResponse: AppResponse as unknown as typeof http.ServerResponse };
 }
+
+/**
+ * The X-Request-Id a caller may choose, as the services take it: printable ASCII (spaces
+ * included), 1..200 characters once trimmed, or undefined (the service then makes its own).
+ * Control and non-ASCII characters or longer values are refused, so the id stays a safe response
+ * header and log field. The gateway forwards its request's id to the memory service, which
+ * takes it by the same rule, so that both logs carry the same id.
+ */
+export function clientRequestId(header: string | undefined): string | undefined {
+  const id = header?.trim();
+  return id && /^[\x20-\x7e]{1,200}$/.test(id) ? id : undefined;
+}

@@ -34,11 +34,15 @@ describe("memory service: auth, health and errors", () => {
     await api().get("/readyz").expect(200, { status: "ok" });
   });
 
-  it("echoes a valid X-Request-Id and generates one otherwise", async () => {
-    const echoed = await api().get("/healthz").set("X-Request-Id", "req-abc.123");
-    expect(echoed.headers["x-request-id"]).toBe("req-abc.123");
-    const generated = await api().get("/healthz").set("X-Request-Id", "bad id\twith spaces");
-    expect(generated.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+  it("echoes an X-Request-Id the gateway takes (and forwards) and generates one otherwise", async () => {
+    for (const id of ["req-abc.123", "checkout/step 2 #7", "x".repeat(200)]) {
+      const echoed = await api().get("/healthz").set("X-Request-Id", id);
+      expect(echoed.headers["x-request-id"]).toBe(id);
+    }
+    for (const bad of ["bad id\twith a tab", "x".repeat(201), "caf\u00e9"]) {
+      const generated = await api().get("/healthz").set("X-Request-Id", bad);
+      expect(generated.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+    }
   });
 
   it("answers unknown routes and malformed JSON in the contract's error shape", async () => {

@@ -1,13 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { RequestHandler } from "express";
 import type { Logger } from "@agentrun/logger";
-
-/**
- * A client's X-Request-Id that is echoed: printable ASCII (spaces included), 1..200 characters
- * once trimmed. Anything else (control or non-ASCII characters, longer values) is replaced, so
- * the id stays a safe response header and log field.
- */
-const CLIENT_REQUEST_ID = /^[\x20-\x7e]{1,200}$/;
+import { clientRequestId } from "@agentrun/express-server";
 
 /** A request id of the gateway's own making, for a request without a usable X-Request-Id. */
 export const newRequestId = (): string => `req_${randomUUID().replaceAll("-", "")}`;
@@ -47,8 +41,7 @@ function installLazyLog(proto: object): void {
  */
 export function requestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
-    const incoming = req.get("x-request-id")?.trim();
-    req.id = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : newRequestId();
+    req.id = clientRequestId(req.get("x-request-id")) ?? newRequestId();
     res.setHeader("X-Request-Id", req.id);
     installLazyLog(Object.getPrototypeOf(req) as object);
     (req as unknown as LazyLog)[BASE_LOGGER] = logger;

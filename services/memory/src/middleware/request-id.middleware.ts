@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { RequestHandler } from "express";
 import type { Logger } from "@agentrun/logger";
+import { clientRequestId } from "@agentrun/express-server";
 import { setRequestContext } from "../request-context";
-
-/** Ids a caller may choose; anything else is replaced so logs stay parseable. */
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * Accepts `X-Request-Id` (or generates one), echoes it on the response, gives the request a
@@ -13,8 +11,7 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 export function requestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
-    const incoming = req.get("x-request-id");
-    const id = incoming && CLIENT_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    const id = clientRequestId(req.get("x-request-id")) ?? randomUUID();
     const log = logger.child({ requestId: id });
     setRequestContext(res, id, log);
     res.setHeader("X-Request-Id", id);
