@@ -45,6 +45,13 @@ it("frees a key with its run's task: a replay after DELETE /api/tasks/{id} start
   expect((await run(key, "remember me")).body.run_id).toBe(replay.body.run_id);
 });
 
+it("keeps a key for 24 hours by the database's clock, which also decides when they have passed", async () => {
+  const key = `key-${newId("run")}`;
+  expect((await run(key, "kept a day")).status).toBe(200);
+  const row = await prisma.idempotencyKey.findUniqueOrThrow({ where: { orgId_key: { orgId: tenant.orgId, key } } });
+  expect(row.expiresAt.getTime() - row.createdAt.getTime()).toBe(IDEMPOTENCY_TTL_MS);
+});
+
 it("leaves the keys of other tasks alone", async () => {
   const [kept, dropped] = [`key-${newId("run")}`, `key-${newId("run")}`];
   const a = await run(kept, "stays");

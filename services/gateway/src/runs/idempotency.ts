@@ -39,10 +39,10 @@ export async function claimIdempotencyKey(
   prisma: PrismaClient,
   input: { orgId: string; key: string; hash: string; runId: string; taskId: string },
 ): Promise<Claim> {
-  const expires = new Date(Date.now() + IDEMPOTENCY_TTL_MS);
+  // Expiry by PostgreSQL's clock, which also decides when it has passed (not the gateway's).
   const rows = await prisma.$queryRaw<{ run_id: string; task_id: string; request_hash: string }[]>`
     INSERT INTO idempotency_keys (org_id, key, request_hash, run_id, task_id, created_at, expires_at)
-    VALUES (${input.orgId}, ${input.key}, ${input.hash}, ${input.runId}, ${input.taskId}, now(), ${expires})
+    VALUES (${input.orgId}, ${input.key}, ${input.hash}, ${input.runId}, ${input.taskId}, now(), now() + make_interval(secs => ${IDEMPOTENCY_TTL_MS / 1000}))
     ON CONFLICT (org_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, run_id = EXCLUDED.run_id,
       task_id = EXCLUDED.task_id, created_at = now(), expires_at = EXCLUDED.expires_at
     WHERE idempotency_keys.expires_at < now()
