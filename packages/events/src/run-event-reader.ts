@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { PrismaClient } from "@agentrun/db";
+import { asEvent, readDbEvents, readDbEventsOrEnd } from "./db-events";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 import { runChannel, runLogKey } from "./keys";
 import type { SubscriberHub } from "./subscriber-hub";
@@ -9,15 +10,6 @@ export interface EventStore {
   prisma: PrismaClient;
   redis: Redis;
   redisPrefix: string;
-}
-
-/**
- * Events come only from this service's workers, so a shape check is enough (a full schema parse
- * per event would be most of a stream's CPU).
- */
-function asEvent(value: unknown): RunEvent | null {
-  const e = value as RunEvent | null;
-  return e && typeof e === "object" && Number.isInteger(e.seq) && typeof e.type === "string" ? e : null;
 }
 
 /** The events of one log entry or channel message: one event, or a JSON array of them. */
@@ -54,24 +46,6 @@ export async function readUnstoredEvents(store: EventStore, runId: string): Prom
   const inDb = new Set(rows.map((e) => e.seq));
   const all = mergeEvents(rows, log, 0);
   return { events: all.filter((e) => !inDb.has(e.seq)), lastSeq: all.at(-1)?.seq ?? 0, all };
-}
-
-/**
- * The events of a run stored in PostgreSQL with seq > `afterSeq`, in order, from the batches that
- * hold any (each seq once, also where batches overlap).
- */
-export async function readDbEvents(store: Pick<EventStore, "prisma">, runId: string, afterSeq = 0): Promise<RunEvent[]> {
-  const batches = await store.prisma.runEventBatch.findMany({ where: { runId, lastSeq: { gt: afterSeq } }, orderBy: { firstSeq: "asc" }, select: { events: true } });
-  // A batch may hold events of a later one: one written again with more after its write failed.
-  const bySeq = new Map<number, RunEvent>();
-  for (const b of batches) {
-    if (!Array.isArray(b.events)) continue;
-    for (const value of b.events) {
-      const e = asEvent(value);
-      if (e && e.seq > afterSeq) bySeq.set(e.seq, e);
-    }
-  }
-  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }
 
 /** Stored events and log entries merged by seq: each seq once, in order. */
@@ -228,7 +202,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         // A terminal event is published only once stored, with every event before it that its
         // writer had: one known before PostgreSQL is read shows that the read sees all of them.
         const endKnown = endPending();
-        const rows = covered ? [] : await readDbEvents(opts, runId, next - 1);
+        const rows = covered ? [] : await readDbEventsOrEnd(opts, runId, next - 1);
         const read = mergeEvents(rows, log ?? [], next - 1);
         for (const e of read) add(e);
         // The run has ended and neither store has the next seq: it was lost for good (an append

@@ -1,3 +1,4 @@
+import { createRedis } from "@agentrun/redis";
 import { followRun, readDbEvents, RUN_LOG_TTL_AFTER_END_S, RunEventWriter, runLogKey, runWriterKey, SubscriberHub } from "@agentrun/events";
 import { createTestRun, eventually, startPgRelay, testEnv, testPrisma, testStores, within } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
@@ -103,6 +104,23 @@ it("gives the terminal event to a follower past it, and not to one that holds it
   const at = follow(runId, (terminal as RunEvent).seq);
   expect(await at.done).toEqual(terminal);
   expect(at.events).toEqual([]);
+});
+
+it("ends a follower past the run's end when the end's publish was lost with the run's log: PostgreSQL tells it", async () => {
+  const runId = await createTestRun(stores.prisma, "running");
+  const past = follow(runId, 50);
+  await new Promise((r) => setTimeout(r, 300));
+  // Ended through a Redis that is gone: stored, never published, and no log to find it in.
+  const broken = createRedis({ url: "redis://127.0.0.1:1", role: "commands", onError: () => {} });
+  try {
+    const cutOff = new RunEventWriter({ prisma: stores.prisma, redis: broken, redisPrefix, runId, lastSeq: 1, onError: () => {} });
+    await finishRun({ prisma: stores.prisma, redis: broken, redisPrefix }, { runId, status: "completed", output: "", messages: [], writer: cutOff });
+  } finally {
+    broken.disconnect();
+  }
+  const terminal = await past.done;
+  expect(terminal).toMatchObject({ type: "run_completed", seq: 2 });
+  expect(past.events).toEqual([terminal]);
 });
 
 it("sets a missing writer key again with the worker's next append, and lets it expire with the log once the run ends", async () => {
