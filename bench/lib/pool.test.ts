@@ -56,7 +56,8 @@ describe("steadyLoop", () => {
     const firsts = r.starts.slice(0, 4);
     // Client i starts i × 30 ms in (timers never fire early; allow 1 ms of clock rounding).
     firsts.forEach((t, i) => expect(t).toBeGreaterThanOrEqual(i * 30 - 1));
-    expect(firsts[3]! - firsts[0]!).toBeGreaterThanOrEqual(80);
+    // One after another. (Not a bound on the gaps: a busy machine delays the early starts most.)
+    expect(firsts).toEqual([...firsts].sort((a, b) => a - b));
   });
 
   it("closes the window after durationMs when the count is not reached", async () => {

@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import type { PrismaClient } from "@agentrun/db";
-import { asEvent, readDbEvents, readDbEventsOrEnd } from "./db-events";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
+import { asEvent, readDbEvents, readDbEventsOrEnd } from "./db-events";
 import { runChannel, runLogKey } from "./keys";
 import type { SubscriberHub } from "./subscriber-hub";
 import type { EarlyRunSubscription } from "./early-subscription";

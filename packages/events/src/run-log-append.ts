@@ -69,11 +69,10 @@ export function appendRunEvents(pipeline: ChainableCommander, a: RunLogAppend): 
  * Makes `token` the run's only writer: appends of any other writer are refused from now on. Done
  * by whoever ends a run it does not execute, before it reads what the run's worker emitted.
  * Returns the previous writer's token, null if none held the key (a worker sets it when it
- * claims the run, so for a running run: Redis lost it, and perhaps the run's log with it). With
- * `onlyIfHeld`, a missing key is left missing.
+ * claims the run, so for a running run: Redis lost it, and perhaps the run's log with it).
  */
-export async function takeOverRunWriter(redis: Redis, writerKey: string, token: string, ttlS: number, opts: { onlyIfHeld?: boolean } = {}): Promise<string | null> {
-  return opts.onlyIfHeld ? redis.set(writerKey, token, "EX", ttlS, "XX", "GET") : redis.set(writerKey, token, "EX", ttlS, "GET");
+export async function takeOverRunWriter(redis: Redis, writerKey: string, token: string, ttlS: number): Promise<string | null> {
+  return redis.set(writerKey, token, "EX", ttlS, "GET");
 }
 
 /** KEYS[1] the writer key; ARGV[1] the taker's token, ARGV[2] the writer to give it back to ("" for none), ARGV[3] its TTL. */

@@ -32,9 +32,9 @@ const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
 /**
  * Takes a run for execution. A queued run is claimed with a conditional update. A run found
  * `running` was left by a worker that stopped (BullMQ handed its job over): it is restarted if
- * it emitted nothing yet (as far as Redis, which kept the run's state, can tell), and ended otherwise: failed (`worker_lost`), or cancelled when a cancel
- * was asked for while its worker was gone. Returns null when there
- * is nothing to do; the job is then acknowledged quietly.
+ * it emitted nothing yet, and ended otherwise: failed (`worker_lost`), or cancelled when a cancel
+ * was asked for while its worker was gone. Returns null when there is nothing to do; the job is
+ * then acknowledged quietly.
  */
 export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun | null> {
   const { prisma, redis, redisPrefix } = deps;
@@ -72,14 +72,13 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
     RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id,
       agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer) AS history`;
   if (!row) return null;
-  // A missing writer key means Redis lost the run's state since its worker's last append (or
-  // claim): what that worker streamed may be lost, so a run that seems to have emitted nothing
-  // is ended rather than restarted (its new events would reuse seqs clients hold), and the key is
-  // left missing, for the end to number its terminal event past them (see finishRun).
-  const previous = await takeOverRunWriter(redis, runWriterKey(redisPrefix, runId), deps.workerId, RUN_LOG_TTL_LIVE_S, { onlyIfHeld: true });
+  // (A missing writer key is not taken for a lost Redis here: a worker killed between its claim
+  // and the key's write leaves it missing too, and its job lives in the same Redis, so a Redis
+  // that lost the key has most likely lost the job with it.)
+  await takeOverRunWriter(redis, runWriterKey(redisPrefix, runId), deps.workerId, RUN_LOG_TTL_LIVE_S);
   const stored = await readStoredEvents({ prisma, redis, redisPrefix }, runId);
   const lastSeq = stored.at(-1)?.seq ?? 1;
-  if (lastSeq <= 1 && previous !== null) {
+  if (lastSeq <= 1) {
     deps.logger.warn({ runId }, "restarting a run whose worker stopped before it emitted anything");
     return toClaimed(row, lastSeq);
   }
