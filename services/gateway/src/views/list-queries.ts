@@ -2,6 +2,7 @@ import { Prisma, type PrismaClient } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import type { TaskStatusValue } from "@agentrun/contracts";
 import type { AuthContext } from "../request-context";
+import { checkTaskOwner } from "../tasks/task-access";
 
 /**
  * The two hottest reads (`GET /tasks`, `GET /messages`) as one statement each, with PostgreSQL
@@ -72,8 +73,8 @@ export interface MessageListQuery {
 }
 
 interface MessagePageRow {
-  org_id: string | null;
-  agent_id: string | null;
+  orgId: string | null;
+  agentId: string | null;
   cursor_found: boolean;
   body: string;
 }
@@ -85,10 +86,10 @@ interface MessagePageRow {
  */
 export async function messageListBody(prisma: PrismaClient, auth: AuthContext, q: MessageListQuery): Promise<string> {
   const [row] = await prisma.$queryRaw<MessagePageRow[]>(messageListSql(q));
-  if (!row?.org_id) throw new AppError("task_not_found", { message: `No task has the id '${q.task_id}'.` });
-  if (row.org_id !== auth.orgId || row.agent_id !== auth.agentId) throw new AppError("forbidden", { message: "This task belongs to another organization or agent." });
-  if (!row.cursor_found) throw new AppError("invalid_request", { message: `'before' names no message of task '${q.task_id}'.` });
-  return row.body;
+  // (`task_id` is an id, up to 100 characters, as the contract's query schema checked.)
+  checkTaskOwner(row?.orgId && row.agentId ? { orgId: row.orgId, agentId: row.agentId } : null, auth, q.task_id);
+  if (!row!.cursor_found) throw new AppError("invalid_request", { message: `'before' names no message of task '${q.task_id}'.` });
+  return row!.body;
 }
 
 /** The statement behind {@link messageListBody} (also explained by the benchmark). */
@@ -101,7 +102,7 @@ export function messageListSql(q: MessageListQuery): Prisma.Sql {
       SELECT m.* FROM messages m WHERE m.task_id = ${q.task_id} ${cursor}
       ORDER BY m.created_at DESC, m.id DESC LIMIT ${q.limit + 1}
     )
-    SELECT t.org_id, t.agent_id,
+    SELECT t.org_id AS "orgId", t.agent_id AS "agentId",
       ${q.before ? Prisma.sql`EXISTS (SELECT 1 FROM messages WHERE id = ${q.before} AND task_id = ${q.task_id})` : Prisma.sql`true`} AS cursor_found,
       json_build_object(
         'messages', (SELECT coalesce(json_agg(${messageView} ORDER BY m.created_at, m.id), '[]')

@@ -11,7 +11,7 @@ import { jsonBody } from "@agentrun/json-body";
 import { createRun, newRunIds } from "../runs/create-run";
 import { startRun } from "../runs/start-run";
 import { resumeAfter, streamRunEvents } from "../runs/run-events-stream";
-import { ownedTask } from "../tasks/task-access";
+import { isIdShaped, ownedTask } from "../tasks/task-access";
 import { VisitorTokens } from "./visitor-token";
 import { widgetAuth } from "./widget-auth.middleware";
 import { widgetAuthContext, widgetOf } from "./widget-context";
@@ -22,7 +22,6 @@ import { readsNoQuery } from "../middleware/strict-query";
 
 const RUN_PATH = "/run";
 const EVENTS_PATH = "/tasks/:task_id/runs/:run_id/events";
-const ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 /**
  * The widget gateway, mounted at `/api/v1/widget` ahead of the API-key routers: a publishable
@@ -80,7 +79,7 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     const task = await ownedTask(deps.prisma, widgetAuthContext(w), req.params.task_id);
     if (task.visitorId !== w.visitorId) throw new AppError("forbidden", { message: "This task belongs to another visitor." });
     const runId = req.params.run_id;
-    const run = ID.test(runId) ? await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, taskId: true, status: true, lastSeq: true } }) : null;
+    const run = isIdShaped(runId) ? await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, taskId: true, status: true, lastSeq: true } }) : null;
     if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${runId.slice(0, 100)}'.` });
     res.setHeader(VISITOR_TOKEN_HEADER, tokens.sign(w.visitorId, w.key.id));
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: config.SSE_HEARTBEAT_MS });
