@@ -102,6 +102,19 @@ describe("CalcSandbox under load", () => {
     expect(answer.at).toBeLessThan(Math.max(...stopped.map((s) => s.at)));
   });
 
+  it("does not refuse as busy a calculation waiting only for its thread to load", async () => {
+    // A thread loads in about 0.5 s (seconds on a loaded machine): far past this wait limit.
+    const sandbox = new CalcSandbox({ ...LIMITS, maxWaitMs: 20, threads: 1 });
+    const t0 = Date.now();
+    const first = outcome(sandbox.evaluate("1 + 1", running()), t0);
+    // Second in line: it waits behind the first calculation too, so the limit applies to it.
+    const second = outcome(sandbox.evaluate("2 + 2", running()), t0);
+    expect(reason(await second)).toBe("busy");
+    const answer = await first;
+    expect(answer.value).toBe(2);
+    expect(answer.at).toBeGreaterThan(20);
+  });
+
   it("refuses a calculation no thread takes within maxWaitMs, without waiting for the slow one", async () => {
     const sandbox = new CalcSandbox({ ...LIMITS, timeoutMs: 2000, maxWaitMs: 300, threads: 1 });
     await sandbox.warm();

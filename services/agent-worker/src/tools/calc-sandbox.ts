@@ -34,7 +34,11 @@ interface Job {
   onAbort: () => void;
   /** Fails the job as busy unless a thread takes it within `maxWaitMs` of its asking. */
   waitTimer: NodeJS.Timeout;
+  askedAt: number;
 }
+
+/** Longest a calculation waits for the thread that is loading to take it (see `waitedTooLong`). */
+const MAX_LOAD_WAIT_MS = 30_000;
 
 interface Thread {
   worker: Worker;
@@ -75,7 +79,8 @@ export class CalcSandbox {
         reject,
         signal,
         onAbort: () => this.fail(job, new CalcFailure("aborted", "stopped")),
-        waitTimer: setTimeout(() => this.fail(job, new CalcFailure("busy", `the calculator is busy (no thread was free within ${this.limits.maxWaitMs} ms); try again later`)), this.limits.maxWaitMs),
+        waitTimer: setTimeout(() => this.waitedTooLong(job), this.limits.maxWaitMs),
+        askedAt: Date.now(),
       };
       signal.addEventListener("abort", job.onAbort, { once: true });
       this.queue.push(job);
@@ -166,6 +171,22 @@ export class CalcSandbox {
       this.release(waiting);
       waiting.reject(new CalcFailure("unavailable", `the calculator is unavailable: ${failure.message}`));
     }
+  }
+
+  /**
+   * `job` has waited `maxWaitMs`: refused as busy, unless a thread still loading is to take it (it
+   * waits for that loading, not behind other calculations, and a loaded machine can take seconds
+   * to load a thread). Such a wait is bounded by MAX_LOAD_WAIT_MS.
+   */
+  private waitedTooLong(job: Job): void {
+    const place = this.queue.indexOf(job);
+    const loading = this.threads.filter((t) => !t.ready).length;
+    const waited = Date.now() - job.askedAt;
+    if (place >= 0 && place < loading && waited < MAX_LOAD_WAIT_MS) {
+      job.waitTimer = setTimeout(() => this.waitedTooLong(job), Math.min(this.limits.maxWaitMs, MAX_LOAD_WAIT_MS - waited));
+      return;
+    }
+    this.fail(job, new CalcFailure("busy", `the calculator is busy (no thread was free within ${this.limits.maxWaitMs} ms); try again later`));
   }
 
   /** Ends `job` with `err` (a limit it hit, or its run stopped); a thread computing it is stopped. */
