@@ -7,6 +7,7 @@ import type { ZodOpenApiPathsObject, ZodOpenApiResponsesObject } from "zod-opena
 import { runEventSchema } from "./events";
 import { eventsQuerySchema, lastEventIdSchema } from "./tasks";
 import { widgetRunRequestSchema } from "./widget";
+import { idempotencyKeySchema } from "./tasks";
 import { AFTER_THE_END, errorBodySchema, intHeader, runAcceptedSchema, runPathSchema, runResultSchema } from "./openapi-schemas";
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
@@ -81,7 +82,15 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         description:
           "For chat widgets embedded in web pages (also served as `/api/widget/run`). Authenticates with a publishable widget key (`X-Widget-Key`) whose allowed origins include the request's `Origin`; CORS preflights are answered for allowed origins only. Without `X-Visitor-Token` a new visitor is created; the answer always carries the visitor's (renewed) token. The run's `context.user_id` is the visitor, so memories are the visitor's own, and a visitor can continue or read only its own tasks. Limited per widget key and per client address; widget requests do not count against the organization's plan limit.",
         security: [{ widgetKey: [] }],
-        requestParams: { header: z.object({ "X-Visitor-Token": z.string().optional().meta({ description: "The token from an earlier answer." }) }) },
+        requestParams: {
+          header: z.object({
+            "X-Visitor-Token": z.string().optional().meta({ description: "The token from an earlier answer." }),
+            "Idempotency-Key": idempotencyKeySchema.optional().meta({
+              description:
+                "Scoped to the widget key. The same key with the same body within 24 h returns the run the first request started (with a token for that run's visitor, also to a request without a token) instead of starting another; with another visitor's token or another body, 409 `idempotency_conflict`.",
+            }),
+          }),
+        },
         requestBody: { required: true, content: { "application/json": { schema: widgetRunRequestSchema } } },
         responses: {
           "200": {

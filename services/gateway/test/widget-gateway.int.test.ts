@@ -162,7 +162,7 @@ describe("widget keys and origins", () => {
       expect(ok.status).toBe(204);
       expect(ok.headers.get("access-control-allow-origin")).toBe(ORIGIN);
       expect(ok.headers.get("vary")).toMatch(/Origin/);
-      expect(ok.headers.get("access-control-allow-headers")).toBe("Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID");
+      expect(ok.headers.get("access-control-allow-headers")).toBe("Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key");
       expect(ok.headers.get("access-control-allow-methods")).toMatch(/POST/);
       expect(Number(ok.headers.get("access-control-max-age"))).toBeGreaterThan(0);
 

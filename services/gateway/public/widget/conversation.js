@@ -7,6 +7,12 @@ const RETRY_STATUS = { 429: true, 502: true, 503: true, 504: true };
 const MAX_RETRIES = 5;
 const MAX_RETRY_MS = 30000;
 
+/** A message's Idempotency-Key: 128 random bits (pages served over plain HTTP have no randomUUID). */
+function newKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 /**
  * The conversation with the widget gateway: sends the visitor's messages, streams each answer into
  * the panel, and keeps the answer in progress in the session so that it survives a reload, a
@@ -55,10 +61,15 @@ export function createConversation({ key, base, greeting }, session, panel) {
     }
   }
 
-  function post(text) {
+  /**
+   * Sends a message. `idempotencyKey` is the message's own: sent again with it (its answer was
+   * lost before the run's first event), the gateway answers with the run it started instead of
+   * starting another.
+   */
+  function post(text, idempotencyKey) {
     const body = { query: text, stream: true };
     if (state.taskId) body.task_id = state.taskId;
-    return request("/run", { method: "POST", headers: headers({ "Content-Type": "application/json" }), body: JSON.stringify(body) });
+    return request("/run", { method: "POST", headers: headers({ "Content-Type": "application/json", "Idempotency-Key": idempotencyKey }), body: JSON.stringify(body) });
   }
 
   function reattachRequest() {
@@ -121,22 +132,23 @@ export function createConversation({ key, base, greeting }, session, panel) {
 
   /**
    * Reads a run's event stream into `view` (`res` null: re-attach to the pending run first), and
-   * re-attaches after the last event received whenever the stream ends before the run does. A lost
-   * connection, 429 or 502-504 is retried after a growing delay, or the Retry-After asked for
-   * (capped); the count starts over whenever a stream brought a new event, so only MAX_RETRIES
-   * fruitless tries in a row stop trying. Then the text so far stays, with a note, and the answer
-   * stays pending: it is resumed before the visitor's next message, when the browser is back online,
-   * or after a reload.
+   * re-attaches after the last event received whenever the stream ends before the run does. Until
+   * the run's first event has arrived there is nothing to re-attach to: `repost` sends the message
+   * again, with its Idempotency-Key. A lost connection, 429 or 502-504 is retried after a growing
+   * delay, or the Retry-After asked for (capped); the count starts over whenever a stream brought
+   * a new event, so only MAX_RETRIES fruitless tries in a row stop trying. Then the text so far
+   * stays, with a note, and the answer stays pending: it is resumed before the visitor's next
+   * message, when the browser is back online, or after a reload.
    */
-  async function follow(res, view) {
+  async function follow(res, view, repost) {
     for (let failures = 0; ; res = null) {
       const seq = state.pending ? state.pending.seq : 0;
       let waitMs = 0;
-      if (!res) res = await reattachRequest();
+      if (!res) res = state.pending ? await reattachRequest() : repost ? await repost() : null;
       // 204: the run has ended and nothing followed the last event this page holds.
       if (res && res.status === 204) return state.pending && state.pending.text ? complete(view) : fail(view, TEXT.failed);
       if (res && !res.ok) {
-        if (!RETRY_STATUS[res.status]) return fail(view, TEXT.failed);
+        if (!RETRY_STATUS[res.status]) return fail(view, (!state.pending && STATUS_TEXT[res.status]) || TEXT.failed);
         waitMs = retryAfterMs(res);
       } else if (res) {
         try {
@@ -145,9 +157,10 @@ export function createConversation({ key, base, greeting }, session, panel) {
           /* connection lost: re-attach below */
         }
       }
-      if (!state.pending) return fail(view, TEXT.network);
-      session.savePending(true);
-      failures = state.pending.seq > seq ? 0 : failures + 1;
+      if (!state.pending && !repost) return fail(view, TEXT.network);
+      if (state.pending) session.savePending(true);
+      failures = state.pending && state.pending.seq > seq ? 0 : failures + 1;
+      if (!state.pending && failures >= MAX_RETRIES) return fail(view, TEXT.network);
       if (failures >= MAX_RETRIES) {
         interrupted = view;
         interruptedNote = res && res.status === 429 ? TEXT.limited : TEXT.network;
@@ -217,18 +230,20 @@ export function createConversation({ key, base, greeting }, session, panel) {
         remember("user", text);
         const view = panel.addMessage("assistant", "");
         view.setText("");
-        let res = await post(text);
+        let idempotencyKey = newKey();
+        let res = await post(text, idempotencyKey);
         if (res && !res.ok && (res.status === 401 || res.status === 403 || res.status === 404) && (state.token || state.taskId)) {
           // Expired session, or a conversation that is gone: start a new one, once.
           session.update((s) => {
             if (res.status === 401) s.token = null;
             s.taskId = null;
           });
-          res = await post(text);
+          idempotencyKey = newKey();
+          res = await post(text, idempotencyKey);
         }
-        if (!res) return fail(view, TEXT.network);
-        if (!res.ok) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
-        await follow(res, view);
+        if (res && !res.ok) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
+        // No answer (the request or its answer was lost): sent again with the same key below.
+        await follow(res, view, () => post(text, idempotencyKey));
       });
     },
     /** Shows the stored transcript, and resumes the answer a reload interrupted. */

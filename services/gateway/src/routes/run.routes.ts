@@ -1,11 +1,10 @@
 import { Router } from "express";
-import { idempotencyKeySchema, runRequestSchema } from "@agentrun/contracts";
-import { AppError } from "@agentrun/errors";
+import { runRequestSchema } from "@agentrun/contracts";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
 import { createRun, newRunIds } from "../runs/create-run";
 import { startRun } from "../runs/start-run";
-import { claimKeyForRun, releaseIdempotencyKey, requestHash } from "../runs/idempotency";
+import { claimKeyForRun, idempotencyKeyOf, releaseIdempotencyKey, requestHash } from "../runs/idempotency";
 import { respondWithRun } from "../runs/respond-run";
 import { readsNoQuery } from "../middleware/strict-query";
 
@@ -16,13 +15,11 @@ export function runRoutes(deps: GatewayDeps, router: Router = Router()): Router 
     readsNoQuery(req);
     const auth = authOf(req);
     const body = runRequestSchema.parse(req.body ?? {});
-    const keyHeader = req.get("idempotency-key");
-    const key = keyHeader === undefined ? undefined : idempotencyKeySchema.safeParse(keyHeader);
-    if (key && !key.success) throw new AppError("invalid_request", { message: "Idempotency-Key must be 1-255 printable ASCII characters without spaces." });
+    const key = idempotencyKeyOf(req);
     const ids = newRunIds(body.task_id);
 
-    if (key?.data) {
-      const claim = await claimKeyForRun(deps.prisma, { orgId: auth.orgId, key: key.data, hash: requestHash(auth.agentId, body), ...ids });
+    if (key) {
+      const claim = await claimKeyForRun(deps.prisma, { orgId: auth.orgId, key, hash: requestHash(auth.agentId, body), ...ids });
       if (!claim.owner) {
         // The same request again: answer with the run the first one started.
         await respondWithRun(deps, req, res, { runId: claim.runId, taskId: claim.taskId, stream: body.stream });
@@ -32,7 +29,7 @@ export function runRoutes(deps: GatewayDeps, router: Router = Router()): Router 
 
     // A refused request, or a run the queue could not take, does not use up its key.
     const release = async () => {
-      if (key?.data) await releaseIdempotencyKey(deps.prisma, auth.orgId, key.data, ids.runId);
+      if (key) await releaseIdempotencyKey(deps.prisma, auth.orgId, key, ids.runId);
     };
     await startRun(deps, req, res, {
       runId: ids.runId,

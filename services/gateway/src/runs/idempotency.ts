@@ -1,10 +1,20 @@
 import { createHash } from "node:crypto";
+import type { Request } from "express";
 import type { PrismaClient } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
-import type { RunRequest } from "@agentrun/contracts";
+import { idempotencyKeySchema, type RunRequest, type WidgetRunRequest } from "@agentrun/contracts";
 
 /** How long an Idempotency-Key is remembered. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+
+/** The request's Idempotency-Key; undefined when it sent none, 400 `invalid_request` when it is malformed. */
+export function idempotencyKeyOf(req: Request): string | undefined {
+  const header = req.get("idempotency-key");
+  if (header === undefined) return undefined;
+  const key = idempotencyKeySchema.safeParse(header);
+  if (!key.success) throw new AppError("invalid_request", { message: "Idempotency-Key must be 1-255 printable ASCII characters without spaces." });
+  return key.data;
+}
 
 /** JSON with object keys sorted, so that equal bodies hash equally whatever their key order. */
 function canonical(value: unknown): string {
@@ -23,7 +33,7 @@ function canonical(value: unknown): string {
  * What identifies a request for idempotency: the agent and the body, except `stream` — a client
  * may retry a streamed request as JSON (or the other way round) and still get the same run.
  */
-export function requestHash(agentId: string, body: RunRequest): string {
+export function requestHash(agentId: string, body: RunRequest | WidgetRunRequest): string {
   const { stream: _stream, ...rest } = body;
   return createHash("sha256").update(`${agentId}\n${canonical(rest)}`).digest("hex");
 }

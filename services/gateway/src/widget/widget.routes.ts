@@ -1,4 +1,4 @@
-import { Router } from "express";
+import { Router, type Request, type Response } from "express";
 import { VISITOR_TOKEN_HEADER, visitorUserId, widgetRunRequestSchema } from "@agentrun/contracts";
 import { newId } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
@@ -9,12 +9,14 @@ import type { GatewayDeps } from "../deps";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 import { jsonBody } from "@agentrun/json-body";
 import { createRun, newRunIds } from "../runs/create-run";
+import { claimKeyForRun, idempotencyKeyOf, releaseIdempotencyKey, requestHash } from "../runs/idempotency";
+import { respondWithRun } from "../runs/respond-run";
 import { startRun } from "../runs/start-run";
 import { resumeAfter, streamRunEvents } from "../runs/run-events-stream";
 import { isIdShaped, ownedTask } from "../tasks/task-access";
 import { VisitorTokens } from "./visitor-token";
 import { widgetAuth } from "./widget-auth.middleware";
-import { widgetAuthContext, widgetOf } from "./widget-context";
+import { widgetAuthContext, widgetOf, type WidgetContext } from "./widget-context";
 import { widgetPreflight } from "./widget-cors";
 import { WidgetKeyCache } from "./widget-key-cache";
 import { widgetLimits } from "./widget-limits";
@@ -51,25 +53,58 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     readsNoQuery(req);
     const w = widgetOf(req);
     const body = widgetRunRequestSchema.parse(req.body ?? {});
+    const key = idempotencyKeyOf(req);
     const visitorId = w.visitorId ?? newId("vis");
     const token = tokens.sign(visitorId, w.key.id);
     const auth = widgetAuthContext(w);
     // The visitor is the run's user: memories saved and recalled are the visitor's own.
     const context = { user_id: visitorUserId(visitorId) };
     const ids = newRunIds(body.task_id);
+    // A widget's keys are its own: scoped to the widget key, apart from the organization's API keys'.
+    const scopedKey = key === undefined ? undefined : `widget:${w.key.id}:${key}`;
+    if (scopedKey) {
+      const claim = await claimKeyForRun(deps.prisma, { orgId: auth.orgId, key: scopedKey, hash: requestHash(auth.agentId, body), ...ids });
+      if (!claim.owner) return replayRun(req, res, w, { ...claim, stream: body.stream });
+    }
+    // A refused request, or a run the queue could not take, does not use up its key.
+    const release = async () => {
+      if (scopedKey) await releaseIdempotencyKey(deps.prisma, auth.orgId, scopedKey, ids.runId);
+    };
     await startRun(deps, req, res, {
       runId: ids.runId,
       query: body.query,
       stream: body.stream,
       // Renewed (or a new visitor's) only once the run is accepted: a refusal carries no token.
       create: async () => {
-        const created = await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context, visitorId, ids });
-        res.setHeader(VISITOR_TOKEN_HEADER, token);
-        return created;
+        try {
+          const created = await createRun(deps.prisma, { auth, query: body.query, taskId: body.task_id, context, visitorId, ids });
+          res.setHeader(VISITOR_TOKEN_HEADER, token);
+          return created;
+        } catch (err) {
+          await release().catch(() => {});
+          throw err;
+        }
       },
+      unqueued: release,
       extra: { visitor_token: token },
     });
   });
+
+  /**
+   * The same request again (its answer was lost on the way): the run the first one started, with
+   * a token for that run's visitor. A request without a token gets it too, as the first one had
+   * none; a request with another visitor's token is refused.
+   */
+  async function replayRun(req: Request, res: Response, w: WidgetContext, claim: { runId: string; taskId: string; stream: boolean }): Promise<void> {
+    const task = await deps.prisma.task.findUnique({ where: { id: claim.taskId }, select: { visitorId: true } });
+    if (!task?.visitorId) throw new AppError("task_not_found", { message: `Task '${claim.taskId}' not found.` });
+    if (w.visitorId && w.visitorId !== task.visitorId) {
+      throw new AppError("idempotency_conflict", { message: "This Idempotency-Key was already used by another visitor." });
+    }
+    const token = tokens.sign(task.visitorId, w.key.id);
+    res.setHeader(VISITOR_TOKEN_HEADER, token);
+    await respondWithRun(deps, req, res, { runId: claim.runId, taskId: claim.taskId, stream: claim.stream, extra: { visitor_token: token } });
+  }
 
   /** `GET /tasks/:task_id/runs/:run_id/events`: replay and follow a run of the visitor's own task. */
   router.get(EVENTS_PATH, async (req, res) => {

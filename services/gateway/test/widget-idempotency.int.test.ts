@@ -1,0 +1,100 @@
+import { randomUUID } from "node:crypto";
+import { newId, type PrismaClient } from "@agentrun/db";
+import { generateWidgetKey } from "@agentrun/api-keys";
+import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+
+// Idempotency-Key on the widget gateway: a message sent again after its answer was lost gets the
+// run the first one started, with a token for that run's visitor.
+const ORIGIN = "https://shop.example";
+
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+let key: string;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_RPM_PER_IP: "10000", WIDGET_RPM_PER_KEY: "10000" } });
+  prisma = testPrisma(testEnv().databaseUrl);
+  tenant = await createTenant(prisma, { instructions: "You are the shop assistant." });
+  key = await createWidgetKey(tenant.agentId);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  await prisma?.$disconnect();
+});
+
+async function createWidgetKey(agentId: string): Promise<string> {
+  const value = generateWidgetKey();
+  await prisma.widgetKey.create({ data: { id: newId("wk"), agentId, key: value, allowedOrigins: [ORIGIN] } });
+  return value;
+}
+
+const widgetUrl = (path: string) => `${stack.gatewayUrl}/api/v1/widget${path}`;
+const visitorIdOf = (token: string) => JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).visitor_id as string;
+
+/** `POST /widget/run` with `stream: false`, the Idempotency-Key `idem` and, if given, a visitor token. */
+async function runJson(body: object, idem: string, opts: { token?: string; widgetKey?: string } = {}) {
+  const headers: Record<string, string> = { "x-widget-key": opts.widgetKey ?? key, origin: ORIGIN, "content-type": "application/json", "idempotency-key": idem };
+  if (opts.token) headers["x-visitor-token"] = opts.token;
+  const res = await fetch(widgetUrl("/run"), { method: "POST", headers, body: JSON.stringify({ ...body, stream: false }) });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as any };
+}
+
+const runsOfTask = (taskId: string) => prisma.run.count({ where: { taskId } });
+
+describe("POST /api/v1/widget/run with an Idempotency-Key", () => {
+  it("answers a new visitor's repeat with the first run and a token for that run's visitor", async () => {
+    const idem = `k-${randomUUID()}`;
+    const first = await runJson({ query: "hello once" }, idem);
+    expect(first.status).toBe(200);
+    // The answer was lost: the page still has no token and sends the same message again.
+    const again = await runJson({ query: "hello once" }, idem);
+    expect(again.status).toBe(200);
+    expect(again.body.run_id).toBe(first.body.run_id);
+    expect(again.body.output).toBe("Echo: hello once");
+    expect(visitorIdOf(again.body.visitor_token)).toBe(visitorIdOf(first.body.visitor_token));
+    expect(visitorIdOf(again.headers.get("x-visitor-token")!)).toBe(visitorIdOf(first.body.visitor_token));
+    expect(await runsOfTask(first.body.task_id)).toBe(1);
+    // With the token (its headers had arrived), and streamed: the same run's events from the start.
+    const streamed = await readSse(widgetUrl("/run"), {
+      body: { query: "hello once" },
+      headers: { "x-widget-key": key, origin: ORIGIN, "idempotency-key": idem, "x-visitor-token": first.body.visitor_token },
+    });
+    expect(streamed.status).toBe(200);
+    expect(streamed.events.map((e) => e.data.seq)).toEqual(streamed.events.map((_, i) => i + 1));
+    expect(streamed.events[0]!.data).toMatchObject({ type: "run_started", run_id: first.body.run_id });
+    expect(streamed.events.at(-1)!.data).toMatchObject({ type: "run_completed", run_id: first.body.run_id });
+    expect(await runsOfTask(first.body.task_id)).toBe(1);
+  });
+
+  it("refuses the key to another visitor and to another message, and keeps it per widget key", async () => {
+    const idem = `k-${randomUUID()}`;
+    const first = await runJson({ query: "mine" }, idem);
+    const other = await runJson({ query: "someone else" }, `k-${randomUUID()}`);
+    const stolen = await runJson({ query: "mine" }, idem, { token: other.body.visitor_token });
+    expect(stolen.status).toBe(409);
+    expect(stolen.body.error.code).toBe("idempotency_conflict");
+    expect(stolen.headers.get("x-visitor-token")).toBeNull();
+    const changed = await runJson({ query: "not mine" }, idem, { token: first.body.visitor_token });
+    expect(changed.status).toBe(409);
+    expect(changed.body.error.code).toBe("idempotency_conflict");
+    // Another widget key of the same organization has keys of its own.
+    const elsewhere = await runJson({ query: "mine" }, idem, { widgetKey: await createWidgetKey(tenant.agentId) });
+    expect(elsewhere.status).toBe(200);
+    expect(elsewhere.body.run_id).not.toBe(first.body.run_id);
+    expect(await runsOfTask(first.body.task_id)).toBe(1);
+  });
+
+  it("does not use up the key of a refused request, and refuses a malformed key", async () => {
+    const idem = `k-${randomUUID()}`;
+    const refused = await runJson({ query: "continue", task_id: "task_00000000000000000000000000" }, idem);
+    expect(refused.status).toBe(404);
+    const next = await runJson({ query: "start over" }, idem);
+    expect(next.status).toBe(200);
+    expect(next.body.output).toBe("Echo: start over");
+    const malformed = await runJson({ query: "hi" }, "has spaces");
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.code).toBe("invalid_request");
+  });
+});
