@@ -151,6 +151,17 @@ describe("failure paths", () => {
     expect(replay.events.map((e) => e.data)).toEqual(res.events.map((e) => e.data));
   });
 
+  it("fails with model_bad_response, free and without an answer in the history, when the stream ends mid-answer", async () => {
+    const res = await run({ query: "[cut][chunks:3] never finished" });
+    expect(res.events.map((e) => e.data.type)).toEqual(["run_started", "text_chunk", "run_failed"]);
+    expect(res.events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "model_bad_response" } });
+    const { run_id, task_id } = res.events[0]!.data;
+    const dbRun = await prisma.run.findUniqueOrThrow({ where: { id: run_id } });
+    expect([dbRun.status, dbRun.output, dbRun.creditsUsed]).toEqual(["failed", "", 0]);
+    const messages = await prisma.message.findMany({ where: { taskId: task_id } });
+    expect(messages.map((m) => m.role)).toEqual(["user"]);
+  });
+
   it("keeps no output and no answer in the history of a run that failed after streaming text", async () => {
     // One model call allowed: it says something, then asks for a tool, and the run fails there.
     const limited = await createTenant(prisma, { maxSteps: 1 });

@@ -36,6 +36,11 @@ export interface Directives {
    * else 500); a request without streaming gets that error status.
    */
   streamError?: true;
+  /**
+   * `[cut]`: a streamed answer ends after its first chunk, cleanly (no finishing chunk, no usage,
+   * no `[DONE]`), as a connection a proxy closed mid-answer; without streaming, the whole answer.
+   */
+  cut?: true;
   /** `[echo-key]`: error messages repeat the request's Authorization header, as some providers and proxies do. */
   echoKey?: true;
 }
@@ -50,7 +55,7 @@ export interface ParsedMessage {
 /** How many pieces an answer streams in when no `[chunks:N]` is given. */
 export const DEFAULT_CHUNKS = 4;
 
-const FLAG = /^\[(echo-system|history|malformed|hang|no-usage|preface|stream-error|echo-key)\]/;
+const FLAG = /^\[(echo-system|history|malformed|hang|no-usage|preface|stream-error|echo-key|cut)\]/;
 const NUMERIC = /^\[(sleep|chunks|error|usage):(\d{1,9})\]/;
 const CALL_HEAD = /^\[call:([A-Za-z0-9_.-]+)\s*/;
 
@@ -87,6 +92,7 @@ function matchDirective(s: string, out: Directives): number {
     else if (name === "preface") out.preface = true;
     else if (name === "stream-error") out.streamError = true;
     else if (name === "echo-key") out.echoKey = true;
+    else if (name === "cut") out.cut = true;
     else out.hang = true;
     return flag[0].length;
   }

@@ -39,7 +39,8 @@ export interface StreamOptions {
 /**
  * Streams `plan` as `data: {chunk}` lines ending with `data: [DONE]`: the answer deltas (each
  * preceded by the `[sleep:MS]` wait), a broken line after the first delta for `[malformed]`, the
- * finishing chunk, and with `include_usage` a last chunk with empty `choices` and the usage.
+ * finishing chunk, and with `include_usage` a last chunk with empty `choices` and the usage;
+ * for `[cut]`, the first delta alone, then the end of the body.
  * Resolves `true` when the stream was complete, `false` when the client went away first.
  */
 export async function streamCompletion(res: Response, meta: CompletionMeta, plan: Plan, { includeUsage, signal }: StreamOptions): Promise<boolean> {
@@ -62,6 +63,10 @@ export async function streamCompletion(res: Response, meta: CompletionMeta, plan
   for (const [i, delta] of deltas.entries()) {
     if (!(await sleep(directives.sleepMs ?? 0, signal))) return false;
     if (!send(chunkObject(meta, { delta, finish_reason: null }, includeUsage))) return false;
+    if (i === 0 && directives.cut) {
+      res.end();
+      return true;
+    }
     if (i === 0 && directives.malformed) {
       // A truncated chunk: valid SSE framing around invalid JSON.
       if (!send(JSON.stringify(chunkObject(meta, { delta, finish_reason: null }, includeUsage)).slice(0, 48))) return false;

@@ -226,6 +226,20 @@ describe("scripted model via the openai SDK", () => {
     expect(plain).toMatchObject({ status: 500, error: { code: "server_error", message: "scripted error 500" } });
   });
 
+  it("ends the stream cleanly after its first chunk on [cut]: no finishing chunk, no usage, no [DONE]", async () => {
+    const res = await fetch(`${client.baseURL}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "scripted", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "[cut][chunks:3] hello" }] }),
+    });
+    expect(res.status).toBe(200);
+    const events = (await res.text()).split("\n\n").filter(Boolean);
+    expect(events).toHaveLength(1);
+    const only = JSON.parse(events[0]!.replace(/^data: /, ""));
+    expect(only.choices[0]).toMatchObject({ delta: { content: "Echo" }, finish_reason: null });
+    expect(only.usage).toBeNull();
+  });
+
   it("sends a truncated JSON body for [malformed] without streaming", async () => {
     // Matched by message: the SyntaxError comes from fetch's realm, not jest's.
     await expect(client.chat.completions.create({ model: "scripted", messages: [{ role: "user", content: "[malformed] hi" }] })).rejects.toThrow(/JSON/);

@@ -55,6 +55,35 @@ describe("completionChunks", () => {
     expect((err as InstanceType<typeof OpenAI.APIError>).message).toContain("overloaded");
   });
 
+  it("throws SyntaxError after the chunks read when the body ends before [DONE] or a finish_reason", async () => {
+    const out: string[] = [];
+    const err = await (async () => {
+      for await (const chunks of completionChunks(response([event(chunk("half an")), event(chunk(" answer"))]))) out.push(...chunks.map((c) => c.choices[0]!.delta.content!));
+    })().catch((e: unknown) => e);
+    expect(out).toEqual(["half an", " answer"]);
+    expect(err).toBeInstanceOf(SyntaxError);
+    expect((err as Error).message).toBe("The streamed answer ended before its end ([DONE] or a finish_reason).");
+  });
+
+  it("takes a finish_reason without [DONE] as the answer's end", async () => {
+    const last = { ...chunk(""), choices: [{ index: 0, delta: {}, finish_reason: "stop" }] };
+    expect(await reads([event(chunk("a")), event(last)])).toEqual([["a"], [""]]);
+  });
+
+  it("throws SyntaxError for a body that is not an event stream, naming its content type, and for an empty stream", async () => {
+    const completion = { id: "c1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "The full answer" }, finish_reason: "stop" }] };
+    const json = completionChunks({ headers: new Headers({ "content-type": "application/json" }), body: (async function* () { yield JSON.stringify(completion); })() });
+    await expect(json.next()).rejects.toThrow(new SyntaxError("The model answered application/json instead of an event stream."));
+    const empty = completionChunks({ headers: new Headers({ "content-type": "text/event-stream" }), body: (async function* () { yield ": nothing\n\n"; })() });
+    await expect(empty.next()).rejects.toThrow(new SyntaxError("The streamed answer held no chunk."));
+  });
+
+  it("throws SyntaxError for a chunk that is not a JSON object", async () => {
+    for (const data of ["null", "42", '"text"', "[1]"]) {
+      await expect(reads([event(data), event("[DONE]")])).rejects.toThrow(new SyntaxError("A streamed chunk is not a JSON object."));
+    }
+  });
+
   it("throws SyntaxError for a chunk whose JSON does not parse", async () => {
     await expect(reads([event(chunk("a")), 'data: {"id":"c1","choices":[{"delta":\n\n'])).rejects.toBeInstanceOf(SyntaxError);
   });

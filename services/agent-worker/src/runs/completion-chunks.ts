@@ -31,10 +31,18 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  * reused), a chunk whose JSON does not parse throws `SyntaxError`, and one carrying `error`
  * throws the SDK's `APIError`, each after the good chunks before it. The SSE framing is read by
  * `eventsource-parser`.
+ *
+ * Unlike there, an answer must end as a stream ends: with `[DONE]` or a chunk whose choice has a
+ * `finish_reason`. A body that ends before either (a connection closed mid-answer, a proxy that
+ * answered the whole completion as JSON, an error page) throws `SyntaxError` after the chunks it
+ * held, so half an answer, or none, never passes for the model's answer. So does a chunk that is
+ * not a JSON object.
  */
 export async function* completionChunks(response: StreamedResponse, maxEventChars = MAX_EVENT_CHARS): AsyncGenerator<ChatCompletionChunk[]> {
   if (!response.body) throw new OpenAI.OpenAIError("Attempted to iterate over a response with no body");
   let done = false;
+  let finished = false;
+  let seen = 0;
   let events: EventSourceMessage[] = [];
   let overflow: ParseError | undefined;
   const parser = createParser({
@@ -51,6 +59,7 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
     if (events.length === 0) continue;
     const read = events;
     events = [];
+    seen += read.length;
     const chunks: ChatCompletionChunk[] = [];
     let failure: Error | undefined;
     for (const { data } of read) {
@@ -61,7 +70,9 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
       }
       try {
         const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: object };
-        if (chunk?.error) throw new OpenAI.APIError(undefined, chunk.error, undefined, response.headers);
+        if (chunk === null || typeof chunk !== "object" || Array.isArray(chunk)) throw new SyntaxError("A streamed chunk is not a JSON object.");
+        if (chunk.error) throw new OpenAI.APIError(undefined, chunk.error, undefined, response.headers);
+        if (Array.isArray(chunk.choices) && chunk.choices.some((c) => c?.finish_reason)) finished = true;
         chunks.push(chunk);
       } catch (err) {
         failure = err as Error;
@@ -73,4 +84,12 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
     if (chunks.length > 0) yield chunks;
     if (failure) throw failure;
   }
+  if (!done && !finished) throw new SyntaxError(unfinished(seen, response.headers.get("content-type")));
+}
+
+/** Why an answer that ended without its end is refused, as the run's error detail. */
+function unfinished(events: number, contentType: string | null): string {
+  if (events > 0) return "The streamed answer ended before its end ([DONE] or a finish_reason).";
+  if (!contentType?.startsWith("text/event-stream")) return `The model answered ${contentType ?? "without a content type"} instead of an event stream.`;
+  return "The streamed answer held no chunk.";
 }

@@ -120,6 +120,22 @@ describe("callModel", () => {
     expect(usages).toEqual([{ promptTokens: 2, completionTokens: 96 }]);
   });
 
+  it("fails with model_bad_response on chunks of the wrong shape, not with a TypeError's model_error", async () => {
+    const shapes: [string, string][] = [
+      ["data: null\n\n", "The model sent a malformed streaming response."],
+      [chunk({ tool_calls: {} }), "The model sent tool calls that are not a list."],
+      [chunk({ tool_calls: [null] }), "The model sent a tool call that is not an object."],
+      [chunk({ content: { text: "hi" } }), "The model sent an answer delta that is not text."],
+      [chunk({ tool_calls: [{ index: 0, id: "call_1", function: { name: 5, arguments: "{}" } }] }), "The model requested a tool call without a name."],
+    ];
+    for (const [part, message] of shapes) {
+      script = [part];
+      const { err } = await failure({});
+      expect(err).toBeInstanceOf(RunFailure);
+      expect(err).toMatchObject({ code: "model_bad_response", message });
+    }
+  });
+
   it("gives each tool call an id of its own when the model repeats one or sends none", async () => {
     script = [toolCall(0, "dup"), toolCall(1, "dup"), toolCall(2, undefined), toolCall(3, "call_1"), toolCall(4, "")];
     const { turn } = await call();

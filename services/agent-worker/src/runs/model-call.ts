@@ -150,7 +150,9 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       armIdle();
       for (const chunk of chunks) {
         if (chunk.usage && typeof chunk.usage === "object") reported = chunk.usage;
-        const delta = chunk.choices?.[0]?.delta;
+        const delta = Array.isArray(chunk.choices) ? chunk.choices[0]?.delta : undefined;
+        if (delta?.content && typeof delta.content !== "string") throw new RunFailure("model_bad_response", "The model sent an answer delta that is not text.");
+        if (delta?.tool_calls && !Array.isArray(delta.tool_calls)) throw new RunFailure("model_bad_response", "The model sent tool calls that are not a list.");
         if (delta?.content) {
           const content = pendingHigh + delta.content;
           const last = content.charCodeAt(content.length - 1);
@@ -158,6 +160,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
           forward(pendingHigh ? content.slice(0, -1) : content);
         }
         for (const tc of delta?.tool_calls ?? []) {
+          if (!tc || typeof tc !== "object") throw new RunFailure("model_bad_response", "The model sent a tool call that is not an object.");
           if (!calls.add(tc)) {
             reportUsage();
             throw new RunFailure("model_bad_response", `The model requested more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls in one answer.`);

@@ -60,10 +60,11 @@ export class ToolCallDeltas {
     }
     const call = entry.call;
     if (id) call.id = id;
+    // A name or arguments that are not text are not taken (a call left without a name fails the answer).
     const name = delta.function?.name;
-    if (name) call.name = mergedName(call.name, storableText(name));
+    if (typeof name === "string" && name) call.name = mergedName(call.name, storableText(name));
     const args = delta.function?.arguments;
-    if (args) call.arguments += args;
+    if (typeof args === "string") call.arguments += args;
     return true;
   }
 
