@@ -62,6 +62,19 @@ describe("POST /api/run streaming", () => {
     expect(events.at(-1).credits_used).toBe(dbRun.creditsUsed);
   });
 
+  it("sends a tool call's arguments that are not JSON back to the model as {}, which strict providers require", async () => {
+    // The scripted model refuses (400) a conversation carrying arguments that are not JSON.
+    const res = await run({ query: "[call:calc_evaluate {oops}]" });
+    const events = res.events.map((e) => e.data);
+    expect(events[1]).toMatchObject({ type: "tool_call", tool: "calc", params: { arguments: "{oops}" } });
+    expect(events[2]).toMatchObject({ type: "tool_result", result: { error: { code: "invalid_arguments" } } });
+    expect(events.at(-1).type).toBe("run_completed");
+    const text = events.filter((e) => e.type === "text_chunk").map((e) => e.content).join("");
+    expect(text).toMatch(/^Tool calc_evaluate returned: \{"error":\{"code":"invalid_arguments"/);
+    const stored = await prisma.message.findFirstOrThrow({ where: { runId: events[0].run_id, role: "tool" } });
+    expect(stored.params).toEqual({ arguments: "{oops}" });
+  });
+
   it("turns a tool error into a result the model sees, and the run completes", async () => {
     const res = await run({ query: '[call:calc_evaluate {"expression":"2+"}]' });
     const events = res.events.map((e) => e.data);

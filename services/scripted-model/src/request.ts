@@ -9,11 +9,22 @@ const contentPart = z.looseObject({ type: z.string(), text: z.string().optional(
 /** Message content: a string, text parts (other part types are ignored), or null. */
 export const messageContent = z.union([z.string(), z.array(contentPart), z.null()]).optional();
 
+/** Whether `text` parses as JSON. */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const toolCall = z.looseObject({
   id: z.string(),
   type: z.string().optional(),
-  // Absent on non-function (custom) tool calls, which are carried along but never read.
-  function: z.looseObject({ name: z.string(), arguments: z.string() }).optional(),
+  // Absent on non-function (custom) tool calls, which are carried along but never read. Arguments
+  // that are not JSON are refused, as strict providers (vLLM, some proxies) refuse them.
+  function: z.looseObject({ name: z.string(), arguments: z.string().refine(isJson, "must be JSON") }).optional(),
 });
 
 export const chatMessage = z.looseObject({

@@ -9,6 +9,7 @@ import { callModel } from "./model-call";
 import { buildMessages, recentHistory, type PromptMemory } from "./prompt";
 import type { RunControl } from "./active-runs";
 import { RunFailure, stopReasonOf } from "./run-failure";
+import { argumentsForModel } from "./tool-call-deltas";
 import type { RunDeps } from "./run-deps";
 import type { ToolCallOutcome } from "../tools/registry";
 
@@ -176,7 +177,7 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
     messages.push({
       role: "assistant",
       content: turn.text || null,
-      tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } })),
+      tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: argumentsForModel(c.arguments) } })),
     });
     for (const call of turn.toolCalls) {
       if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");

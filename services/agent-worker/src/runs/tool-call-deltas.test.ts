@@ -1,4 +1,4 @@
-import { ToolCallDeltas, type ToolCallDelta } from "./tool-call-deltas";
+import { argumentsForModel, ToolCallDeltas, type ToolCallDelta } from "./tool-call-deltas";
 
 // Deltas as providers stream them in `delta.tool_calls`; callModel hands each to the assembler
 // (its limit and ids: model-call.test.ts).
@@ -58,5 +58,12 @@ describe("ToolCallDeltas", () => {
     // The first call can still be continued.
     expect(calls.add({ index: 0, ...fn(undefined, " ") })).toBe(true);
     expect(calls.calls).toEqual([{ id: "a", name: "calc", arguments: "{} " }]);
+  });
+});
+
+describe("argumentsForModel", () => {
+  it("keeps a JSON object as the model sent it, and sends {} for anything else", () => {
+    expect(argumentsForModel('{ "expression": "1+1" }')).toBe('{ "expression": "1+1" }');
+    for (const text of ["{oops}", "", '{"a":', "[1,2]", "null", '"text"', "42"]) expect(argumentsForModel(text)).toBe("{}");
   });
 });

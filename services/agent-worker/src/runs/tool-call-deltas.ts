@@ -79,6 +79,22 @@ export class ToolCallDeltas {
 }
 
 /**
+ * A call's arguments as sent back to the model with the conversation: as it sent them when they
+ * are a JSON object, else `{}`. Strict providers (vLLM, some proxies) refuse a conversation that
+ * carries arguments that are not JSON; the call's result tells the model what was wrong with them,
+ * and the run's events and messages keep them as they came.
+ */
+export function argumentsForModel(text: string): string {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) return text;
+  } catch {
+    // not JSON
+  }
+  return "{}";
+}
+
+/**
  * A call's name after a delta that carries `next`: the name so far repeated with more replaces
  * it; the name so far again, or its beginning, leaves it; anything else is the next piece of a
  * name sent in pieces.
