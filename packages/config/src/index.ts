@@ -55,6 +55,15 @@ export const dbPreparedStatements = envBoolean.default(true);
  * answering (frozen, or a network partition) then makes requests fail with 503 instead of hang.
  * @defaultValue 5000
  */
+/** The longest delay a Node.js timer can wait: a longer one fires at once (after 1 ms). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * A duration in milliseconds that the service waits with a timer: an integer from `min` to
+ * MAX_TIMER_MS (about 24.8 days), so that a large value cannot turn into an immediate timeout.
+ */
+export const timerMs = (min = 1) => z.coerce.number().int().min(min).max(MAX_TIMER_MS);
+
 export const dbQueryTimeoutMs = z.coerce.number().int().min(100).max(600_000).default(5000);
 
 export const databaseUrl = z

@@ -9,4 +9,9 @@ describe("worker config", () => {
     }
     expect(loadConfig(workerConfigSchema, { [name]: "https://models.example/v1" })[name as "MEMORY_URL"]).toBe("https://models.example/v1");
   });
+
+  it.each(["MODEL_TIMEOUT_MS", "MODEL_IDLE_TIMEOUT_MS", "HTTP_TOOL_TIMEOUT_MS", "SHUTDOWN_GRACE_MS"])("refuses a %s a timer cannot wait (it would fire at once)", (name) => {
+    expect(() => loadConfig(workerConfigSchema, { [name]: "3000000000" })).toThrow(new RegExp(name));
+    expect(loadConfig(workerConfigSchema, { [name]: "2147483647" })[name as "MODEL_TIMEOUT_MS"]).toBe(2_147_483_647);
+  });
 });

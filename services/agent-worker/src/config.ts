@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, httpUrl, internalToken, logLevel, redisPrefix, redisUrl } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, httpUrl, internalToken, logLevel, redisPrefix, redisUrl, timerMs } from "@agentrun/config";
 
 const modelApiKeysSchema = z.record(z.string().url(), z.string().min(1));
 
@@ -47,38 +47,38 @@ export const workerConfigSchema = z.object({
   /** The scripted model, used by agents with model "scripted" and whenever no key is set. */
   SCRIPTED_MODEL_URL: httpUrl.default("http://127.0.0.1:4010/v1"),
   /** Longest a whole model call may take. */
-  MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  MODEL_TIMEOUT_MS: timerMs().default(120_000),
   /** Longest wait for the first or next streamed chunk. */
-  MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  MODEL_IDLE_TIMEOUT_MS: timerMs().default(30_000),
   /** Retries of a model call on connection errors, 429 and 5xx before any output was streamed. */
   MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   MEMORY_URL: httpUrl.default("http://127.0.0.1:3002"),
   INTERNAL_TOKEN: internalToken,
-  MEMORY_TIMEOUT_MS: z.coerce.number().int().positive().default(2000),
+  MEMORY_TIMEOUT_MS: timerMs().default(2000),
   /** Most memories, and most characters of them, put into a run's prompt. */
   MEMORY_PROMPT_MAX_COUNT: z.coerce.number().int().min(0).max(100).default(20),
   MEMORY_PROMPT_MAX_CHARS: z.coerce.number().int().min(0).max(100_000).default(4000),
   /** Earlier messages of the task sent to the model, and most characters of them (the newest that fit). */
   HISTORY_MAX_MESSAGES: z.coerce.number().int().min(0).max(1000).default(50),
   HISTORY_MAX_CHARS: z.coerce.number().int().min(0).max(10_000_000).default(100_000),
-  HTTP_TOOL_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
+  HTTP_TOOL_TIMEOUT_MS: timerMs().default(5000),
   HTTP_TOOL_MAX_BYTES: z.coerce.number().int().positive().default(100_000),
   /** Lets the http tool reach private and loopback addresses (for local development only). */
   HTTP_TOOL_ALLOW_PRIVATE: envBoolean.default(false),
   /** A job whose worker stops renewing its lock for this long is taken over. */
-  LOCK_DURATION_MS: z.coerce.number().int().positive().default(10_000),
-  STALLED_INTERVAL_MS: z.coerce.number().int().positive().default(5_000),
+  LOCK_DURATION_MS: timerMs().default(10_000),
+  STALLED_INTERVAL_MS: timerMs().default(5_000),
   /** A running run without a heartbeat for this long is ended as failed (`worker_lost`). */
-  RUN_STALE_AFTER_MS: z.coerce.number().int().positive().default(20_000),
+  RUN_STALE_AFTER_MS: timerMs().default(20_000),
   /** A queued run older than this whose job is missing or failed is put back on the queue. */
-  QUEUED_STALE_AFTER_MS: z.coerce.number().int().positive().default(15_000),
+  QUEUED_STALE_AFTER_MS: timerMs().default(15_000),
   /**
    * A queued run older than this whose job is missing or failed is ended (`unavailable`) instead
    * of being queued again: after a long outage nobody is waiting for it any more.
    */
-  QUEUED_MAX_AGE_MS: z.coerce.number().int().positive().default(3_600_000),
+  QUEUED_MAX_AGE_MS: timerMs().default(3_600_000),
   /** On SIGTERM, how long active runs may still finish before they are stopped. */
-  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  SHUTDOWN_GRACE_MS: timerMs(0).default(10_000),
 });
 
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;

@@ -30,3 +30,11 @@ describe("TRUST_PROXY", () => {
     await request(untrusted).get("/").set("x-forwarded-for", "203.0.113.7").expect(200, /127\.0\.0\.1$/);
   });
 });
+
+describe("durations", () => {
+  it.each(["RUN_WAIT_TIMEOUT_MS", "SSE_HEARTBEAT_MS", "REQUEST_TIMEOUT_MS", "SHUTDOWN_STREAM_GRACE_MS"])("refuses a %s a timer cannot wait (it would fire at once)", (name) => {
+    expect(() => loadConfig(gatewayConfigSchema, { [name]: "2147483648" })).toThrow(ConfigError);
+    expect(() => loadConfig(gatewayConfigSchema, { [name]: "2147483648" })).toThrow(new RegExp(name));
+    expect(loadConfig(gatewayConfigSchema, { [name]: "2147483647" })[name as "SSE_HEARTBEAT_MS"]).toBe(2_147_483_647);
+  });
+});

@@ -1,7 +1,7 @@
 import { accessSync, constants } from "node:fs";
 import proxyAddr from "proxy-addr";
 import { z } from "zod";
-import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, httpUrl, internalToken, logLevel, port, redisPrefix, redisUrl } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, httpUrl, internalToken, logLevel, port, redisPrefix, redisUrl, timerMs } from "@agentrun/config";
 
 const readableFile = z.string().refine((p) => {
   try {
@@ -40,11 +40,11 @@ export const gatewayConfigSchema = z.object({
   MEMORY_URL: httpUrl.default("http://127.0.0.1:3002"),
   INTERNAL_TOKEN: internalToken,
   /** Longest wait for the memory service before answering 503. */
-  MEMORY_TIMEOUT_MS: z.coerce.number().int().positive().default(2000),
+  MEMORY_TIMEOUT_MS: timerMs().default(2000),
   /** How long `stream: false` waits for the end of a run before answering 202. */
-  RUN_WAIT_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  RUN_WAIT_TIMEOUT_MS: timerMs().default(120_000),
   /** Interval of the SSE keepalive comment. */
-  SSE_HEARTBEAT_MS: z.coerce.number().int().positive().default(15_000),
+  SSE_HEARTBEAT_MS: timerMs().default(15_000),
   /** How long a looked-up API key or agent is trusted; bounds how late a revocation takes effect. */
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(900),
   /**
@@ -52,7 +52,7 @@ export const gatewayConfigSchema = z.object({
    * its connection closed; the answer (an event stream included) is not bound by it.
    * @defaultValue 30000
    */
-  REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  REQUEST_TIMEOUT_MS: timerMs().default(30_000),
   /** Largest accepted request body. */
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   REQUIRE_HTTPS: envBoolean.default(false),
@@ -65,14 +65,14 @@ export const gatewayConfigSchema = z.object({
    * On SIGTERM, after open streams are ended and waiting JSON answers are given their 202, how
    * long the remaining connections (requests still being handled) may stay before they are cut.
    */
-  SHUTDOWN_STREAM_GRACE_MS: z.coerce.number().int().min(0).default(2000),
+  SHUTDOWN_STREAM_GRACE_MS: timerMs(0).default(2000),
   DB_POOL_SIZE: z.coerce.number().int().positive().default(10),
   DB_PREPARED_STATEMENTS: dbPreparedStatements,
   DB_QUERY_TIMEOUT_MS: dbQueryTimeoutMs,
   /** Failed authentications per client IP (`req.ip`) in a sliding minute; further failures get 429, valid keys never do. */
   AUTH_FAILURE_LIMIT: z.coerce.number().int().positive().default(30),
   /** How often the API keys used since the last write get their `last_used_at` (one statement). */
-  KEY_LAST_USED_FLUSH_MS: z.coerce.number().int().positive().default(10_000),
+  KEY_LAST_USED_FLUSH_MS: timerMs().default(10_000),
   /** PEM certificate chain; with TLS_KEY_FILE the gateway serves HTTPS itself. */
   TLS_CERT_FILE: readableFile.optional(),
   /** PEM private key of TLS_CERT_FILE. */
