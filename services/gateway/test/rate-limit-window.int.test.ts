@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createRedis, closeRedis, type Redis } from "@agentrun/redis";
 import { AppError } from "@agentrun/errors";
-import { testEnv } from "@agentrun/testing";
+import { startPrivateRedis, testEnv } from "@agentrun/testing";
 import { SlidingWindowLimiter } from "../src/rate-limit/sliding-window-limiter";
 
 // The limiter itself on the real Redis, with a short window so that sliding can be watched.
@@ -79,6 +79,29 @@ describe("SlidingWindowLimiter", () => {
       expect(Date.now() - t0).toBeLessThan(3000);
     } finally {
       down.disconnect();
+    }
+  });
+
+  it("does not count a request it answered 503 when Redis runs the script late", async () => {
+    // A frozen server keeps what it was sent and runs it when it resumes.
+    const server = await startPrivateRedis();
+    const frozen = createRedis({ url: server.url, role: "commands" });
+    try {
+      const limiter = new SlidingWindowLimiter(frozen, { timeoutMs: 300 });
+      const k = key();
+      expect(await limiter.hit(k, 10)).toMatchObject({ admitted: true, remaining: 9 });
+      server.freeze();
+      const err = await limiter.hitAll([{ key: k, limit: 10 }, { key: `${k}:other`, limit: 10 }]).catch((e: unknown) => e);
+      expect((err as AppError).code).toBe("unavailable");
+      server.thaw();
+      // Answered after the late script and what follows it: the first request alone counts.
+      expect(await frozen.zcard(k)).toBe(1);
+      expect(await frozen.zcard(`${k}:other`)).toBe(0);
+      expect(await limiter.peek(k, 10)).toMatchObject({ remaining: 9 });
+    } finally {
+      server.thaw();
+      frozen.disconnect();
+      await server.stop();
     }
   });
 });
