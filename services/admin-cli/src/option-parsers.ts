@@ -5,6 +5,7 @@
  */
 import { isIPv6 } from "node:net";
 import type { Command } from "commander";
+import { API_KEY_DISPLAY_PREFIX_LENGTH, API_KEY_PREFIX } from "@agentrun/api-keys";
 import { DEFAULT_PRICING } from "@agentrun/credits";
 import { UsageError } from "./cli-errors";
 
@@ -51,6 +52,25 @@ export function textOption(flag: string, maxLength = 200): (value: string) => st
     if (text.length > maxLength) throw new UsageError(`${flag} must be at most ${maxLength} characters`);
     return text;
   };
+}
+
+/**
+ * A `--key` value as pasted: surrounding whitespace (a trailing `\r` too) and a leading `Bearer `
+ * (any case) are dropped, so that a secret key copied from a header is still recognised as one.
+ * Empty or whitespace-only values are refused.
+ */
+export function keyOption(flag: string): (value: string) => string {
+  const text = textOption(flag);
+  return (value) => text(value).replace(/^Bearer\s+/i, "");
+}
+
+/**
+ * `value` as a message may repeat it: a secret API key (`ar_live_…`) anywhere in it is cut to
+ * its display prefix (`ar_live_AbCd…`), with nothing after it. Other values are returned as they are.
+ */
+export function shownValue(value: string): string {
+  const at = value.indexOf(API_KEY_PREFIX);
+  return at < 0 ? value : `${value.slice(0, at + API_KEY_DISPLAY_PREFIX_LENGTH)}…`;
 }
 
 /** Splits a comma-separated list, trimming items and dropping empty ones and duplicates. */

@@ -1,15 +1,15 @@
 import type { Command } from "commander";
 import { newId } from "@agentrun/db";
-import { API_KEY_DISPLAY_PREFIX_LENGTH, API_KEY_PREFIX, generateApiKey, hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
+import { API_KEY_PREFIX, generateApiKey, hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
 import { NotFoundError, UsageError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
-import { textOption } from "../option-parsers";
+import { keyOption, shownValue, textOption } from "../option-parsers";
 
 type Ctx = Pick<CommandContext, "prisma">;
 
 async function requireOrg({ prisma }: Ctx, orgId: string): Promise<void> {
   const org = await prisma.organization.findUnique({ where: { id: orgId }, select: { id: true } });
-  if (!org) throw new NotFoundError(`no organization ${orgId}`);
+  if (!org) throw new NotFoundError(`no organization ${shownValue(orgId)}`);
 }
 
 /** `key create`: a new secret key; only its hash and display prefix are stored. */
@@ -23,11 +23,11 @@ export async function createKey(ctx: Ctx, opts: { org: string; name?: string }):
 
 /**
  * Where to find the key that `--key` names: by id (`key_…`), or by the hash of the whole secret
- * key. A value in the shape of a secret is never echoed: messages show its display prefix only.
+ * key. A secret key anywhere in the value is never echoed: messages show its display prefix only.
  */
 function keyLookup(key: string): { where: { id: string } | { keyHash: string }; shown: string } {
-  if (!key.startsWith(API_KEY_PREFIX)) return { where: { id: key }, shown: key };
-  const shown = `${key.slice(0, API_KEY_DISPLAY_PREFIX_LENGTH)}…`;
+  const shown = shownValue(key);
+  if (!key.startsWith(API_KEY_PREFIX)) return { where: { id: key }, shown };
   if (!looksLikeApiKey(key)) throw new UsageError(`--key ${shown} is not a whole API key; give the key id (key_…) or the whole key`);
   return { where: { keyHash: hashApiKey(key) }, shown };
 }
@@ -66,17 +66,17 @@ export function registerKeyCommands(program: Command, ctx: CommandContext): void
   key
     .command("create")
     .description("create an API key; prints {key_id, api_key} (the key is shown only this once)")
-    .requiredOption("--org <org_id>", "organization")
+    .requiredOption("--org <org_id>", "organization", textOption("--org"))
     .option("--name <label>", "label shown in listings", textOption("--name"))
     .action(async (o: { org: string; name?: string }) => ctx.emit(await createKey(ctx, o)));
   key
     .command("revoke")
     .description("revoke an API key; prints {key_id, revoked}")
-    .requiredOption("--key <key_id>", "key id (key_…), or the whole API key (ar_live_…)")
+    .requiredOption("--key <key_id>", "key id (key_…), or the whole API key (ar_live_…)", keyOption("--key"))
     .action(async (o: { key: string }) => ctx.emit(await revokeKey(ctx, o.key)));
   key
     .command("list")
     .description("list an organization's API keys; prints {keys}")
-    .requiredOption("--org <org_id>", "organization")
+    .requiredOption("--org <org_id>", "organization", textOption("--org"))
     .action(async (o: { org: string }) => ctx.emit(await listKeys(ctx, o.org)));
 }
