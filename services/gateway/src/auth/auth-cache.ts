@@ -61,16 +61,26 @@ export class AuthCache {
   /**
    * Writes `last_used_at` of every key used since the previous flush, in one statement: the time
    * of its last use, not of the flush (a key revoked meanwhile must not look used after that).
-   * Another instance's later use is never overwritten with an earlier one.
+   * Another instance's later use is never overwritten with an earlier one. When the write fails,
+   * its uses are kept for the next flush (a use recorded meanwhile is kept if it is later).
    */
   async flushLastUsed(): Promise<void> {
     if (this.used.size === 0) return;
-    const ids = [...this.used.keys()];
-    const times = [...this.used.values()].map((d) => d.toISOString());
+    const pending = [...this.used];
+    const ids = pending.map(([id]) => id);
+    const times = pending.map(([, at]) => at.toISOString());
     this.used.clear();
-    await this.prisma.$executeRaw`
-      UPDATE api_keys SET last_used_at = u.at
-      FROM unnest(${ids}::text[], ${times}::timestamptz[]) AS u(id, at)
-      WHERE api_keys.id = u.id AND (api_keys.last_used_at IS NULL OR api_keys.last_used_at < u.at)`;
+    try {
+      await this.prisma.$executeRaw`
+        UPDATE api_keys SET last_used_at = u.at
+        FROM unnest(${ids}::text[], ${times}::timestamptz[]) AS u(id, at)
+        WHERE api_keys.id = u.id AND (api_keys.last_used_at IS NULL OR api_keys.last_used_at < u.at)`;
+    } catch (err) {
+      for (const [id, at] of pending) {
+        const since = this.used.get(id);
+        if (!since || since < at) this.used.set(id, at);
+      }
+      throw err;
+    }
   }
 }

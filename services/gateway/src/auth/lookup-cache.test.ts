@@ -1,6 +1,6 @@
 import { LookupCache } from "./lookup-cache";
 
-// Fake timers (Date.now included): the cache's ages and the loads' durations are exact, however
+// Fake timers (performance.now, the clock the cache reads, included): the cache's ages and the loads' durations are exact, however
 // busy the machine running the tests.
 beforeEach(() => jest.useFakeTimers());
 afterEach(() => jest.useRealTimers());

@@ -1,6 +1,7 @@
 /** Most entries of each map of a {@link LookupCache}; beyond it the oldest entry makes room. */
 export const MAX_CACHED_LOOKUPS = 10_000;
 
+/** Times are `performance.now()`: monotonic, so a wall clock set back cannot keep an entry alive. */
 interface Entry<T> {
   value: T;
   /** When the load that read it started: the database state it shows is no older. */
@@ -39,11 +40,11 @@ export class LookupCache<T> {
     return this.entry(key)?.value;
   }
 
-  /** Caches `value` as read by a load that started at `readAt` (default: now). */
-  set(key: string, value: T | null, readAt = Date.now()): void {
+  /** Caches `value` as read by a load that started at `readAt`, a `performance.now()` time (default: now). */
+  set(key: string, value: T | null, readAt = performance.now()): void {
     if (this.ttlMs <= 0) return;
     const expires = readAt + this.ttlMs;
-    if (expires <= Date.now()) return;
+    if (expires <= performance.now()) return;
     const current = this.found.get(key) ?? this.missing.get(key);
     if (current && current.readAt > readAt) return; // a newer read is already cached
     if (value === null) {
@@ -67,11 +68,11 @@ export class LookupCache<T> {
     if (this.ttlMs <= 0) return load();
     const hit = this.entry(key);
     if (hit) {
-      if (Date.now() - hit.readAt >= this.ttlMs / 2 && !this.loading.has(key)) this.start(key, load).catch(() => {});
+      if (performance.now() - hit.readAt >= this.ttlMs / 2 && !this.loading.has(key)) this.start(key, load).catch(() => {});
       return hit.value;
     }
     const inFlight = this.loading.get(key);
-    if (inFlight && Date.now() - inFlight.readAt < this.ttlMs) return inFlight.result;
+    if (inFlight && performance.now() - inFlight.readAt < this.ttlMs) return inFlight.result;
     return this.start(key, load);
   }
 
@@ -84,14 +85,14 @@ export class LookupCache<T> {
     // A key is in at most one of the maps: `set` removes it from the other.
     const entry = this.found.get(key) ?? this.missing.get(key);
     if (!entry) return undefined;
-    if (entry.expires > Date.now()) return entry;
+    if (entry.expires > performance.now()) return entry;
     this.found.delete(key);
     this.missing.delete(key);
     return undefined;
   }
 
   private start(key: string, load: () => Promise<T | null>): Promise<T | null> {
-    const readAt = Date.now();
+    const readAt = performance.now();
     const loaded: Promise<T | null> = Promise.resolve()
       .then(load)
       .then((value) => {

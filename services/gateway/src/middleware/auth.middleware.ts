@@ -1,5 +1,5 @@
 import type { RequestHandler } from "express";
-import { hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
+import { API_KEY_PREFIX, hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
 import { AppError } from "@agentrun/errors";
 import type { AuthCache } from "../auth/auth-cache";
 import type { ApiKeyContext, AuthContext } from "../request-context";
@@ -34,7 +34,7 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
     // Node joins a header sent twice with ", ": two agents, where the API takes one.
     if (agentId.includes(",")) throw new AppError("invalid_request", { message: "Send X-Agent-Id once, with one agent id." });
     const agent = AGENT_ID.test(agentId) ? await cache.agent(agentId) : null;
-    if (!agent) throw new AppError("agent_not_found", { message: `No agent has the id '${agentId.slice(0, 100)}'.` });
+    if (!agent) throw new AppError("agent_not_found", { message: agentNotFoundMessage(agentId) });
     if (agent.orgId !== key.orgId) throw new AppError("forbidden", { message: "This API key has no access to this agent." });
 
     // Spelled out rather than spread: V8 gives a spread's copy a map that keeps no transitions, so
@@ -43,6 +43,15 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
     req.auth = auth;
     next();
   };
+}
+
+/**
+ * The 404's message, quoting the id sent. An API key sent as X-Agent-Id is not quoted: the
+ * message is logged, and a secret key must never reach the logs.
+ */
+function agentNotFoundMessage(agentId: string): string {
+  if (agentId.includes(API_KEY_PREFIX)) return "No agent has the id given in X-Agent-Id; it looks like an API key, which belongs in Authorization.";
+  return `No agent has the id '${agentId.slice(0, 100)}'.`;
 }
 
 /** Whether `rawHeaders` (name, value, name, value, …) holds the header `lowerName` more than once. */
