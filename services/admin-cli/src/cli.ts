@@ -4,6 +4,7 @@
  * in-process and `index.ts` only prints the result.
  */
 import { Command, CommanderError } from "commander";
+import { API_KEY_DISPLAY_PREFIX_LENGTH, API_KEY_PREFIX } from "@agentrun/api-keys";
 import type { PrismaClient } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import { EXIT_FAILURE, EXIT_USAGE, NotFoundError, UsageError } from "./cli-errors";
@@ -56,9 +57,15 @@ function buildProgram(ctx: CommandContext, captured: { out: string; err: string 
   return program;
 }
 
+/**
+ * A secret API key anywhere in a message (commander repeats what it was given, e.g. an unknown
+ * command): kept to its display prefix.
+ */
+const SECRET_KEY = new RegExp(`(${API_KEY_PREFIX}[A-Za-z0-9]{${API_KEY_DISPLAY_PREFIX_LENGTH - API_KEY_PREFIX.length}})[A-Za-z0-9]+`, "g");
+
 /** Folds a possibly multi-line message onto one line, prefixed with `error: ` once. */
 export function oneLine(message: string): string {
-  const flat = message.replace(/\s*\n\s*/g, " ").trim();
+  const flat = message.replace(/\s*\n\s*/g, " ").replace(SECRET_KEY, "$1…").trim();
   return flat.startsWith("error:") ? flat : `error: ${flat}`;
 }
 

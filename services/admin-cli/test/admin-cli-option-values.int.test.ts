@@ -58,6 +58,8 @@ describe("messages never repeat a secret key, only its first 12 characters", () 
     [["agent", "create", "--org", SECRET, "--name", "A"], 1, "error: no organization ar_live_Zq8m…"],
     [["widget-key", "create", "--agent", SECRET, "--origins", "https://a.example"], 1, "error: no agent ar_live_Zq8m…"],
     [["help", "key", "revoke", SECRET], 2, "error: unknown command 'ar_live_Zq8m…' ('revoke' has no subcommands)"],
+    [["key", SECRET], 2, "error: unknown command 'ar_live_Zq8m…'"],
+    [["help", "key", SECRET], 2, "error: unknown command 'ar_live_Zq8m…'"],
   ])("%j", async (argv, exitCode, stderr) => {
     const res = await run(...argv);
     expect(res).toEqual({ exitCode, stderr });
