@@ -51,6 +51,8 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
     readsNoQuery(req);
     const task = await ownedTask(prisma, authOf(req), req.params.task_id);
     const runs = await prisma.run.findMany({ where: { taskId: task.id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+    // None: the task may have been deleted (with its runs) since it was checked; 404 then.
+    if (runs.length === 0) await ownedTask(prisma, authOf(req), req.params.task_id);
     res.json({ runs: runs.map(toRunView) });
   });
 

@@ -1,7 +1,7 @@
 import type { Request, Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
 import { followRun, type EarlyRunSubscription } from "@agentrun/events";
-import { isUnavailableError } from "@agentrun/errors";
+import { AppError, isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
@@ -104,7 +104,9 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     }
     const result = await loadRunResult(deps.prisma, runId).catch(unlessUnavailable);
     // Ended, but its result cannot be read right now: 202 with its final status, to be read later.
-    if (!result) accepted(FINAL_STATUS[terminal.type] ?? "running");
+    if (result === undefined) accepted(FINAL_STATUS[terminal.type] ?? "running");
+    // Ended because its task was deleted, which took the run with it.
+    else if (result === null) throw new AppError("task_not_found", { message: `Task '${taskId}' was deleted while its run '${runId}' was in progress; the run was ${FINAL_STATUS[terminal.type] ?? "stopped"}.` });
     else res.status(200).json({ ...result, ...input.extra });
   } finally {
     clearTimeout(timer);

@@ -1,0 +1,52 @@
+import { apiJson, eventually, runJson, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+
+// DELETE /api/tasks/{id} racing the requests that read the task's runs. No worker: every run
+// stays queued until the delete cancels it, which ends it at once and lets the delete go on, so
+// the reads meet the delete within milliseconds of each other.
+let stack: Stack;
+let prisma: PrismaClient;
+let tenant: Tenant;
+
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 0 }, tenant: { plan: "enterprise", rpmLimit: 100_000 } });
+
+const ROUNDS = 20;
+
+/** A task with one queued run, and the JSON request still waiting for that run. */
+async function waitingRun(): Promise<{ taskId: string; answer: Promise<{ status: number; body: any }> }> {
+  const answer = runJson(stack.gatewayUrl, tenant.headers, { query: "never picked up", stream: false });
+  const run = await eventually(async () => {
+    const found = await prisma.run.findFirst({ where: { orgId: tenant.orgId, status: "queued", query: "never picked up" }, orderBy: { createdAt: "desc" } });
+    if (!found || (await prisma.run.count({ where: { orgId: tenant.orgId, status: "queued" } })) !== 1) throw new Error("not queued yet");
+    return found;
+  }, { intervalMs: 20 });
+  return { taskId: run.taskId, answer };
+}
+
+it("answers a JSON run whose task is deleted meanwhile with the cancelled run or 404 task_not_found, never run_not_found", async () => {
+  const outcomes: string[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const { taskId, answer } = await waitingRun();
+    expect((await apiJson(stack.gatewayUrl, "DELETE", `/tasks/${taskId}`, tenant.headers)).status).toBe(204);
+    const { status, body } = await answer;
+    if (status === 200) expect(body).toMatchObject({ task_id: taskId, status: "cancelled" });
+    else expect(body.error.message).toMatch(/^Task '.+' was deleted while its run '.+' was in progress; the run was cancelled\.$/);
+    outcomes.push(status === 200 ? "200 cancelled" : `${status} ${body.error.code}`);
+  }
+  expect(outcomes.filter((o) => o !== "200 cancelled" && o !== "404 task_not_found")).toEqual([]);
+});
+
+it("answers GET /tasks/{id}/runs for a task deleted meanwhile with its runs or 404, never an empty list", async () => {
+  const outcomes: string[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const { taskId, answer } = await waitingRun();
+    const reads = Array.from({ length: 6 }, (_, n) =>
+      new Promise((r) => setTimeout(r, n * 2)).then(() => apiJson(stack.gatewayUrl, "GET", `/tasks/${taskId}/runs`, tenant.headers)),
+    );
+    const deleted = apiJson(stack.gatewayUrl, "DELETE", `/tasks/${taskId}`, tenant.headers);
+    for (const { status, body } of await Promise.all(reads)) outcomes.push(status === 200 ? `200 with ${body.runs.length} run(s)` : `${status} ${body.error.code}`);
+    expect((await deleted).status).toBe(204);
+    await answer;
+  }
+  expect(outcomes.filter((o) => o !== "200 with 1 run(s)" && o !== "404 task_not_found")).toEqual([]);
+});
