@@ -6,6 +6,7 @@
 import { defineConfig } from "prisma6/config";
 import { PrismaPg } from "prisma6-adapter-pg";
 import pg from "pg";
+import { parseIntoClientConfig } from "pg-connection-string";
 
 // The wasm engine cannot deserialize the catalog types `name` (OID 19) and `"char"` (OID 18)
 // (prisma/orm#27403); report them as text, which is what they are.
@@ -23,14 +24,11 @@ class CatalogTextClient extends pg.Client {
 }
 
 // Discrete fields instead of a connection string: pg lets `connectionString` override
-// `database`, which would make adapter-pg's "shadow database" the real one.
-const url = new URL(process.env.DATABASE_URL ?? "");
+// `database`, which would make adapter-pg's "shadow database" the real one. They are parsed as pg
+// parses a connection string, so its parameters (`sslmode`, `sslrootcert`, `options`, …) apply
+// to migrations as they do to the services.
 const cfg: pg.PoolConfig = {
-  host: url.hostname,
-  port: Number(url.port || 5432),
-  database: decodeURIComponent(url.pathname.slice(1)),
-  user: decodeURIComponent(url.username) || undefined,
-  password: decodeURIComponent(url.password) || undefined,
+  ...(parseIntoClientConfig(process.env.DATABASE_URL ?? "") as pg.PoolConfig),
   Client: CatalogTextClient as any,
   allowExitOnIdle: true, // an idle pool would keep the CLI alive for 10 s after it is done
 };
