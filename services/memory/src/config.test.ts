@@ -9,12 +9,16 @@ describe("memory service config", () => {
     expect(isPublishedSecret("a-long-random-value-0123456789", DEV_INTERNAL_TOKEN)).toBe(false);
   });
 
-  it("warns at start-up in production when INTERNAL_TOKEN is published, and only then", () => {
+  it("warns at start-up when INTERNAL_TOKEN is published, in production or listening beyond loopback", () => {
     const warnings = (env: Record<string, string>) => startupWarnings(loadConfig(memoryConfigSchema, env));
     expect(warnings({ NODE_ENV: "production" })).toEqual([expect.stringMatching(/^INTERNAL_TOKEN is a published default/)]);
+    expect(warnings({ NODE_ENV: "production", MEMORY_HOST: "127.0.0.1" })).toHaveLength(1);
     expect(warnings({ NODE_ENV: "production", INTERNAL_TOKEN: "change-me-internal-token" })).toHaveLength(1);
     expect(warnings({ NODE_ENV: "production", INTERNAL_TOKEN: "a-long-random-value-0123456789" })).toEqual([]);
-    expect(warnings({})).toEqual([]);
-    expect(warnings({ NODE_ENV: "development" })).toEqual([]);
+    // Not in production: only where others can reach it (every interface unless MEMORY_HOST says otherwise).
+    expect(warnings({})).toHaveLength(1);
+    expect(warnings({ MEMORY_HOST: "0.0.0.0" })).toHaveLength(1);
+    for (const host of ["127.0.0.1", "127.1.2.3", "::1", "localhost"]) expect(warnings({ NODE_ENV: "development", MEMORY_HOST: host })).toEqual([]);
+    expect(warnings({ MEMORY_HOST: "127.0.0.1", INTERNAL_TOKEN: "a-long-random-value-0123456789" })).toEqual([]);
   });
 });

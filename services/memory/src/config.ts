@@ -26,11 +26,16 @@ export const memoryConfigSchema = z.object({
 
 export type MemoryConfig = z.infer<typeof memoryConfigSchema>;
 
+/** Whether the service listens on the loopback interface only (`MEMORY_HOST`; unset: every interface). */
+const loopbackOnly = (host: string | undefined) => host !== undefined && /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\])$/i.test(host);
+
 /**
- * What index.ts logs as warnings at start-up: in production, an INTERNAL_TOKEN that is published
- * (see `isPublishedSecret`), with which anyone can read and change every memory.
+ * What index.ts logs as warnings at start-up: an INTERNAL_TOKEN that is published (see
+ * `isPublishedSecret`), with which anyone who reaches the service can read and change every
+ * memory, in production or wherever the service listens beyond the loopback interface.
  */
-export function startupWarnings(config: Pick<MemoryConfig, "NODE_ENV" | "INTERNAL_TOKEN">): string[] {
-  if (config.NODE_ENV !== "production" || !isPublishedSecret(config.INTERNAL_TOKEN, DEV_INTERNAL_TOKEN)) return [];
+export function startupWarnings(config: Pick<MemoryConfig, "NODE_ENV" | "INTERNAL_TOKEN" | "MEMORY_HOST">): string[] {
+  if (!isPublishedSecret(config.INTERNAL_TOKEN, DEV_INTERNAL_TOKEN)) return [];
+  if (config.NODE_ENV !== "production" && loopbackOnly(config.MEMORY_HOST)) return [];
   return ["INTERNAL_TOKEN is a published default: anyone who reaches the memory service can read and change every memory; set a long random value"];
 }
