@@ -1,5 +1,5 @@
 import pg from "pg";
-import { testEnv } from "@agentrun/testing";
+import { startPrivatePostgres, testEnv } from "@agentrun/testing";
 import { dropDatabase, migrateDeploy } from "./database";
 
 jest.setTimeout(60_000);
@@ -32,5 +32,19 @@ describe("migrateDeploy (npm run db:migrate:deploy)", () => {
     expect(await tablesIn(databaseUrl)).toEqual(expect.arrayContaining(["_prisma_migrations", "organizations", "runs"]));
     // A second deploy finds the database and nothing to apply.
     await migrateDeploy(databaseUrl);
+  });
+});
+
+describe("migrateDeploy and DATABASE_URL's parameters", () => {
+  it("connects as sslmode says, as the services do: TLS required is TLS or nothing", async () => {
+    // A cluster of its own, which (as initdb makes it) accepts no TLS.
+    const server = await startPrivatePostgres();
+    try {
+      await migrateDeploy(`${server.url}?sslmode=disable`);
+      expect(await tablesIn(server.url)).toEqual(expect.arrayContaining(["_prisma_migrations", "runs"]));
+      await expect(migrateDeploy(`${server.url}?sslmode=require`)).rejects.toThrow(/SSL|TLS/);
+    } finally {
+      await server.destroy();
+    }
   });
 });
