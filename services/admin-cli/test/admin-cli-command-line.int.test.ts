@@ -1,28 +1,9 @@
-import { createPrisma, type PrismaClient } from "@agentrun/db";
-import { testEnv } from "@agentrun/testing";
-import { runCli } from "../src/cli";
+import { testCli } from "./cli-fixture";
 
 // How the command line is read: options given twice, the help command at every level, and
 // `key revoke` given the secret key instead of its id.
-let prisma: PrismaClient;
-
-beforeAll(() => {
-  prisma = createPrisma({ databaseUrl: testEnv().databaseUrl, poolSize: 2 });
-});
-
-afterAll(async () => {
-  await prisma.$disconnect();
-});
-
-async function run(...argv: string[]) {
-  return runCli(argv, { prisma });
-}
-
-async function ok(...argv: string[]): Promise<Record<string, any>> {
-  const res = await run(...argv);
-  if (!("stdout" in res)) throw new Error(`expected success for ${argv.join(" ")}, got ${JSON.stringify(res)}`);
-  return res.stdout;
-}
+const cli = testCli();
+const { run, ok } = cli;
 
 async function newOrg(): Promise<string> {
   return (await ok("org", "create", "--name", `org-${Math.random().toString(36).slice(2)}`)).org_id as string;
@@ -38,7 +19,7 @@ describe("an option given twice", () => {
     [["org", "create", "--name", twice, "--credits=5", "--credits", "5"], "--credits"],
   ])("%j is refused with exit 2 and creates no organization", async (argv, flag) => {
     expect(await run(...argv)).toEqual({ exitCode: 2, stderr: `error: ${flag} given twice` });
-    expect(await prisma.organization.count({ where: { name: { in: [twice, again] } } })).toBe(0);
+    expect(await cli.prisma.organization.count({ where: { name: { in: [twice, again] } } })).toBe(0);
   });
 
   it("is refused by every command before anything is written", async () => {
@@ -47,9 +28,9 @@ describe("an option given twice", () => {
     expect(await run("credits", "add", "--org", orgId, "--amount", "5", "--amount", "7")).toEqual({ exitCode: 2, stderr: "error: --amount given twice" });
     expect(await ok("credits", "show", "--org", orgId)).toEqual({ balance: 1000 });
     expect(await run("key", "create", "--org", orgId, "--org", other)).toEqual({ exitCode: 2, stderr: "error: --org given twice" });
-    expect(await prisma.apiKey.count({ where: { orgId: { in: [orgId, other] } } })).toBe(0);
+    expect(await cli.prisma.apiKey.count({ where: { orgId: { in: [orgId, other] } } })).toBe(0);
     expect(await run("agent", "create", "--org", orgId, "--name", "A", "--tools", "memory", "--tools", "calc")).toEqual({ exitCode: 2, stderr: "error: --tools given twice" });
-    expect(await prisma.agent.count({ where: { orgId } })).toBe(0);
+    expect(await cli.prisma.agent.count({ where: { orgId } })).toBe(0);
   });
 });
 
@@ -74,7 +55,7 @@ describe("key revoke --key with the secret key", () => {
     const orgId = await newOrg();
     const { key_id: keyId, api_key: apiKey } = await ok("key", "create", "--org", orgId);
     expect(await ok("key", "revoke", "--key", apiKey)).toEqual({ key_id: keyId, revoked: true });
-    expect((await prisma.apiKey.findUniqueOrThrow({ where: { id: keyId } })).revokedAt).toBeInstanceOf(Date);
+    expect((await cli.prisma.apiKey.findUniqueOrThrow({ where: { id: keyId } })).revokedAt).toBeInstanceOf(Date);
   });
 
   it("never echoes a secret it does not know, only its display prefix", async () => {

@@ -1,28 +1,9 @@
-import { createPrisma, type PrismaClient } from "@agentrun/db";
-import { testEnv } from "@agentrun/testing";
-import { runCli } from "../src/cli";
+import { testCli } from "./cli-fixture";
 
 // Option values as operators paste them: secret keys with surrounding whitespace or a `Bearer `
 // prefix, secrets where an id belongs, and empty values.
-let prisma: PrismaClient;
-
-beforeAll(() => {
-  prisma = createPrisma({ databaseUrl: testEnv().databaseUrl, poolSize: 2 });
-});
-
-afterAll(async () => {
-  await prisma.$disconnect();
-});
-
-async function run(...argv: string[]) {
-  return runCli(argv, { prisma });
-}
-
-async function ok(...argv: string[]): Promise<Record<string, any>> {
-  const res = await run(...argv);
-  if (!("stdout" in res)) throw new Error(`expected success for ${argv.join(" ")}, got ${JSON.stringify(res)}`);
-  return res.stdout;
-}
+const cli = testCli();
+const { run, ok } = cli;
 
 async function newKey(): Promise<{ keyId: string; apiKey: string }> {
   const { org_id: orgId } = await ok("org", "create", "--name", `org-${Math.random().toString(36).slice(2)}`);
@@ -42,7 +23,7 @@ describe("key revoke --key with a secret key as pasted", () => {
   ])("recognises the key with %s", async (_, paste) => {
     const { keyId, apiKey } = await newKey();
     expect(await ok("key", "revoke", "--key", paste(apiKey))).toEqual({ key_id: keyId, revoked: true });
-    expect((await prisma.apiKey.findUniqueOrThrow({ where: { id: keyId } })).revokedAt).toBeInstanceOf(Date);
+    expect((await cli.prisma.apiKey.findUniqueOrThrow({ where: { id: keyId } })).revokedAt).toBeInstanceOf(Date);
   });
 });
 
