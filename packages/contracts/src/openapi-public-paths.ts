@@ -80,14 +80,14 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         tags: ["Widget"],
         summary: "Run the agent for a web page visitor",
         description:
-          "For chat widgets embedded in web pages (also served as `/api/widget/run`). Authenticates with a publishable widget key (`X-Widget-Key`) whose allowed origins include the request's `Origin`; CORS preflights are answered for allowed origins only. Without `X-Visitor-Token` a new visitor is created; the answer always carries the visitor's (renewed) token. The run's `context.user_id` is the visitor, so memories are the visitor's own, and a visitor can continue or read only its own tasks. Limited per widget key and per client address; widget requests do not count against the organization's plan limit.",
+          "For chat widgets embedded in web pages (also served as `/api/widget/run`). Authenticates with a publishable widget key (`X-Widget-Key`) whose allowed origins include the request's `Origin`; CORS preflights are answered for allowed origins only. Without `X-Visitor-Token` a new visitor is created (unless the request repeats, by its `Idempotency-Key`, a new visitor's request); the answer always carries the visitor's (renewed) token. The run's `context.user_id` is the visitor, so memories are the visitor's own, and a visitor can continue or read only its own tasks. Limited per widget key and per client address; widget requests do not count against the organization's plan limit.",
         security: [{ widgetKey: [] }],
         requestParams: {
           header: z.object({
             "X-Visitor-Token": z.string().optional().meta({ description: "The token from an earlier answer." }),
             "Idempotency-Key": idempotencyKeySchema.optional().meta({
               description:
-                "Scoped to the widget key. The same key with the same body within 24 h returns the run the first request started (with a token for that run's visitor, also to a request without a token) instead of starting another; with another visitor's token or another body, 409 `idempotency_conflict`.",
+                "Kept per widget key and per visitor (requests without a token count as one more visitor), for 24 h: the same key with the same body returns the run the first request started instead of starting another, with that run's visitor token (a new visitor's first request is also found by its repeat with the token it started); another body is 409 `idempotency_conflict`. Another visitor's request with the same key starts its own run. Use unguessable keys: a repeat without a token gets the token of the visitor its first request started.",
             }),
           }),
         },

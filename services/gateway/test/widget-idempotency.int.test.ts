@@ -68,21 +68,38 @@ describe("POST /api/v1/widget/run with an Idempotency-Key", () => {
     expect(await runsOfTask(first.body.task_id)).toBe(1);
   });
 
-  it("refuses the key to another visitor and to another message, and keeps it per widget key", async () => {
+  it("keeps a visitor's keys to that visitor: another visitor, or a request without a token, starts its own run", async () => {
+    const owner = (await runJson({ query: "first" }, `k-${randomUUID()}`)).body.visitor_token as string;
     const idem = `k-${randomUUID()}`;
-    const first = await runJson({ query: "mine" }, idem);
-    const other = await runJson({ query: "someone else" }, `k-${randomUUID()}`);
-    const stolen = await runJson({ query: "mine" }, idem, { token: other.body.visitor_token });
-    expect(stolen.status).toBe(409);
-    expect(stolen.body.error.code).toBe("idempotency_conflict");
-    expect(stolen.headers.get("x-visitor-token")).toBeNull();
-    const changed = await runJson({ query: "not mine" }, idem, { token: first.body.visitor_token });
+    const mine = await runJson({ query: "mine" }, idem, { token: owner });
+    expect(mine.status).toBe(200);
+    expect((await runJson({ query: "mine" }, idem, { token: owner })).body.run_id).toBe(mine.body.run_id);
+    const other = (await runJson({ query: "someone else" }, `k-${randomUUID()}`)).body.visitor_token as string;
+    for (const token of [other, undefined]) {
+      const res = await runJson({ query: "mine" }, idem, { token });
+      expect(res.status).toBe(200);
+      expect(res.body.run_id).not.toBe(mine.body.run_id);
+      expect(visitorIdOf(res.body.visitor_token)).not.toBe(visitorIdOf(owner));
+    }
+    // The same key with another message is the caller's mistake.
+    const changed = await runJson({ query: "not mine" }, idem, { token: owner });
     expect(changed.status).toBe(409);
     expect(changed.body.error.code).toBe("idempotency_conflict");
     // Another widget key of the same organization has keys of its own.
-    const elsewhere = await runJson({ query: "mine" }, idem, { widgetKey: await createWidgetKey(tenant.agentId) });
-    expect(elsewhere.status).toBe(200);
-    expect(elsewhere.body.run_id).not.toBe(first.body.run_id);
+    const elsewhere = await runJson({ query: "mine" }, idem, { token: owner, widgetKey: await createWidgetKey(tenant.agentId) });
+    expect(elsewhere.status).toBe(401); // the token is the first widget key's
+    const fresh = await runJson({ query: "first" }, idem, { widgetKey: await createWidgetKey(tenant.agentId) });
+    expect(fresh.status).toBe(200);
+    expect(await runsOfTask(mine.body.task_id)).toBe(1);
+  });
+
+  it("finds a new visitor's first run when its repeat carries the token that run started", async () => {
+    const idem = `k-${randomUUID()}`;
+    const first = await runJson({ query: "hello with headers" }, idem);
+    // The answer's headers (and the token) arrived, the stream did not.
+    const again = await runJson({ query: "hello with headers" }, idem, { token: first.body.visitor_token });
+    expect(again.status).toBe(200);
+    expect(again.body.run_id).toBe(first.body.run_id);
     expect(await runsOfTask(first.body.task_id)).toBe(1);
   });
 

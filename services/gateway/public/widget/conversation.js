@@ -40,9 +40,10 @@ export function createConversation({ key, base, greeting }, session, panel) {
     session.savePending(true);
   }
 
-  function headers(extra) {
+  function headers(extra, token) {
     const h = { "X-Widget-Key": key };
-    if (state.token) h["X-Visitor-Token"] = state.token;
+    if (token === undefined) token = state.token;
+    if (token) h["X-Visitor-Token"] = token;
     return Object.assign(h, extra);
   }
 
@@ -62,14 +63,16 @@ export function createConversation({ key, base, greeting }, session, panel) {
   }
 
   /**
-   * Sends a message. `idempotencyKey` is the message's own: sent again with it (its answer was
-   * lost before the run's first event), the gateway answers with the run it started instead of
-   * starting another.
+   * A message as sent, with an Idempotency-Key of its own: a function that sends it, the same
+   * request each time (the session as it was, whatever other tabs change meanwhile). Sent again
+   * (its answer was lost before the run's first event), the gateway answers with the run it
+   * started instead of starting another.
    */
-  function post(text, idempotencyKey) {
+  function message(text) {
     const body = { query: text, stream: true };
     if (state.taskId) body.task_id = state.taskId;
-    return request("/run", { method: "POST", headers: headers({ "Content-Type": "application/json", "Idempotency-Key": idempotencyKey }), body: JSON.stringify(body) });
+    const init = { method: "POST", headers: headers({ "Content-Type": "application/json", "Idempotency-Key": newKey() }, state.token), body: JSON.stringify(body) };
+    return () => request("/run", init);
   }
 
   function reattachRequest() {
@@ -134,11 +137,12 @@ export function createConversation({ key, base, greeting }, session, panel) {
    * Reads a run's event stream into `view` (`res` null: re-attach to the pending run first), and
    * re-attaches after the last event received whenever the stream ends before the run does. Until
    * the run's first event has arrived there is nothing to re-attach to: `repost` sends the message
-   * again, with its Idempotency-Key. A lost connection, 429 or 502-504 is retried after a growing
-   * delay, or the Retry-After asked for (capped); the count starts over whenever a stream brought
-   * a new event, so only MAX_RETRIES fruitless tries in a row stop trying. Then the text so far
-   * stays, with a note, and the answer stays pending: it is resumed before the visitor's next
-   * message, when the browser is back online, or after a reload.
+   * again, with its Idempotency-Key (a 409 then is the first request still being accepted, retried
+   * too). A lost connection, 429 or 502-504 is retried after a growing delay, or the Retry-After
+   * asked for (capped); the count starts over whenever a stream brought a new event, so only
+   * MAX_RETRIES fruitless tries in a row stop trying. Then the text so far stays, with a note, and
+   * the answer stays pending: it is resumed before the visitor's next message, when the browser is
+   * back online, or after a reload.
    */
   async function follow(res, view, repost) {
     for (let failures = 0; ; res = null) {
@@ -148,7 +152,9 @@ export function createConversation({ key, base, greeting }, session, panel) {
       // 204: the run has ended and nothing followed the last event this page holds.
       if (res && res.status === 204) return state.pending && state.pending.text ? complete(view) : fail(view, TEXT.failed);
       if (res && !res.ok) {
-        if (!RETRY_STATUS[res.status]) return fail(view, (!state.pending && STATUS_TEXT[res.status]) || TEXT.failed);
+        // A message sent again may find the first request still being accepted (409): it waits too.
+        const retry = RETRY_STATUS[res.status] || (res.status === 409 && !state.pending && repost);
+        if (!retry) return fail(view, (!state.pending && STATUS_TEXT[res.status]) || TEXT.failed);
         waitMs = retryAfterMs(res);
       } else if (res) {
         try {
@@ -160,7 +166,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
       if (!state.pending && !repost) return fail(view, TEXT.network);
       if (state.pending) session.savePending(true);
       failures = state.pending && state.pending.seq > seq ? 0 : failures + 1;
-      if (!state.pending && failures >= MAX_RETRIES) return fail(view, TEXT.network);
+      if (!state.pending && failures >= MAX_RETRIES) return fail(view, res && !res.ok ? STATUS_TEXT[res.status] || TEXT.generic : TEXT.network);
       if (failures >= MAX_RETRIES) {
         interrupted = view;
         interruptedNote = res && res.status === 429 ? TEXT.limited : TEXT.network;
@@ -230,20 +236,20 @@ export function createConversation({ key, base, greeting }, session, panel) {
         remember("user", text);
         const view = panel.addMessage("assistant", "");
         view.setText("");
-        let idempotencyKey = newKey();
-        let res = await post(text, idempotencyKey);
+        let post = message(text);
+        let res = await post();
         if (res && !res.ok && (res.status === 401 || res.status === 403 || res.status === 404) && (state.token || state.taskId)) {
           // Expired session, or a conversation that is gone: start a new one, once.
           session.update((s) => {
             if (res.status === 401) s.token = null;
             s.taskId = null;
           });
-          idempotencyKey = newKey();
-          res = await post(text, idempotencyKey);
+          post = message(text);
+          res = await post();
         }
         if (res && !res.ok) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
-        // No answer (the request or its answer was lost): sent again with the same key below.
-        await follow(res, view, () => post(text, idempotencyKey));
+        // No answer (the request or its answer was lost): sent again, the same request, below.
+        await follow(res, view, post);
       });
     },
     /** Shows the stored transcript, and resumes the answer a reload interrupted. */

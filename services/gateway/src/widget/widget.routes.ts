@@ -18,6 +18,7 @@ import { VisitorTokens } from "./visitor-token";
 import { widgetAuth } from "./widget-auth.middleware";
 import { widgetAuthContext, widgetOf, type WidgetContext } from "./widget-context";
 import { widgetPreflight } from "./widget-cors";
+import { newVisitorRun, widgetKeyScope } from "./widget-idempotency";
 import { WidgetKeyCache } from "./widget-key-cache";
 import { widgetLimits } from "./widget-limits";
 import { readsNoQuery } from "../middleware/strict-query";
@@ -60,10 +61,12 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     // The visitor is the run's user: memories saved and recalled are the visitor's own.
     const context = { user_id: visitorUserId(visitorId) };
     const ids = newRunIds(body.task_id);
-    // A widget's keys are its own: scoped to the widget key, apart from the organization's API keys'.
-    const scopedKey = key === undefined ? undefined : `widget:${w.key.id}:${key}`;
-    if (scopedKey) {
-      const claim = await claimKeyForRun(deps.prisma, { orgId: auth.orgId, key: scopedKey, hash: requestHash(auth.agentId, body), ...ids });
+    const scopedKey = key === undefined ? undefined : widgetKeyScope(w.key.id, w.visitorId, key);
+    if (key !== undefined && scopedKey !== undefined) {
+      const hash = requestHash(auth.agentId, body);
+      const started = w.visitorId ? await newVisitorRun(deps.prisma, { orgId: auth.orgId, widgetKeyId: w.key.id, visitorId: w.visitorId, key, hash }) : null;
+      if (started) return replayRun(req, res, w, { ...started, stream: body.stream });
+      const claim = await claimKeyForRun(deps.prisma, { orgId: auth.orgId, key: scopedKey, hash, ...ids });
       if (!claim.owner) return replayRun(req, res, w, { ...claim, stream: body.stream });
     }
     // A refused request, or a run the queue could not take, does not use up its key.
@@ -92,15 +95,12 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
 
   /**
    * The same request again (its answer was lost on the way): the run the first one started, with
-   * a token for that run's visitor. A request without a token gets it too, as the first one had
-   * none; a request with another visitor's token is refused.
+   * a token for that run's visitor: the caller's own (keys are kept per visitor, see
+   * `widgetKeyScope`), or the one that a request without a token started.
    */
   async function replayRun(req: Request, res: Response, w: WidgetContext, claim: { runId: string; taskId: string; stream: boolean }): Promise<void> {
     const task = await deps.prisma.task.findUnique({ where: { id: claim.taskId }, select: { visitorId: true } });
-    if (!task?.visitorId) throw new AppError("task_not_found", { message: `Task '${claim.taskId}' not found.` });
-    if (w.visitorId && w.visitorId !== task.visitorId) {
-      throw new AppError("idempotency_conflict", { message: "This Idempotency-Key was already used by another visitor." });
-    }
+    if (!task?.visitorId || (w.visitorId && w.visitorId !== task.visitorId)) throw new AppError("task_not_found", { message: `Task '${claim.taskId}' not found.` });
     const token = tokens.sign(task.visitorId, w.key.id);
     res.setHeader(VISITOR_TOKEN_HEADER, token);
     await respondWithRun(deps, req, res, { runId: claim.runId, taskId: claim.taskId, stream: claim.stream, extra: { visitor_token: token } });

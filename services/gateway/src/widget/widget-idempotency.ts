@@ -1,0 +1,30 @@
+import type { PrismaClient } from "@agentrun/db";
+
+/**
+ * Where a widget request's Idempotency-Key is kept: per widget key, and per visitor (`new` for a
+ * request without a visitor token, which starts a visitor). A visitor's keys are the visitor's
+ * own: another visitor, or a request without a token, never finds them. A new visitor's first
+ * request is found by its repeat without a token (the first answer, and the token with it, was
+ * lost), and by {@link newVisitorRun} for a repeat that carries the token it started.
+ */
+export function widgetKeyScope(widgetKeyId: string, visitorId: string | null, key: string): string {
+  return `widget:${widgetKeyId}:${visitorId ?? "new"}:${key}`;
+}
+
+/**
+ * The run that a request without a visitor token started with `key` and the same request (`hash`),
+ * when it started `visitorId`: the same visitor's repeat, now with the token from the first
+ * answer's headers (the stream was lost before its first event). Null when there is none.
+ */
+export async function newVisitorRun(
+  prisma: PrismaClient,
+  input: { orgId: string; widgetKeyId: string; visitorId: string; key: string; hash: string },
+): Promise<{ runId: string; taskId: string } | null> {
+  const [found] = await prisma.$queryRaw<{ run_id: string; task_id: string }[]>`
+    SELECT k.run_id, k.task_id FROM idempotency_keys k
+    JOIN tasks t ON t.id = k.task_id
+    JOIN runs r ON r.id = k.run_id
+    WHERE k.org_id = ${input.orgId} AND k.key = ${widgetKeyScope(input.widgetKeyId, null, input.key)}
+      AND k.request_hash = ${input.hash} AND k.expires_at > now() AND t.visitor_id = ${input.visitorId}`;
+  return found ? { runId: found.run_id, taskId: found.task_id } : null;
+}
