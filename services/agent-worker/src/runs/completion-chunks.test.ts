@@ -65,6 +65,11 @@ describe("completionChunks", () => {
     expect((err as Error).message).toBe("The streamed answer ended before its end ([DONE] or a finish_reason).");
   });
 
+  it("reads a last event that the body ends without its closing blank line", async () => {
+    expect(await reads([event(chunk("a")), "data: [DONE]"])).toEqual([["a"]]);
+    expect(await reads([event(chunk("a")), `${event(chunk("b"))}data: [DONE]\n`])).toEqual([["a"], ["b"]]);
+  });
+
   it("takes a finish_reason without [DONE] as the answer's end", async () => {
     const last = { ...chunk(""), choices: [{ index: 0, delta: {}, finish_reason: "stop" }] };
     expect(await reads([event(chunk("a")), event(last)])).toEqual([["a"], [""]]);

@@ -52,16 +52,10 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
     },
     maxBufferSize: maxEventChars,
   });
-  const decoder = new TextDecoder();
-  for await (const part of response.body) {
-    parser.feed(typeof part === "string" ? part : decoder.decode(part, { stream: true }));
-    if (overflow) throw new SyntaxError(`A streamed event exceeded ${maxEventChars} characters.`, { cause: overflow });
-    if (events.length === 0) continue;
-    const read = events;
-    events = [];
+  // The chunks of one read, as far as they are good, and the error of the first bad one.
+  const take = (read: EventSourceMessage[]): { chunks: ChatCompletionChunk[]; failure?: Error } => {
     seen += read.length;
     const chunks: ChatCompletionChunk[] = [];
-    let failure: Error | undefined;
     for (const { data } of read) {
       if (done) continue;
       if (data.startsWith("[DONE]")) {
@@ -75,14 +69,30 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
         if (Array.isArray(chunk.choices) && chunk.choices.some((c) => c?.finish_reason)) finished = true;
         chunks.push(chunk);
       } catch (err) {
-        failure = err as Error;
-        break;
+        return { chunks, failure: err as Error };
       }
     }
+    return { chunks };
+  };
+  const decoder = new TextDecoder();
+  for await (const part of response.body) {
+    parser.feed(typeof part === "string" ? part : decoder.decode(part, { stream: true }));
+    if (overflow) throw new SyntaxError(`A streamed event exceeded ${maxEventChars} characters.`, { cause: overflow });
+    if (events.length === 0) continue;
+    const read = take(events);
+    events = [];
     // The chunks that came before a bad one in the same read are the model's answer so far:
     // they are given first, and the error thrown when the consumer asks for more.
-    if (chunks.length > 0) yield chunks;
-    if (failure) throw failure;
+    if (read.chunks.length > 0) yield read.chunks;
+    if (read.failure) throw read.failure;
+  }
+  // A last event without its closing blank line (`data: [DONE]` as the body's last bytes) is
+  // read as if its line and event ended there.
+  parser.feed("\n\n");
+  if (events.length > 0) {
+    const read = take(events);
+    if (read.chunks.length > 0) yield read.chunks;
+    if (read.failure) throw read.failure;
   }
   if (!done && !finished) throw new SyntaxError(unfinished(seen, response.headers.get("content-type")));
 }

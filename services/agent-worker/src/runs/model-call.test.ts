@@ -136,6 +136,18 @@ describe("callModel", () => {
     }
   });
 
+  it("takes the text parts of content sent as a list of parts, as Mistral's reasoning models send it", async () => {
+    script = [
+      chunk({ role: "assistant", content: [{ type: "thinking", thinking: [{ type: "text", text: "The user greets me." }] }] }),
+      chunk({ content: [{ type: "text", text: "Hello" }] }),
+      chunk({ content: [{ type: "text", text: " there" }, { type: "reference", reference_ids: [1] }] }),
+      chunk({ content: "!" }),
+    ];
+    const { turn, texts } = await call();
+    expect(texts).toEqual(["Hello", " there", "!"]);
+    expect(turn.text).toBe("Hello there!");
+  });
+
   it("gives each tool call an id of its own when the model repeats one or sends none", async () => {
     script = [toolCall(0, "dup"), toolCall(1, "dup"), toolCall(2, undefined), toolCall(3, "call_1"), toolCall(4, "")];
     const { turn } = await call();

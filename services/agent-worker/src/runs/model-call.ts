@@ -151,10 +151,10 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       for (const chunk of chunks) {
         if (chunk.usage && typeof chunk.usage === "object") reported = chunk.usage;
         const delta = Array.isArray(chunk.choices) ? chunk.choices[0]?.delta : undefined;
-        if (delta?.content && typeof delta.content !== "string") throw new RunFailure("model_bad_response", "The model sent an answer delta that is not text.");
+        const text = deltaText(delta?.content);
         if (delta?.tool_calls && !Array.isArray(delta.tool_calls)) throw new RunFailure("model_bad_response", "The model sent tool calls that are not a list.");
-        if (delta?.content) {
-          const content = pendingHigh + delta.content;
+        if (text) {
+          const content = pendingHigh + text;
           const last = content.charCodeAt(content.length - 1);
           pendingHigh = last >= 0xd800 && last <= 0xdbff ? content.slice(-1) : "";
           forward(pendingHigh ? content.slice(0, -1) : content);
@@ -188,6 +188,19 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   turn.toolCalls = withUniqueIds(calls.calls);
   if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
   return turn;
+}
+
+/**
+ * The text of a delta's `content`: a string, or the `text` parts of a list of parts, as Mistral's
+ * reasoning models stream theirs (`[{type: "thinking", …}]`, then `[{type: "text", text}]`; parts
+ * of other types are not the answer). Anything else fails the call.
+ */
+function deltaText(content: unknown): string {
+  if (content === undefined || content === null || typeof content === "string") return content ?? "";
+  if (!Array.isArray(content)) throw new RunFailure("model_bad_response", "The model sent an answer delta that is not text.");
+  let text = "";
+  for (const part of content) if (part && typeof part === "object" && part.type === "text" && typeof part.text === "string") text += part.text;
+  return text;
 }
 
 /**
