@@ -143,17 +143,26 @@ export class SlidingWindowLimiter {
     let reply: number[];
     let timer: NodeJS.Timeout | undefined;
     const member = randomUUID();
+    const args = [...windows.map((w) => w.key), this.windowMs, member, admit, ...windows.map((w) => w.limit)];
+    const script = this.redis[COMMAND](windows.length, ...args);
     try {
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
       });
-      const args = [...windows.map((w) => w.key), this.windowMs, member, admit, ...windows.map((w) => w.limit)];
-      reply = await Promise.race([this.redis[COMMAND](windows.length, ...args), timeout]);
+      reply = await Promise.race([script, timeout]);
     } catch (err) {
       // The script may still run once Redis answers (ioredis holds it while it reconnects, a
       // frozen server runs what it was sent): a request answered 503 must not count then. The
-      // removal goes on the same connection after the script, so it runs after it.
-      if (admit === "1") for (const w of windows) this.redis.zrem(w.key, member).catch(() => {});
+      // removal goes on the same connection after the script, so it runs after it; and once more
+      // when the script's late answer comes (ioredis sends it again after the removal when the
+      // server no longer knew it, NOSCRIPT).
+      if (admit === "1") {
+        const undo = () => {
+          for (const w of windows) this.redis.zrem(w.key, member).catch(() => {});
+        };
+        undo();
+        script.then(undo, () => {});
+      }
       throw new AppError("unavailable", { message: "The rate limiter is unavailable; retry shortly.", cause: err });
     } finally {
       clearTimeout(timer);
