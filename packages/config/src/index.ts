@@ -50,11 +50,6 @@ export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
  */
 export const dbPreparedStatements = envBoolean.default(true);
 
-/**
- * DB_QUERY_TIMEOUT_MS: longest wait for PostgreSQL's answer to one statement. A server that stops
- * answering (frozen, or a network partition) then makes requests fail with 503 instead of hang.
- * @defaultValue 5000
- */
 /** The longest delay a Node.js timer can wait: a longer one fires at once (after 1 ms). */
 export const MAX_TIMER_MS = 2_147_483_647;
 
@@ -63,6 +58,12 @@ export const MAX_TIMER_MS = 2_147_483_647;
  * MAX_TIMER_MS (about 24.8 days), so that a large value cannot turn into an immediate timeout.
  */
 export const timerMs = (min = 1) => z.coerce.number().int().min(min).max(MAX_TIMER_MS);
+
+/**
+ * DB_QUERY_TIMEOUT_MS: longest wait for PostgreSQL's answer to one statement. A server that stops
+ * answering (frozen, or a network partition) then makes requests fail with 503 instead of hang.
+ * @defaultValue 5000
+ */
 
 export const dbQueryTimeoutMs = z.coerce.number().int().min(100).max(600_000).default(5000);
 

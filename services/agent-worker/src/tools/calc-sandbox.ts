@@ -56,7 +56,8 @@ interface Thread {
  * at a time, in the order asked. An expression that computes past `timeoutMs` or outgrows its
  * thread's heap ends that thread (a new one starts when needed) and fails alone; one that no
  * thread takes within `maxWaitMs` fails without being evaluated, so a burst of slow expressions
- * delays another run's calculation by at most that long. The worker's event loop and heap never
+ * delays another run's calculation by at most that long, plus the loading of the thread it is
+ * next in line for (see `waitedTooLong`). The worker's event loop and heap never
  * wait for a calculation. A run that is cancelled stops its expression the same way.
  *
  * The threads start with an empty `process.env`: an expression that escaped mathjs would not
