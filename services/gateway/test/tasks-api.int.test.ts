@@ -207,6 +207,18 @@ describe("the user's message", () => {
     expect(Date.parse(after[1].created_at) - Date.parse(after[0].created_at)).toBeGreaterThanOrEqual(500);
   });
 
+  it("on a continued task, is stamped no earlier than its run as the run is stored (to the millisecond)", async () => {
+    // The sub-millisecond part of the accept time is ≥ .5 for about half of the runs: the run's
+    // time rounds up there, and the message must not be the millisecond before it.
+    const first = await run("one");
+    for (let i = 0; i < 20; i++) await run(`again ${i}`, { task_id: first.body.task_id });
+    const runs = (await api("GET", `/tasks/${first.body.task_id}/runs`)).body.runs;
+    const messages = (await api("GET", `/messages?task_id=${first.body.task_id}&limit=200`)).body.messages;
+    const early = runs.filter((r: any) => Date.parse(messages.find((m: any) => m.run_id === r.run_id && m.role === "user").created_at) < Date.parse(r.created_at));
+    expect(runs).toHaveLength(21);
+    expect(early.map((r: any) => r.query)).toEqual([]);
+  });
+
   it("comes first even when the run ends within milliseconds with many messages", async () => {
     const calls = Array.from({ length: 6 }, (_, i) => `[call:calc_evaluate {"expression":"${i}+1"}]`).join("");
     const first = await run(calls);
