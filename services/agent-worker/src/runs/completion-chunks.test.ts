@@ -70,6 +70,17 @@ describe("completionChunks", () => {
     expect(await reads([event(chunk("a")), `${event(chunk("b"))}data: [DONE]\n`])).toEqual([["a"], ["b"]]);
   });
 
+  it("takes an answer that had its finish_reason though the body ends inside a last event (a usage chunk cut short)", async () => {
+    const last = { ...chunk(""), choices: [{ index: 0, delta: {}, finish_reason: "stop" }] };
+    expect(await reads([event(chunk("a")), event(last), 'data: {"id":"c1","usage":{"prompt_'])).toEqual([["a"], [""]]);
+  });
+
+  it("reports an answer cut inside an event as cut short, not as a model's bad JSON", async () => {
+    const err = await reads([event(chunk("a")), 'data: {"id":"c1","choices":[{"delta":{"content":"b']).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SyntaxError);
+    expect((err as Error).message).toBe("The streamed answer ended before its end ([DONE] or a finish_reason).");
+  });
+
   it("takes a finish_reason without [DONE] as the answer's end", async () => {
     const last = { ...chunk(""), choices: [{ index: 0, delta: {}, finish_reason: "stop" }] };
     expect(await reads([event(chunk("a")), event(last)])).toEqual([["a"], [""]]);

@@ -86,15 +86,15 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
     if (read.chunks.length > 0) yield read.chunks;
     if (read.failure) throw read.failure;
   }
-  // A last event without its closing blank line (`data: [DONE]` as the body's last bytes) is
-  // read as if its line and event ended there.
-  parser.feed("\n\n");
-  if (events.length > 0) {
+  if (!done && !finished) {
+    // A last event without its closing blank line (`data: [DONE]` as the body's last bytes) is
+    // read as if its line and event ended there; one cut short is the answer cut short.
+    parser.feed(`${decoder.decode()}\n\n`);
     const read = take(events);
     if (read.chunks.length > 0) yield read.chunks;
-    if (read.failure) throw read.failure;
+    if (read.failure && !(read.failure instanceof SyntaxError)) throw read.failure;
+    if (!done && !finished) throw new SyntaxError(unfinished(seen, response.headers.get("content-type")), { cause: read.failure });
   }
-  if (!done && !finished) throw new SyntaxError(unfinished(seen, response.headers.get("content-type")));
 }
 
 /** Why an answer that ended without its end is refused, as the run's error detail. */
