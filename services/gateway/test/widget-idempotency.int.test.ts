@@ -100,6 +100,9 @@ describe("POST /api/v1/widget/run with an Idempotency-Key", () => {
     const again = await runJson({ query: "hello with headers" }, idem, { token: first.body.visitor_token });
     expect(again.status).toBe(200);
     expect(again.body.run_id).toBe(first.body.run_id);
+    const changed = await runJson({ query: "another message" }, idem, { token: first.body.visitor_token });
+    expect(changed.status).toBe(409);
+    expect(changed.body.error.code).toBe("idempotency_conflict");
     expect(await runsOfTask(first.body.task_id)).toBe(1);
   });
 

@@ -1,4 +1,5 @@
 import type { PrismaClient } from "@agentrun/db";
+import { AppError } from "@agentrun/errors";
 
 /**
  * Where a widget request's Idempotency-Key is kept: per widget key, and per visitor (`new` for a
@@ -12,19 +13,22 @@ export function widgetKeyScope(widgetKeyId: string, visitorId: string | null, ke
 }
 
 /**
- * The run that a request without a visitor token started with `key` and the same request (`hash`),
- * when it started `visitorId`: the same visitor's repeat, now with the token from the first
- * answer's headers (the stream was lost before its first event). Null when there is none.
+ * The run that a request without a visitor token started with `key`, when it started `visitorId`:
+ * the same visitor's repeat, now with the token from the first answer's headers (the stream was
+ * lost before its first event). Null when there is none; 409 `idempotency_conflict` when that
+ * request was another (`hash` differs).
  */
 export async function newVisitorRun(
   prisma: PrismaClient,
   input: { orgId: string; widgetKeyId: string; visitorId: string; key: string; hash: string },
 ): Promise<{ runId: string; taskId: string } | null> {
-  const [found] = await prisma.$queryRaw<{ run_id: string; task_id: string }[]>`
-    SELECT k.run_id, k.task_id FROM idempotency_keys k
+  const [found] = await prisma.$queryRaw<{ run_id: string; task_id: string; request_hash: string }[]>`
+    SELECT k.run_id, k.task_id, k.request_hash FROM idempotency_keys k
     JOIN tasks t ON t.id = k.task_id
     JOIN runs r ON r.id = k.run_id
     WHERE k.org_id = ${input.orgId} AND k.key = ${widgetKeyScope(input.widgetKeyId, null, input.key)}
-      AND k.request_hash = ${input.hash} AND k.expires_at > now() AND t.visitor_id = ${input.visitorId}`;
-  return found ? { runId: found.run_id, taskId: found.task_id } : null;
+      AND k.expires_at > now() AND t.visitor_id = ${input.visitorId}`;
+  if (!found) return null;
+  if (found.request_hash !== input.hash) throw new AppError("idempotency_conflict", { message: "This Idempotency-Key was already used with a different request." });
+  return { runId: found.run_id, taskId: found.task_id };
 }
