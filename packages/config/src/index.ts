@@ -64,7 +64,6 @@ export const timerMs = (min = 1) => z.coerce.number().int().min(min).max(MAX_TIM
  * answering (frozen, or a network partition) then makes requests fail with 503 instead of hang.
  * @defaultValue 5000
  */
-
 export const dbQueryTimeoutMs = z.coerce.number().int().min(100).max(600_000).default(5000);
 
 export const databaseUrl = z

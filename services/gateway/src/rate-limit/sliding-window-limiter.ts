@@ -144,7 +144,8 @@ export class SlidingWindowLimiter {
     let timer: NodeJS.Timeout | undefined;
     const member = randomUUID();
     const args = [...windows.map((w) => w.key), this.windowMs, member, admit, ...windows.map((w) => w.limit)];
-    const script = this.redis[COMMAND](windows.length, ...args);
+    // A call that throws instead of rejecting is a rejection too (503, not 500).
+    const script = Promise.resolve().then(() => this.redis[COMMAND](windows.length, ...args));
     try {
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`Redis did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
