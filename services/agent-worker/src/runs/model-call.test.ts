@@ -136,6 +136,17 @@ describe("callModel", () => {
     }
   });
 
+  it("reports what a call the model accepted consumed when it fails, and nothing for a call the model refused", async () => {
+    script = [chunk({ content: "half an answer" }), "data: {oops\n\n"];
+    const usages: ModelUsage[] = [];
+    expect((await failure({ onUsage: (u) => usages.push(u) })).err).toMatchObject({ code: "model_bad_response" });
+    expect(usages).toEqual([{ promptTokens: 2, completionTokens: 4 }]);
+    refusals = [{ status: 500, headers: {} }];
+    const refused: ModelUsage[] = [];
+    expect((await failure({ onUsage: (u) => refused.push(u) })).err).toMatchObject({ code: "model_error" });
+    expect(refused).toEqual([]);
+  });
+
   it("takes the text parts of content sent as a list of parts, as Mistral's reasoning models send it", async () => {
     script = [
       chunk({ role: "assistant", content: [{ type: "thinking", thinking: [{ type: "text", text: "The user greets me." }] }] }),

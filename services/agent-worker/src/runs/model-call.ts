@@ -106,7 +106,10 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   let pendingHigh = "";
   // Once per call: the model's usage, or the estimate for what it sent none of (or nothing usable:
   // a model endpoint's numbers become credits and stored counts only when they are counts).
+  let usageReported = false;
   const reportUsage = () => {
+    if (usageReported) return;
+    usageReported = true;
     const prompt = reportedTokens(reported?.prompt_tokens);
     const completion = reportedTokens(reported?.completion_tokens);
     if (prompt !== null && completion !== null) return opts.onUsage({ promptTokens: prompt, completionTokens: completion });
@@ -172,11 +175,11 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     if (signal.aborted) throw signal.reason ?? new Error("aborted");
     forward(pendingHigh);
   } catch (err) {
+    // A call the model accepted consumed its prompt, and what it streamed, however it ended: the
+    // run's token counts include it (a failed run is not charged for it).
+    if (accepted) reportUsage();
     const reason = stopReasonOf(opts.signal);
-    if (reason) {
-      if (accepted) reportUsage();
-      throw new RunFailure(reason, `stopped: ${reason}`, { cause: err });
-    }
+    if (reason) throw new RunFailure(reason, `stopped: ${reason}`, { cause: err });
     if (idle.signal.aborted) throw new RunFailure("model_timeout", `The model sent nothing for ${opts.idleTimeoutMs} ms.`, { cause: err });
     if (deadline.signal.aborted) throw new RunFailure("model_timeout", `The model call took longer than ${opts.timeoutMs} ms.`, { cause: err });
     throw modelFailure(err, opts.idleTimeoutMs);
