@@ -23,6 +23,17 @@ describe("ActiveRuns", () => {
     expect(active.stop("run_a", "cancel")).toBe(false);
   });
 
+  it("gives a run handed out again while it executes the execution's failure, so that its job is retried", async () => {
+    const active = new ActiveRuns();
+    let fail = (_: Error) => {};
+    const first = active.execute("run_c", () => new Promise<void>((_, reject) => (fail = reject)));
+    const again = active.execute("run_c", () => Promise.resolve());
+    fail(new Error("database down"));
+    await expect(first).rejects.toThrow("database down");
+    await expect(again).rejects.toThrow("database down");
+    expect(active.size).toBe(0);
+  });
+
   it("forgets a run whose execution failed, and lets the failure through", async () => {
     const active = new ActiveRuns();
     await expect(active.execute("run_b", () => Promise.reject(new Error("database down")))).rejects.toThrow("database down");

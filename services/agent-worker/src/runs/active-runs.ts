@@ -13,11 +13,13 @@ export class ActiveRuns {
   /**
    * Executes a run under its own stop signal. When this process is executing the run already
    * (its job was handed out again after its lock lapsed), waits for that execution instead of
-   * starting a second one, which would also take the first one's controller out of reach.
+   * starting a second one, which would also take the first one's controller out of reach, and
+   * ends as it ends: a failure is this delivery's too, so that the job is retried (the first
+   * delivery's lock, which would have carried it, has lapsed).
    */
   async execute(runId: string, fn: (control: RunControl) => Promise<void>): Promise<void> {
     const current = this.runs.get(runId);
-    if (current) return current.done.catch(() => {});
+    if (current) return current.done;
     const controller = new AbortController();
     const done = fn({ signal: controller.signal, stop: (reason) => controller.abort(reason) });
     const entry = { controller, done };
