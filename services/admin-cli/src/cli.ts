@@ -58,12 +58,16 @@ function buildProgram(ctx: CommandContext, captured: { out: string; err: string 
 }
 
 /**
- * A secret API key anywhere in a message (commander repeats what it was given, e.g. an unknown
- * command): kept to its display prefix.
+ * A secret API key anywhere in a message, whole or mistyped (the commands' messages name the
+ * values they were given, and commander repeats an unknown command): kept to its display prefix,
+ * up to the next space or quote.
  */
-const SECRET_KEY = new RegExp(`(${API_KEY_PREFIX}[A-Za-z0-9]{${API_KEY_DISPLAY_PREFIX_LENGTH - API_KEY_PREFIX.length}})[A-Za-z0-9]+`, "g");
+const SECRET_KEY = new RegExp(`(${API_KEY_PREFIX}[A-Za-z0-9]{${API_KEY_DISPLAY_PREFIX_LENGTH - API_KEY_PREFIX.length}})[^\\s'"]+`, "g");
 
-/** Folds a possibly multi-line message onto one line, prefixed with `error: ` once. */
+/**
+ * Folds a possibly multi-line message onto one line, prefixed with `error: ` once. Every error
+ * line passes here, so this is where secret keys are cut (see SECRET_KEY).
+ */
 export function oneLine(message: string): string {
   const flat = message.replace(/\s*\n\s*/g, " ").replace(SECRET_KEY, "$1…").trim();
   return flat.startsWith("error:") ? flat : `error: ${flat}`;

@@ -6,7 +6,6 @@
  */
 import type { Command } from "commander";
 import { UsageError } from "./cli-errors";
-import { shownValue } from "./option-parsers";
 
 /** Name of the help command commander adds to every command with subcommands. */
 const HELP = "help";
@@ -29,7 +28,7 @@ export function helpAsOption(program: Command, argv: readonly string[]): string[
   if (at === argv.length || command.commands.length === 0) return [...argv];
   const words = argv.slice(0, at);
   for (const name of argv.slice(at + 1)) {
-    if (command.commands.length === 0) throw new UsageError(`unknown command '${shownValue(name)}' ('${command.name()}' has no subcommands)`);
+    if (command.commands.length === 0) throw new UsageError(`unknown command '${name}' ('${command.name()}' has no subcommands)`);
     const sub = command.commands.find((c) => c.name() === name);
     words.push(name);
     if (!sub) return words;

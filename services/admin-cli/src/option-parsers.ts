@@ -5,7 +5,6 @@
  */
 import { isIPv6 } from "node:net";
 import type { Command } from "commander";
-import { API_KEY_DISPLAY_PREFIX_LENGTH, API_KEY_PREFIX } from "@agentrun/api-keys";
 import { DEFAULT_PRICING } from "@agentrun/credits";
 import { UsageError } from "./cli-errors";
 
@@ -62,15 +61,6 @@ export function textOption(flag: string, maxLength = 200): (value: string) => st
 export function keyOption(flag: string): (value: string) => string {
   const text = textOption(flag);
   return (value) => text(value).replace(/^Bearer\s+/i, "");
-}
-
-/**
- * `value` as a message may repeat it: a secret API key (`ar_live_…`) anywhere in it is cut to
- * its display prefix (`ar_live_AbCd…`), with nothing after it. Other values are returned as they are.
- */
-export function shownValue(value: string): string {
-  const at = value.indexOf(API_KEY_PREFIX);
-  return at < 0 ? value : `${value.slice(0, at + API_KEY_DISPLAY_PREFIX_LENGTH)}…`;
 }
 
 /** Splits a comma-separated list, trimming items and dropping empty ones and duplicates. */

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { newId } from "@agentrun/db";
 import { NotFoundError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
-import { hostListOption, httpUrlOption, intOption, MAX_PRICING_PART, numberOption, pricingOption, shownValue, subsetOption, textOption } from "../option-parsers";
+import { hostListOption, httpUrlOption, intOption, MAX_PRICING_PART, numberOption, pricingOption, subsetOption, textOption } from "../option-parsers";
 
 /** The built-in tools an agent can enable; `--tools` defaults to all of them. */
 export const BUILT_IN_TOOLS = ["memory", "calc", "clock", "http"] as const;
@@ -44,7 +44,7 @@ export interface AgentCreateOptions {
 /** `agent create`: a new agent of an existing organization. */
 export async function createAgent({ prisma }: Pick<CommandContext, "prisma">, o: AgentCreateOptions): Promise<{ agent_id: string }> {
   const org = await prisma.organization.findUnique({ where: { id: o.org }, select: { id: true } });
-  if (!org) throw new NotFoundError(`no organization ${shownValue(o.org)}`);
+  if (!org) throw new NotFoundError(`no organization ${o.org}`);
   const id = newId("agt");
   await prisma.agent.create({
     data: {

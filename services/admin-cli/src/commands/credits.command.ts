@@ -2,21 +2,21 @@ import type { Command } from "commander";
 import { getBalance, grantCredits } from "@agentrun/credits";
 import { NotFoundError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
-import { intOption, MAX_INT32, shownValue, textOption } from "../option-parsers";
+import { intOption, MAX_INT32, textOption } from "../option-parsers";
 
 type Ctx = Pick<CommandContext, "prisma">;
 
 /** `credits add`: grants credits (one atomic increment plus a `grant` ledger entry). */
 export async function addCredits({ prisma }: Ctx, orgId: string, amount: number): Promise<{ balance: number }> {
   // Checked first so that an unknown org reads the same here as in every other command.
-  if ((await getBalance(prisma, orgId)) === null) throw new NotFoundError(`no organization ${shownValue(orgId)}`);
+  if ((await getBalance(prisma, orgId)) === null) throw new NotFoundError(`no organization ${orgId}`);
   return grantCredits(prisma, orgId, amount);
 }
 
 /** `credits show`: the current balance. */
 export async function showCredits({ prisma }: Ctx, orgId: string): Promise<{ balance: number }> {
   const balance = await getBalance(prisma, orgId);
-  if (balance === null) throw new NotFoundError(`no organization ${shownValue(orgId)}`);
+  if (balance === null) throw new NotFoundError(`no organization ${orgId}`);
   return { balance };
 }
 

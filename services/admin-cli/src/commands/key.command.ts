@@ -3,13 +3,13 @@ import { newId } from "@agentrun/db";
 import { API_KEY_PREFIX, generateApiKey, hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
 import { NotFoundError, UsageError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
-import { keyOption, shownValue, textOption } from "../option-parsers";
+import { keyOption, textOption } from "../option-parsers";
 
 type Ctx = Pick<CommandContext, "prisma">;
 
 async function requireOrg({ prisma }: Ctx, orgId: string): Promise<void> {
   const org = await prisma.organization.findUnique({ where: { id: orgId }, select: { id: true } });
-  if (!org) throw new NotFoundError(`no organization ${shownValue(orgId)}`);
+  if (!org) throw new NotFoundError(`no organization ${orgId}`);
 }
 
 /** `key create`: a new secret key; only its hash and display prefix are stored. */
@@ -23,13 +23,12 @@ export async function createKey(ctx: Ctx, opts: { org: string; name?: string }):
 
 /**
  * Where to find the key that `--key` names: by id (`key_…`), or by the hash of the whole secret
- * key. A secret key anywhere in the value is never echoed: messages show its display prefix only.
+ * key. (Messages naming it show a secret key's display prefix only: see `oneLine`.)
  */
-function keyLookup(key: string): { where: { id: string } | { keyHash: string }; shown: string } {
-  const shown = shownValue(key);
-  if (!key.startsWith(API_KEY_PREFIX)) return { where: { id: key }, shown };
-  if (!looksLikeApiKey(key)) throw new UsageError(`--key ${shown} is not a whole API key; give the key id (key_…) or the whole key`);
-  return { where: { keyHash: hashApiKey(key) }, shown };
+function keyLookup(key: string): { id: string } | { keyHash: string } {
+  if (!key.startsWith(API_KEY_PREFIX)) return { id: key };
+  if (!looksLikeApiKey(key)) throw new UsageError(`--key ${key} is not a whole API key; give the key id (key_…) or the whole key`);
+  return { keyHash: hashApiKey(key) };
 }
 
 /**
@@ -37,9 +36,9 @@ function keyLookup(key: string): { where: { id: string } | { keyHash: string }; 
  * Revoking a revoked key succeeds and keeps the first time.
  */
 export async function revokeKey({ prisma }: Ctx, key: string): Promise<{ key_id: string; revoked: true }> {
-  const { where, shown } = keyLookup(key);
+  const where = keyLookup(key);
   const row = await prisma.apiKey.findUnique({ where, select: { id: true } });
-  if (!row) throw new NotFoundError(`no API key ${shown}`);
+  if (!row) throw new NotFoundError(`no API key ${key}`);
   await prisma.apiKey.updateMany({ where: { id: row.id, revokedAt: null }, data: { revokedAt: new Date() } });
   return { key_id: row.id, revoked: true };
 }

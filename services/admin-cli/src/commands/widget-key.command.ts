@@ -3,14 +3,14 @@ import { newId } from "@agentrun/db";
 import { generateWidgetKey } from "@agentrun/api-keys";
 import { NotFoundError } from "../cli-errors";
 import type { CommandContext } from "../command-context";
-import { keyOption, originListOption, shownValue, textOption } from "../option-parsers";
+import { keyOption, originListOption, textOption } from "../option-parsers";
 
 type Ctx = Pick<CommandContext, "prisma">;
 
 /** `widget-key create`: a publishable key for one agent, usable only from `origins`. */
 export async function createWidgetKey({ prisma }: Ctx, opts: { agent: string; origins: string[] }): Promise<{ widget_key: string }> {
   const agent = await prisma.agent.findUnique({ where: { id: opts.agent }, select: { id: true } });
-  if (!agent) throw new NotFoundError(`no agent ${shownValue(opts.agent)}`);
+  if (!agent) throw new NotFoundError(`no agent ${opts.agent}`);
   const key = generateWidgetKey();
   await prisma.widgetKey.create({ data: { id: newId("wk"), agentId: opts.agent, key, allowedOrigins: opts.origins } });
   return { widget_key: key };
@@ -24,7 +24,7 @@ export async function revokeWidgetKey({ prisma }: Ctx, key: string): Promise<{ w
   const { count } = await prisma.widgetKey.updateMany({ where: { key, revokedAt: null }, data: { revokedAt: new Date() } });
   if (count === 0) {
     const exists = await prisma.widgetKey.findUnique({ where: { key }, select: { id: true } });
-    if (!exists) throw new NotFoundError(`no widget key ${shownValue(key)}`);
+    if (!exists) throw new NotFoundError(`no widget key ${key}`);
   }
   return { widget_key: key, revoked: true };
 }
