@@ -40,10 +40,9 @@ export function createConversation({ key, base, greeting }, session, panel) {
     session.savePending(true);
   }
 
-  function headers(extra, token) {
+  function headers(extra) {
     const h = { "X-Widget-Key": key };
-    if (token === undefined) token = state.token;
-    if (token) h["X-Visitor-Token"] = token;
+    if (state.token) h["X-Visitor-Token"] = state.token;
     return Object.assign(h, extra);
   }
 
@@ -71,7 +70,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
   function message(text) {
     const body = { query: text, stream: true };
     if (state.taskId) body.task_id = state.taskId;
-    const init = { method: "POST", headers: headers({ "Content-Type": "application/json", "Idempotency-Key": newKey() }, state.token), body: JSON.stringify(body) };
+    const init = { method: "POST", headers: headers({ "Content-Type": "application/json", "Idempotency-Key": newKey() }), body: JSON.stringify(body) };
     return () => request("/run", init);
   }
 
