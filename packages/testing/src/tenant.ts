@@ -1,5 +1,5 @@
 import { createPrisma, newId, type Plan, type PrismaClient } from "@agentrun/db";
-import { generateApiKey } from "@agentrun/api-keys";
+import { generateApiKey, generateWidgetKey } from "@agentrun/api-keys";
 import { grantCredits } from "@agentrun/credits";
 
 export interface TenantOptions {
@@ -45,6 +45,13 @@ export async function createTenant(prisma: PrismaClient, opts: TenantOptions = {
     },
   });
   return { orgId, agentId, apiKey: key.apiKey, keyId, headers: { authorization: `Bearer ${key.apiKey}`, "x-agent-id": agentId } };
+}
+
+/** A new publishable widget key (`pk_…`) of `agentId`, usable from `allowedOrigins`. */
+export async function createWidgetKey(prisma: PrismaClient, agentId: string, allowedOrigins: string[]): Promise<string> {
+  const key = generateWidgetKey();
+  await prisma.widgetKey.create({ data: { id: newId("wk"), agentId, key, allowedOrigins } });
+  return key;
 }
 
 /** A Prisma client on the test database. */

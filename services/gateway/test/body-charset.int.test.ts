@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { newId, type PrismaClient } from "@agentrun/db";
-import { generateWidgetKey } from "@agentrun/api-keys";
-import { stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+import { createWidgetKey, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 
 // A JSON body's declared charset: UTF-8 (in its spellings, or US-ASCII, a subset) is read; any
 // other is refused before the body is read, since every check of the body reads its bytes as UTF-8.
@@ -46,8 +45,7 @@ describe("a body declared in a charset other than UTF-8", () => {
   );
 
   it("is refused on the widget's POST /api/v1/widget/run too", async () => {
-    const key = generateWidgetKey();
-    await prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key, allowedOrigins: [ORIGIN] } });
+    const key = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
     const m = marker();
     const res = await post("/api/v1/widget/run", "application/json; charset=utf-16le", utf16(`{"query":"${m} nul\\u0000here","stream":false}`), { "x-widget-key": key, origin: ORIGIN });
     expect(res).toMatchObject({ status: 415, body: { error: { code: "unsupported_media_type" } } });

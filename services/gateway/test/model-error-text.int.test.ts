@@ -1,6 +1,5 @@
-import { newId, type PrismaClient } from "@agentrun/db";
-import { generateWidgetKey } from "@agentrun/api-keys";
-import { createTenant, eventually, freePort, readSse, runJson, startService, startStack, testEnv, testPrisma, waitForOk, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+import { createTenant, createWidgetKey, eventually, freePort, readSse, runJson, startService, startStack, testEnv, testPrisma, waitForOk, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
 
 // A model provider whose error text echoes the request's key, as some providers and proxies do
 // (a scripted model of its own, with `[echo-key]`): API clients and anonymous widget visitors get
@@ -26,8 +25,7 @@ beforeAll(async () => {
   prisma = testPrisma(testEnv().databaseUrl);
   tenant = await createTenant(prisma);
   await prisma.agent.update({ where: { id: tenant.agentId }, data: { model: "gpt-test", baseUrl: modelUrl } });
-  widgetKey = generateWidgetKey();
-  await prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key: widgetKey, allowedOrigins: [ORIGIN] } });
+  widgetKey = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
 });
 
 afterAll(async () => {

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { newId, type PrismaClient } from "@agentrun/db";
-import { generateWidgetKey } from "@agentrun/api-keys";
-import { rawExchange, rawHead, readSse, runJson, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+import { createWidgetKey, rawExchange, rawHead, readSse, runJson, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 
 // REQUEST_TIMEOUT_MS bounds how long a request may take to arrive, headers and body; not how long
 // its answer may last. A short one here (Node's own default is 300 s).
@@ -42,8 +41,7 @@ describe("a request that does not arrive whole in time", () => {
   });
 
   it("is answered 408 on the widget's route, which needs no secret key to reach its body", async () => {
-    const key = generateWidgetKey();
-    await prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key, allowedOrigins: [ORIGIN] } });
+    const key = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
     const head = rawHead("POST", "/api/v1/widget/run", { "x-widget-key": key, origin: ORIGIN, "content-type": "application/json", "content-length": "100" });
     expect408(await stalled(`${head}{"query":"st`));
   });

@@ -1,7 +1,6 @@
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { newId, type PrismaClient } from "@agentrun/db";
-import { generateWidgetKey } from "@agentrun/api-keys";
-import { createTenant, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+import { createTenant, createWidgetKey, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
 
 // What the widget's browser tests share: a real stack, Debian's Chromium driven by playwright-core,
 // widget keys that allow the gateway's own origin, and the widget's elements by their roles.
@@ -42,9 +41,7 @@ export async function startWidgetBrowser(): Promise<WidgetBrowser> {
 /** A tenant's widget key that allows the demo page's origin (the gateway's own). */
 export async function widgetKeyFor(wb: WidgetBrowser, credits = 1000): Promise<string> {
   const tenant = await createTenant(wb.prisma, { credits, instructions: "You are the shop assistant." });
-  const key = generateWidgetKey();
-  await wb.prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key, allowedOrigins: [wb.stack.gatewayUrl] } });
-  return key;
+  return createWidgetKey(wb.prisma, tenant.agentId, [wb.stack.gatewayUrl]);
 }
 
 export interface OpenOptions {

@@ -1,6 +1,6 @@
-import { newId, type PrismaClient } from "@agentrun/db";
+import type { PrismaClient } from "@agentrun/db";
 import { generateWidgetKey } from "@agentrun/api-keys";
-import { createTenant, eventually, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, createWidgetKey, eventually, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import { VisitorTokens } from "../src/widget/visitor-token";
 
 // The widget gateway through HTTP against the real services: keys and origins, CORS, visitor
@@ -19,19 +19,13 @@ beforeAll(async () => {
   stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_TOKEN_SECRET: SECRET, WIDGET_RPM_PER_IP: "10000", WIDGET_RPM_PER_KEY: "10000" } });
   prisma = testPrisma(testEnv().databaseUrl);
   tenant = await createTenant(prisma, { instructions: "You are the shop assistant." });
-  key = await createWidgetKey(tenant.agentId, [ORIGIN]);
+  key = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
 });
 
 afterAll(async () => {
   await stack?.stop();
   await prisma?.$disconnect();
 });
-
-async function createWidgetKey(agentId: string, allowedOrigins: string[]): Promise<string> {
-  const value = generateWidgetKey();
-  await prisma.widgetKey.create({ data: { id: newId("wk"), agentId, key: value, allowedOrigins } });
-  return value;
-}
 
 const widgetUrl = (path: string) => `${stack.gatewayUrl}/api/v1/widget${path}`;
 const headersFor = (widgetKey: string, token?: string, extra: Record<string, string> = {}) => ({
@@ -133,7 +127,7 @@ describe("widget keys and origins", () => {
       // No key allows any origin: nothing for the page to read.
       expect(res.headers.get("access-control-allow-origin")).toBeNull();
     }
-    const revoked = await createWidgetKey(tenant.agentId, [ORIGIN]);
+    const revoked = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
     expect((await runJson({ query: "hi" }, headersFor(revoked))).status).toBe(200);
     await prisma.widgetKey.update({ where: { key: revoked }, data: { revokedAt: new Date() } });
     // Within the auth cache's TTL (under a second), on every instance.
@@ -175,7 +169,7 @@ describe("widget keys and origins", () => {
 
   it("answers 402 with CORS headers when the organization has no credits", async () => {
     const broke = await createTenant(prisma, { credits: 0 });
-    const brokeKey = await createWidgetKey(broke.agentId, [ORIGIN]);
+    const brokeKey = await createWidgetKey(prisma, broke.agentId, [ORIGIN]);
     const res = await runJson({ query: "hi" }, headersFor(brokeKey));
     expect(res.status).toBe(402);
     expect(res.body.error.code).toBe("insufficient_credits");
@@ -185,7 +179,7 @@ describe("widget keys and origins", () => {
 
   it("reserves the agent's base price: 402 when the balance does not cover it", async () => {
     const priced = await createTenant(prisma, { credits: 5, pricing: { base: 10, per_tool_call: 1, per_1k_tokens: 1 } });
-    const pricedKey = await createWidgetKey(priced.agentId, [ORIGIN]);
+    const pricedKey = await createWidgetKey(prisma, priced.agentId, [ORIGIN]);
     const res = await runJson({ query: "hi" }, headersFor(pricedKey));
     expect(res.status).toBe(402);
     expect(res.body.error.code).toBe("insufficient_credits");
@@ -263,7 +257,7 @@ describe("visitor sessions", () => {
       expect(res.body.error.code).toBe("unauthorized");
     }
     // A token minted for one widget key does not open a session on another.
-    const second = await createWidgetKey(tenant.agentId, [ORIGIN]);
+    const second = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
     expect((await runJson({ query: "hi" }, headersFor(second, token))).status).toBe(401);
   });
 

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { newId, type PrismaClient } from "@agentrun/db";
-import { generateWidgetKey } from "@agentrun/api-keys";
-import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+import { createTenant, createWidgetKey, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 
 // Idempotency-Key on the widget gateway: a message sent again after its answer was lost gets the
 // run the first one started, with a token for that run's visitor.
@@ -16,19 +15,13 @@ beforeAll(async () => {
   stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_RPM_PER_IP: "10000", WIDGET_RPM_PER_KEY: "10000" } });
   prisma = testPrisma(testEnv().databaseUrl);
   tenant = await createTenant(prisma, { instructions: "You are the shop assistant." });
-  key = await createWidgetKey(tenant.agentId);
+  key = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
 });
 
 afterAll(async () => {
   await stack?.stop();
   await prisma?.$disconnect();
 });
-
-async function createWidgetKey(agentId: string): Promise<string> {
-  const value = generateWidgetKey();
-  await prisma.widgetKey.create({ data: { id: newId("wk"), agentId, key: value, allowedOrigins: [ORIGIN] } });
-  return value;
-}
 
 const widgetUrl = (path: string) => `${stack.gatewayUrl}/api/v1/widget${path}`;
 const visitorIdOf = (token: string) => JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).visitor_id as string;
@@ -86,9 +79,9 @@ describe("POST /api/v1/widget/run with an Idempotency-Key", () => {
     expect(changed.status).toBe(409);
     expect(changed.body.error.code).toBe("idempotency_conflict");
     // Another widget key of the same organization has keys of its own.
-    const elsewhere = await runJson({ query: "mine" }, idem, { token: owner, widgetKey: await createWidgetKey(tenant.agentId) });
+    const elsewhere = await runJson({ query: "mine" }, idem, { token: owner, widgetKey: await createWidgetKey(prisma, tenant.agentId, [ORIGIN]) });
     expect(elsewhere.status).toBe(401); // the token is the first widget key's
-    const fresh = await runJson({ query: "first" }, idem, { widgetKey: await createWidgetKey(tenant.agentId) });
+    const fresh = await runJson({ query: "first" }, idem, { widgetKey: await createWidgetKey(prisma, tenant.agentId, [ORIGIN]) });
     expect(fresh.status).toBe(200);
     expect(await runsOfTask(mine.body.task_id)).toBe(1);
   });

@@ -1,6 +1,6 @@
-import { newId, type PrismaClient } from "@agentrun/db";
+import type { PrismaClient } from "@agentrun/db";
 import { generateWidgetKey } from "@agentrun/api-keys";
-import { stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import { createWidgetKey, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 
 // Widget limits per client address and per widget key, apart from the organization's API limit.
 // TRUST_PROXY lets the test speak from several addresses through X-Forwarded-For; this stack also
@@ -16,11 +16,7 @@ let tenant: Tenant;
 
 stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 1, gatewayEnv: { WIDGET_RPM_PER_IP: String(PER_IP), WIDGET_RPM_PER_KEY: String(PER_KEY), AUTH_FAILURE_LIMIT: String(AUTH_FAILURES), TRUST_PROXY: "true" } }, tenant: { plan: "free" } });
 
-async function createWidgetKey(): Promise<string> {
-  const value = generateWidgetKey();
-  await prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key: value, allowedOrigins: [ORIGIN] } });
-  return value;
-}
+const widgetKey = () => createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
 
 /** A widget request that passes the limits and stops at validation (400): no run is started. */
 const hit = (key: string, ip: string) =>
@@ -28,7 +24,7 @@ const hit = (key: string, ip: string) =>
 
 describe("widget limits", () => {
   it("limits each client address, then each widget key, with 429 and Retry-After", async () => {
-    const key = await createWidgetKey();
+    const key = await widgetKey();
     for (let i = 0; i < PER_IP; i++) {
       const res = await hit(key, "203.0.113.1");
       expect(res.status).toBe(400);
@@ -53,11 +49,11 @@ describe("widget limits", () => {
     expect(Number(byKey.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
 
     // Another key from a fresh address is not affected.
-    expect((await hit(await createWidgetKey(), "203.0.113.4")).status).toBe(400);
+    expect((await hit(await widgetKey(), "203.0.113.4")).status).toBe(400);
   });
 
   it("limits refused widget requests per client address: unknown keys, other origins, bad tokens, refused preflights", async () => {
-    const key = await createWidgetKey();
+    const key = await widgetKey();
     const post = (ip: string, headers: Record<string, string>) =>
       fetch(`${stack.gatewayUrl}/api/v1/widget/run`, { method: "POST", headers: { origin: ORIGIN, "x-forwarded-for": ip, "content-type": "application/json", ...headers }, body: "{}" });
     const preflight = (ip: string, origin: string) =>
@@ -82,7 +78,7 @@ describe("widget limits", () => {
   });
 
   it("lets an allowed origin read the refusals of its revoked key, 429 included; not those of an unknown key", async () => {
-    const key = await createWidgetKey();
+    const key = await widgetKey();
     await prisma.widgetKey.update({ where: { key }, data: { revokedAt: new Date() } });
     const post = (ip: string, widgetKey: string) =>
       fetch(`${stack.gatewayUrl}/api/v1/widget/run`, { method: "POST", headers: { "x-widget-key": widgetKey, origin: ORIGIN, "x-forwarded-for": ip, "content-type": "application/json" }, body: "{}" });
@@ -103,7 +99,7 @@ describe("widget limits", () => {
   });
 
   it("does not let a request refused by an exhausted widget key use up the address's budget", async () => {
-    const exhausted = await createWidgetKey();
+    const exhausted = await widgetKey();
     for (let i = 0; i < PER_KEY; i++) expect((await hit(exhausted, `203.0.113.${20 + i}`)).status).toBe(400);
     // One visitor refused by that key more times than its address's own limit...
     const refused = await hit(exhausted, "203.0.113.30");
@@ -112,13 +108,13 @@ describe("widget limits", () => {
     expect(refused.headers.get("x-ratelimit-limit")).toBe(String(PER_KEY));
     for (let i = 0; i < PER_IP; i++) expect((await hit(exhausted, "203.0.113.30")).status).toBe(429);
     // ...keeps its whole budget for another widget.
-    const other = await hit(await createWidgetKey(), "203.0.113.30");
+    const other = await hit(await widgetKey(), "203.0.113.30");
     expect(other.status).toBe(400);
     expect(other.headers.get("x-ratelimit-remaining")).toBe(String(PER_IP - 1));
   });
 
   it("counts an IPv6 client as its /64, and an IPv4-mapped address as the IPv4 one", async () => {
-    const key = await createWidgetKey();
+    const key = await widgetKey();
     // Addresses that differ only in their last 64 bits share one budget.
     for (const ip of ["2001:db8:7:7::1", "2001:db8:7:7:a:b:c:d", "2001:db8:7:7:ffff:ffff:ffff:fffe"]) expect({ ip, status: (await hit(key, ip)).status }).toEqual({ ip, status: 400 });
     const limited = await hit(key, "2001:db8:7:7::9");
@@ -127,7 +123,7 @@ describe("widget limits", () => {
     // Another /64 is another client.
     expect((await hit(key, "2001:db8:7:8::1")).status).toBe(400);
 
-    const mapped = await createWidgetKey();
+    const mapped = await widgetKey();
     for (const ip of ["203.0.113.40", "::ffff:203.0.113.40", "203.0.113.40"]) expect({ ip, status: (await hit(mapped, ip)).status }).toEqual({ ip, status: 400 });
     expect((await hit(mapped, "::ffff:203.0.113.40")).status).toBe(429);
 
@@ -149,7 +145,7 @@ describe("widget limits", () => {
 
 describe("the gateway's own origin behind a trusted proxy", () => {
   it("is the scheme and host the proxy forwards, for a GET without Origin", async () => {
-    const key = await createWidgetKey();
+    const key = await widgetKey();
     const ip = "203.0.113.50";
     const run = await fetch(`${stack.gatewayUrl}/api/v1/widget/run`, {
       method: "POST",

@@ -1,7 +1,6 @@
 import { request as httpRequest } from "node:http";
-import { newId, type PrismaClient } from "@agentrun/db";
-import { generateWidgetKey } from "@agentrun/api-keys";
-import { createTenant, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+import { createTenant, createWidgetKey, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
 
 // The gateway's own origin for widget requests without Origin, as the Host header names it (the
 // gateway's TRUST_PROXY is off here; behind a trusted proxy: widget-limits.int.test.ts).
@@ -25,9 +24,7 @@ afterAll(async () => {
 /** A new widget key, for a new tenant's agent, that allows `origins`. */
 async function widgetKeyAllowing(origins: string[]): Promise<string> {
   const tenant = await createTenant(prisma);
-  const key = generateWidgetKey();
-  await prisma.widgetKey.create({ data: { id: newId("wk"), agentId: tenant.agentId, key, allowedOrigins: origins } });
-  return key;
+  return createWidgetKey(prisma, tenant.agentId, origins);
 }
 
 interface Answer {
