@@ -1,6 +1,6 @@
 import type { PrismaClient } from "@agentrun/db";
 import { generateWidgetKey } from "@agentrun/api-keys";
-import { createTenant, createWidgetKey, eventually, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, createWidgetKey, eventually, readSse, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 import { VisitorTokens } from "../src/widget/visitor-token";
 
 // The widget gateway through HTTP against the real services: keys and origins, CORS, visitor
@@ -14,17 +14,13 @@ let prisma: PrismaClient;
 let tenant: Tenant;
 let key: string;
 
-beforeAll(async () => {
-  // Every request of this file comes from 127.0.0.1: lift the per-address limit out of the way.
-  stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_TOKEN_SECRET: SECRET, WIDGET_RPM_PER_IP: "10000", WIDGET_RPM_PER_KEY: "10000" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma, { instructions: "You are the shop assistant." });
-  key = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
+// Every request of this file comes from 127.0.0.1: lift the per-address limit out of the way.
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), {
+  stack: { workers: 1, gatewayEnv: { WIDGET_TOKEN_SECRET: SECRET, WIDGET_RPM_PER_IP: "10000", WIDGET_RPM_PER_KEY: "10000" } },
+  tenant: { instructions: "You are the shop assistant." },
 });
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
+beforeAll(async () => {
+  key = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
 });
 
 const widgetUrl = (path: string) => `${stack.gatewayUrl}/api/v1/widget${path}`;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "@agentrun/db";
-import { createTenant, createWidgetKey, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { createWidgetKey, readSse, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 
 // Idempotency-Key on the widget gateway: a message sent again after its answer was lost gets the
 // run the first one started, with a token for that run's visitor.
@@ -11,16 +11,12 @@ let prisma: PrismaClient;
 let tenant: Tenant;
 let key: string;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_RPM_PER_IP: "10000", WIDGET_RPM_PER_KEY: "10000" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma, { instructions: "You are the shop assistant." });
-  key = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), {
+  stack: { workers: 1, gatewayEnv: { WIDGET_RPM_PER_IP: "10000", WIDGET_RPM_PER_KEY: "10000" } },
+  tenant: { instructions: "You are the shop assistant." },
 });
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
+beforeAll(async () => {
+  key = await createWidgetKey(prisma, tenant.agentId, [ORIGIN]);
 });
 
 const widgetUrl = (path: string) => `${stack.gatewayUrl}/api/v1/widget${path}`;
