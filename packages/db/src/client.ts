@@ -1,5 +1,6 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "./generated/prisma/client";
+import { withSessionSettings } from "./session-options";
 import { statementNames } from "./statement-names";
 
 export interface CreatePrismaOptions {
@@ -29,10 +30,21 @@ export interface CreatePrismaOptions {
 /**
  * Creates the Prisma client on the pg driver adapter. Connection attempts and statements time out,
  * so that requests answer 503 while PostgreSQL is down or not answering instead of hanging.
+ *
+ * Every connection's session runs in UTC, whatever the server's or database's TimeZone setting:
+ * the adapter sends dates without an offset and relabels the offset of those it reads without
+ * converting them, so in another zone a time written by SQL (`now()`) and read through the client,
+ * or written through the client and read as text, would come out shifted by the zone's offset.
  */
 export function createPrisma({ databaseUrl, poolSize = 10, onPoolError, preparedStatements = true, queryTimeoutMs = 5000 }: CreatePrismaOptions): PrismaClient {
   const adapter = new PrismaPg(
-    { connectionString: databaseUrl, max: poolSize, connectionTimeoutMillis: 2000, idleTimeoutMillis: 30_000, query_timeout: queryTimeoutMs },
+    {
+      connectionString: withSessionSettings(databaseUrl, { TimeZone: "UTC" }),
+      max: poolSize,
+      connectionTimeoutMillis: 2000,
+      idleTimeoutMillis: 30_000,
+      query_timeout: queryTimeoutMs,
+    },
     { onPoolError: onPoolError ?? (() => {}), ...(preparedStatements ? { statementNameGenerator: statementNames() } : {}) },
   );
   return new PrismaClient({ adapter });

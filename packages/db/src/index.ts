@@ -8,5 +8,6 @@ export type { Organization, ApiKey, Agent, WidgetKey, Task, Run, RunEventBatch, 
 export * from "./generated/prisma/enums";
 export { newId, type IdPrefix } from "./ids";
 export { isStorableText, storableJson, storableJsonText, storableText } from "./storable";
+export { withSessionSettings } from "./session-options";
 export { ensureDatabase, dropDatabase, migrateDeploy, REPO_ROOT } from "./database";
 export { latestMigration, readyCheck, READY_CHECK_TIMEOUT_MS, schemaState, type SchemaState } from "./schema-state";

@@ -1,3 +1,5 @@
+import { withSessionSettings } from "@agentrun/db";
+
 /**
  * How the CLI connects to PostgreSQL. A statement that waits on a lock or on a busy server is
  * cancelled by PostgreSQL itself after {@link STATEMENT_TIMEOUT_MS}, which rolls it back. A
@@ -27,8 +29,5 @@ export const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 2000;
  * CLI's timeout is the one in force.
  */
 export function withStatementTimeout(databaseUrl: string, timeoutMs = STATEMENT_TIMEOUT_MS): string {
-  const url = new URL(databaseUrl);
-  const options = [url.searchParams.get("options"), `-c statement_timeout=${timeoutMs}`].filter((o) => o !== null && o.trim() !== "");
-  url.searchParams.set("options", options.join(" "));
-  return url.toString();
+  return withSessionSettings(databaseUrl, { statement_timeout: timeoutMs });
 }
