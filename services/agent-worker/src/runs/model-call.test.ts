@@ -165,6 +165,20 @@ describe("callModel", () => {
     expect(turn.toolCalls.map((c) => c.id)).toEqual(["dup", "call_1_2", "call_2", "call_1", "call_4"]);
   });
 
+  it("gives made-up ids that no earlier call of the conversation has, in this run's earlier steps or in earlier runs", async () => {
+    const earlier = (id: string) => ({ role: "assistant" as const, content: "", tool_calls: [{ id, type: "function" as const, function: { name: "calc", arguments: "{}" } }] });
+    const messages = [
+      { role: "user" as const, content: "12345678" },
+      earlier("call_0"),
+      { role: "tool" as const, tool_call_id: "call_0", content: "{}" },
+      earlier("call_1"),
+      { role: "tool" as const, tool_call_id: "call_1", content: "{}" },
+    ];
+    script = [toolCall(0, undefined), toolCall(1, "call_1"), toolCall(2, "fresh")];
+    const { turn } = await call({ messages });
+    expect(turn.toolCalls.map((c) => c.id)).toEqual(["call_0_2", "call_1_2", "fresh"]);
+  });
+
   it.each([
     ["negative counts", { prompt_tokens: -5000, completion_tokens: -5000, total_tokens: -10000 }, { promptTokens: 2, completionTokens: 3 }],
     ["null counts", { prompt_tokens: null, completion_tokens: null }, { promptTokens: 2, completionTokens: 3 }],

@@ -188,7 +188,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     clearTimeout(deadlineTimer);
   }
   reportUsage();
-  turn.toolCalls = withUniqueIds(calls.calls);
+  turn.toolCalls = withUniqueIds(calls.calls, idsIn(opts.messages));
   if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
   return turn;
 }
@@ -207,13 +207,14 @@ function deltaText(content: unknown): string {
 }
 
 /**
- * The calls in order, each with an id of its own: the model's, or `call_<position>` where it sent
- * none or repeated one (its results go back to it by id, and a provider refuses a conversation
- * that answers one id twice), with a suffix where that too is taken.
+ * The calls in order, each with an id of its own in the conversation: the model's, or
+ * `call_<position>` where it sent none or repeated one (its results go back to it by id, and a
+ * provider refuses a conversation that answers one id twice), with a suffix where that too is
+ * taken, by this answer or by an earlier call of the conversation (`used`).
  */
-function withUniqueIds(calls: ModelToolCall[]): ModelToolCall[] {
-  const taken = new Set(calls.map((c) => c.id));
-  const seen = new Set<string>();
+function withUniqueIds(calls: ModelToolCall[], used: Set<string>): ModelToolCall[] {
+  const taken = new Set([...used, ...calls.map((c) => c.id)]);
+  const seen = new Set<string>(used);
   return calls.map((c, index) => {
     let id = c.id;
     if (!id || seen.has(id)) {
@@ -223,6 +224,13 @@ function withUniqueIds(calls: ModelToolCall[]): ModelToolCall[] {
     seen.add(id);
     return { ...c, id };
   });
+}
+
+/** The ids of the tool calls the conversation sent so far. */
+function idsIn(messages: ChatCompletionMessageParam[]): Set<string> {
+  const ids = new Set<string>();
+  for (const m of messages) if (m.role === "assistant") for (const c of m.tool_calls ?? []) ids.add(c.id);
+  return ids;
 }
 
 /** The usual estimate of a text's tokens: one per four characters. */
