@@ -51,7 +51,9 @@ export async function requeueRun(queue: Queue<AgentRunJob>, runId: string): Prom
   }
   const state = await job.getState();
   if (state === "failed") {
-    await job.retry("failed");
+    // With the counts of attempts cleared: the job gets all its attempts again, rather than
+    // failing for good at its first error.
+    await job.retry("failed", { resetAttemptsMade: true, resetAttemptsStarted: true });
     return "retried";
   }
   if (state === "completed") {
