@@ -165,7 +165,7 @@ describe("callModel", () => {
     expect(turn.toolCalls.map((c) => c.id)).toEqual(["dup", "call_1_2", "call_2", "call_1", "call_4"]);
   });
 
-  it("gives made-up ids that no earlier call of the conversation has, in this run's earlier steps or in earlier runs", async () => {
+  it("gives made-up ids that no earlier call of the conversation (this run's earlier steps) has", async () => {
     const earlier = (id: string) => ({ role: "assistant" as const, content: "", tool_calls: [{ id, type: "function" as const, function: { name: "calc", arguments: "{}" } }] });
     const messages = [
       { role: "user" as const, content: "12345678" },

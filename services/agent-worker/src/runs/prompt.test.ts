@@ -31,6 +31,21 @@ describe("buildMessages", () => {
     expect(msgs[3]!.content).toBe("c");
   });
 
+  it("leaves out earlier answers that had no text, which providers refuse as empty assistant messages", () => {
+    const history: HistoryMessage[] = [
+      { role: "user", content: "first" },
+      { role: "assistant", content: "" },
+      { role: "user", content: "second" },
+      { role: "assistant", content: "an answer" },
+    ];
+    expect(buildMessages({ instructions: "", memories: [], history, query: "third" })).toEqual([
+      { role: "user", content: "first" },
+      { role: "user", content: "second" },
+      { role: "assistant", content: "an answer" },
+      { role: "user", content: "third" },
+    ]);
+  });
+
   it("sends no system message when there are no instructions and no memories", () => {
     expect(buildMessages({ instructions: "", memories: [], history: [], query: "q" })).toEqual([{ role: "user", content: "q" }]);
   });

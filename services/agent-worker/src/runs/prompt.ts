@@ -53,7 +53,9 @@ export function buildMessages(input: {
   }
   const messages: ChatCompletionMessageParam[] = [];
   if (system) messages.push({ role: "system", content: system });
-  for (const h of input.history) messages.push({ role: h.role, content: h.content });
+  // An answer with no text (a run that ended its turn without any) stays in the task's messages
+  // but is not sent: providers refuse an assistant message with empty content.
+  for (const h of input.history) if (h.role === "user" || h.content !== "") messages.push({ role: h.role, content: h.content });
   messages.push({ role: "user", content: input.query });
   return messages;
 }
