@@ -98,6 +98,33 @@ describe("a run ended elsewhere while its worker is still executing it", () => {
     await expectEndedOnce(runId, terminal);
   });
 
+  it("a live worker whose heartbeat and job lock lapsed (a Redis outage longer than the lock) keeps its run", async () => {
+    const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:200][chunks:30] outlived the lock" }, headers: tenant.headers, timeoutMs: 30_000 });
+    await live.waitFor((e, all) => e.type === "text_chunk" && all.length >= 3);
+    const runId: string = live.events[0].run_id;
+    const { workerId } = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    const prefix = stack.env.REDIS_PREFIX!;
+    const hbKey = runHeartbeatKey(prefix, runId);
+    // What the outage leaves behind: the heartbeat and the job's lock expired while the worker
+    // could not renew them (held here with SIGSTOP); the stalled job goes to the other worker,
+    // which finds no heartbeat and sets its own. The worker then goes on (Redis is back).
+    const owner = stack.workerById(workerId!);
+    owner.child.kill("SIGSTOP");
+    try {
+      await redis.del(hbKey, `${prefix}:bull:agent-runs:${runId}:lock`);
+      await eventually(async () => ![null, workerId].includes(await redis.get(hbKey)), { timeoutMs: 15_000, intervalMs: 10 });
+    } finally {
+      owner.child.kill("SIGCONT");
+    }
+    const streamed = (await live.result).events;
+    expect(streamed.at(-1)!.data).toMatchObject({ type: "run_completed" });
+    expect(streamed.flatMap((e) => (e.data.type === "text_chunk" ? [e.data.content] : [])).join("")).toBe("Echo: outlived the lock");
+    expect(streamed.map((e) => Number(e.id))).toEqual(streamed.map((_, i) => i + 1));
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    expect(run).toMatchObject({ status: "completed", workerId });
+    expect(run.output).toBe("Echo: outlived the lock");
+  });
+
   it("a worker whose run was taken over while it waited leaves the new owner's heartbeat alone", async () => {
     const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:5000] slow model" }, headers: tenant.headers, timeoutMs: 30_000 });
     await live.waitFor((e) => e.type === "run_started");

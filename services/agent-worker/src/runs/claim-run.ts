@@ -33,8 +33,8 @@ const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
  * Takes a run for execution. A queued run is claimed with a conditional update. A run found
  * `running` was left by a worker that stopped (BullMQ handed its job over): it is restarted if
  * it emitted nothing yet, and ended otherwise: failed (`worker_lost`), or cancelled when a cancel
- * was asked for while its worker was gone. Returns null when there is nothing to do; the job is
- * then acknowledged quietly.
+ * was asked for while its worker was gone; a worker found alive after all (it sets its heartbeat
+ * again) keeps it. Returns null when there is nothing to do; the job is then acknowledged quietly.
  */
 export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun | null> {
   const { prisma, redis, redisPrefix } = deps;
@@ -63,7 +63,7 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
     await new Promise((r) => setTimeout(r, Math.min(Math.max(left, 0) + 50, 2 * deps.heartbeatTtlMs)));
     owned = await redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs, "NX");
   }
-  if (owned !== "OK") return null;
+  if (owned !== "OK" || !(await stillOwned(deps, hbKey))) return null;
   // Take the run over before reading what it emitted, so that the previous worker, should it
   // still be alive (a long pause), can add nothing more: its batches need the run under its id
   // (waiting for one in progress), its log appends the run's writer key (see finishRun).
@@ -86,3 +86,18 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
   await redis.del(hbKey);
   return null;
 }
+
+/**
+ * Whether the heartbeat this worker just set is still its own after a whole renewal period (a
+ * third of its TTL) and some. A heartbeat that lapsed need not mean a dead worker: a Redis outage
+ * longer than the TTL lets the heartbeat and the job's lock expire while the worker goes on, and
+ * its stalled job is handed over once Redis is back. A live worker sets its heartbeat again
+ * within the period, over this one; the run is then left to it.
+ */
+async function stillOwned(deps: RunDeps, hbKey: string): Promise<boolean> {
+  await new Promise((r) => setTimeout(r, deps.heartbeatTtlMs / 3 + RENEWAL_MARGIN_MS));
+  return (await deps.redis.get(hbKey)) === deps.workerId;
+}
+
+/** Allowance for a live worker's renewal being late (a busy event loop, a slow round trip). */
+const RENEWAL_MARGIN_MS = 500;
