@@ -5,7 +5,6 @@ import { closeRedis, createRedis } from "@agentrun/redis";
 import { controlChannel, newWorkerId, recordWorkerHeartbeat, runCancelKey, workersKey } from "@agentrun/events";
 import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
 import { createMemoryClient } from "@agentrun/memory-client";
-import { endAbandonedRun } from "@agentrun/run-state";
 import { z } from "zod";
 import type { WorkerConfig } from "./config";
 import { agentRunProcessor } from "./jobs/agent-run.job";
@@ -15,7 +14,7 @@ import { AgentCache } from "./runs/agent-cache";
 import type { RunDeps } from "./runs/run-deps";
 import { reviveQueuedRuns, sweepOrphanedRuns } from "./runs/sweeper";
 import { every } from "./every";
-import { finalFailureOf } from "./runs/run-failure";
+import { endRunOfFailedJob } from "./runs/failed-job";
 import { ToolRegistry } from "./tools/registry";
 
 const controlMessage = z.object({ type: z.literal("cancel"), run_id: z.string() });
@@ -51,7 +50,6 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   const tools = new ToolRegistry({ timeoutMs: config.HTTP_TOOL_TIMEOUT_MS, maxBytes: config.HTTP_TOOL_MAX_BYTES, allowPrivate: config.HTTP_TOOL_ALLOW_PRIVATE });
   const deps: RunDeps = { config, logger: log, prisma, redis, redisPrefix: config.REDIS_PREFIX, models: new ModelClients(config), agents: new AgentCache(prisma), tools, memory, workerId, heartbeatTtlMs: config.LOCK_DURATION_MS };
   const active = new ActiveRuns();
-  const store = { prisma, redis, redisPrefix: config.REDIS_PREFIX };
 
   subscriber.on("message", (_channel: string, message: string) => {
     try {
@@ -84,10 +82,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     // A job that failed for good (infrastructure errors on every attempt) must not leave its run open.
     onFinalFailure: async (job, err) => {
       const runId = (job.data as { runId?: string }).runId;
-      if (!runId) return;
-      const run = await prisma.run.findUnique({ where: { id: runId }, select: { query: true } });
-      if (run) await endAbandonedRun(store, { id: runId, query: run.query }, finalFailureOf(err));
-      log.error({ runId, err: err.message }, "run failed after all attempts");
+      if (runId) await endRunOfFailedJob(deps, runId, err);
     },
   });
 

@@ -1,0 +1,27 @@
+import { runHeartbeatKey } from "@agentrun/events";
+import { endAbandonedRun } from "@agentrun/run-state";
+import type { RunDeps } from "./run-deps";
+import { finalFailureOf } from "./run-failure";
+
+/**
+ * Ends the run of a job that failed for good (infrastructure errors on every attempt, or BullMQ
+ * gave up on a job whose lock kept lapsing), so that it does not stay open. A running run whose
+ * heartbeat another worker keeps is that worker's: the job may have failed here (a takeover that
+ * could not reach Redis) while the run goes on there. It is left to its worker, and to the
+ * sweeper should that worker stop. Returns whether this ended the run.
+ */
+export async function endRunOfFailedJob(deps: Pick<RunDeps, "prisma" | "redis" | "redisPrefix" | "workerId" | "logger">, runId: string, err: Error): Promise<boolean> {
+  const { prisma, redis, redisPrefix } = deps;
+  const run = await prisma.run.findUnique({ where: { id: runId }, select: { query: true, status: true } });
+  if (!run) return false;
+  if (run.status === "running") {
+    const beat = await redis.get(runHeartbeatKey(redisPrefix, runId));
+    if (beat !== null && beat !== deps.workerId) {
+      deps.logger.warn({ runId, worker: beat, err: err.message }, "the run's job failed here, but another worker is executing the run: leaving it to that worker");
+      return false;
+    }
+  }
+  const ended = await endAbandonedRun({ prisma, redis, redisPrefix }, { id: runId, query: run.query }, finalFailureOf(err));
+  if (ended) deps.logger.error({ runId, err: err.message }, "run failed after all attempts");
+  return ended;
+}

@@ -1,0 +1,68 @@
+import Redis from "ioredis";
+import { createLogger } from "@agentrun/logger";
+import { createTenant, startStack, testEnv, testPrisma, watchSse, type SseWatch, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+import { runHeartbeatKey } from "@agentrun/events";
+import { endRunOfFailedJob } from "../src/runs/failed-job";
+
+// No worker: runs stay queued, and this test plays the worker whose job failed for good.
+let stack: Stack;
+let prisma: PrismaClient;
+let redis: Redis;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: 0, memory: false });
+  prisma = testPrisma(testEnv().databaseUrl);
+  redis = new Redis(stack.env.REDIS_URL!);
+  tenant = await createTenant(prisma);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  redis?.disconnect();
+  await prisma?.$disconnect();
+});
+
+const deps = () => ({ prisma, redis, redisPrefix: stack.env.REDIS_PREFIX!, workerId: "worker-here", logger: createLogger({ service: "failed-job-test", level: "silent" }) });
+
+/** A run accepted and queued, with its stream open. */
+async function queuedRun(): Promise<{ runId: string; live: SseWatch }> {
+  const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "a job that fails" }, headers: tenant.headers, timeoutMs: 20_000 });
+  await live.waitFor((e) => e.type === "run_started");
+  return { runId: live.events[0].run_id, live };
+}
+
+/** The run as a worker executing it would have it. */
+const markRunning = (runId: string, workerId: string) => prisma.run.update({ where: { id: runId }, data: { status: "running", workerId, startedAt: new Date() } });
+
+describe("the run of a job that failed for good", () => {
+  it("is ended when queued, and its stream gets run_failed", async () => {
+    const { runId, live } = await queuedRun();
+    expect(await endRunOfFailedJob(deps(), runId, new Error("Connection is closed."))).toBe(true);
+    expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "internal_error" } });
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "failed", errorCode: "internal_error" });
+  });
+
+  it("is left to another worker that keeps its heartbeat, and ended once that heartbeat is gone", async () => {
+    const { runId, live } = await queuedRun();
+    await markRunning(runId, "worker-elsewhere");
+    const hbKey = runHeartbeatKey(stack.env.REDIS_PREFIX!, runId);
+    await redis.set(hbKey, "worker-elsewhere", "PX", 30_000);
+    const stalled = new Error("job stalled more than allowable limit");
+    expect(await endRunOfFailedJob(deps(), runId, stalled)).toBe(false);
+    expect((await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("running");
+
+    await redis.del(hbKey);
+    expect(await endRunOfFailedJob(deps(), runId, stalled)).toBe(true);
+    expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "worker_lost" } });
+  });
+
+  it("is ended when the heartbeat is this worker's own (its claim set it, then failed)", async () => {
+    const { runId, live } = await queuedRun();
+    await markRunning(runId, "worker-gone");
+    await redis.set(runHeartbeatKey(stack.env.REDIS_PREFIX!, runId), "worker-here", "PX", 30_000);
+    expect(await endRunOfFailedJob(deps(), runId, new Error("Connection is closed."))).toBe(true);
+    expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed" });
+  });
+});
