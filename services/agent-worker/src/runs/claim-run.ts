@@ -95,7 +95,8 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
  * within the period, over this one; the run is then left to it.
  */
 async function stillOwned(deps: RunDeps, hbKey: string): Promise<boolean> {
-  await new Promise((r) => setTimeout(r, deps.heartbeatTtlMs / 3 + RENEWAL_MARGIN_MS));
+  // At most two thirds of the TTL: the heartbeat set by this worker is still there if nobody renewed it.
+  await new Promise((r) => setTimeout(r, deps.heartbeatTtlMs / 3 + Math.min(RENEWAL_MARGIN_MS, deps.heartbeatTtlMs / 3)));
   return (await deps.redis.get(hbKey)) === deps.workerId;
 }
 
