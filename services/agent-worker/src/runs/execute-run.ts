@@ -73,7 +73,15 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
   try {
     const end = await answer(deps, claim, cancelFlag, writer, signal, progress).then(
       (): RunEnd => ({ status: "completed" }),
-      (err) => endOf(err, signal, log),
+      (err) => {
+        // PostgreSQL or Redis out of reach before the run said anything (reading its agent, say):
+        // BullMQ tries the job again, and its claim restarts the run (its heartbeat is gone).
+        if (!(err instanceof RunFailure) && !signal.aborted && writer.lastSeq === claim.lastSeq && isUnavailableError(err)) {
+          log.warn({ err }, "the run could not start: infrastructure out of reach; it will be tried again");
+          throw err;
+        }
+        return endOf(err, signal, log);
+      },
     );
     // A failed run has no output: half an answer must not pass for one. What it streamed stays in its events.
     const output = end.status === "failed" ? "" : progress.output;
