@@ -1,7 +1,7 @@
 import { runRequestSchema } from "@agentrun/contracts";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { stackWithTenant, readSse, runJson, type Stack, type Tenant } from "@agentrun/testing";
-import { IDEMPOTENCY_TTL_MS, requestHash } from "../src/runs/idempotency";
+import { ABANDONED_CLAIM_MS, IDEMPOTENCY_TTL_MS, requestHash, UNQUEUED_CODE } from "../src/runs/idempotency";
 
 // What a replay of an Idempotency-Key gets when the run it names is gone, or not there yet.
 let stack: Stack;
@@ -99,4 +99,31 @@ it("claims a key freed while the replay waits (its first request was refused) an
   expect(res.status).toBe(200);
   expect(res.body).toMatchObject({ status: "completed", output: "Echo: second try" });
   expect(res.body.run_id).not.toBe(runId);
+}, 30_000);
+
+it("takes over a claim abandoned before its run was created (its gateway died): a replay then starts the run", async () => {
+  const key = `key-${newId("run")}`;
+  const runId = await claimedKey(key, "claimed then abandoned");
+  // A claim younger than ABANDONED_CLAIM_MS is still waited for (previous test); this one is older.
+  await prisma.$executeRaw`UPDATE idempotency_keys SET created_at = now() - make_interval(secs => ${ABANDONED_CLAIM_MS / 1000 + 1}) WHERE org_id = ${tenant.orgId} AND key = ${key}`;
+  const t0 = Date.now();
+  const replay = await run(key, "claimed then abandoned");
+  expect(Date.now() - t0).toBeLessThan(3000);
+  expect(replay).toMatchObject({ status: 200, body: { status: "completed", output: "Echo: claimed then abandoned" } });
+  expect(replay.body.run_id).not.toBe(runId);
+  expect((await run(key, "claimed then abandoned")).body.run_id).toBe(replay.body.run_id);
+}, 30_000);
+
+it("takes over a key whose run the queue could not take, when its release failed: a replay starts a new run", async () => {
+  const key = `key-${newId("run")}`;
+  const first = await run(key, "queue was down");
+  expect(first.status).toBe(200);
+  // What failUnqueuedRun leaves when the key's release that follows it fails.
+  await prisma.run.update({ where: { id: first.body.run_id }, data: { status: "failed", errorCode: UNQUEUED_CODE } });
+  const replay = await run(key, "queue was down");
+  expect(replay).toMatchObject({ status: 200, body: { status: "completed", output: "Echo: queue was down" } });
+  expect(replay.body.run_id).not.toBe(first.body.run_id);
+  // A run that failed otherwise keeps its key.
+  await prisma.run.update({ where: { id: replay.body.run_id }, data: { status: "failed", errorCode: "model_error" } });
+  expect((await run(key, "queue was down")).body.run_id).toBe(replay.body.run_id);
 }, 30_000);

@@ -4,6 +4,9 @@ import type { PrismaClient } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import { idempotencyKeySchema, type RunRequest, type WidgetRunRequest } from "@agentrun/contracts";
 
+/** The error code of a run the queue could not take (see start-run.ts). */
+export const UNQUEUED_CODE = "unavailable";
+
 /** How long an Idempotency-Key is remembered. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
@@ -41,9 +44,19 @@ export function requestHash(agentId: string, body: RunRequest | WidgetRunRequest
 export type Claim = { owner: true } | { owner: false; runId: string; taskId: string };
 
 /**
+ * How long a claimed key may name a run that does not exist before the claim counts as abandoned:
+ * the request that claimed it stopped between its claim and its run (its gateway was killed, or
+ * PostgreSQL failed it and the key's release too). Past anything that request can still do: its
+ * statements time out within seconds, and a run whose creation went unanswered is looked for
+ * and ended for a minute (`ABANDON_RETRY_MS`).
+ */
+export const ABANDONED_CLAIM_MS = 120_000;
+
+/**
  * Claims `key` for a new run with the given ids, atomically: the first request inserts the row
- * (or replaces an expired one); a later one with the same request gets the first one's run, and
- * one with a different request gets 409 `idempotency_conflict`.
+ * (or replaces one that has expired, whose claim was abandoned, or that names a run the queue
+ * could not take, which does not use up its key); a later one with the same request gets the
+ * first one's run, and one with a different request gets 409 `idempotency_conflict`.
  */
 export async function claimIdempotencyKey(
   prisma: PrismaClient,
@@ -56,6 +69,9 @@ export async function claimIdempotencyKey(
     ON CONFLICT (org_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, run_id = EXCLUDED.run_id,
       task_id = EXCLUDED.task_id, created_at = now(), expires_at = EXCLUDED.expires_at
     WHERE idempotency_keys.expires_at < now()
+      OR (idempotency_keys.created_at < now() - make_interval(secs => ${ABANDONED_CLAIM_MS / 1000})
+        AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = idempotency_keys.run_id))
+      OR EXISTS (SELECT 1 FROM runs r WHERE r.id = idempotency_keys.run_id AND r.status = 'failed' AND r.error_code = ${UNQUEUED_CODE})
     RETURNING run_id, task_id, request_hash`;
   if (rows[0]?.run_id === input.runId) return { owner: true };
   const existing = await prisma.idempotencyKey.findUnique({ where: { orgId_key: { orgId: input.orgId, key: input.key } } });

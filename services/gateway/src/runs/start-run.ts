@@ -6,6 +6,7 @@ import { enqueueRun } from "@agentrun/queue";
 import { finishRun } from "@agentrun/run-state";
 import type { GatewayDeps } from "../deps";
 import type { CreatedRun } from "./create-run";
+import { UNQUEUED_CODE } from "./idempotency";
 import { respondWithRun } from "./respond-run";
 import { openSse } from "./sse";
 
@@ -25,7 +26,7 @@ export interface RunToStart {
 /** How long ending a run the queue could not take is retried while PostgreSQL is unreachable. */
 const UNQUEUED_FAIL_RETRY_MS = 2000;
 
-const UNQUEUED = { code: "unavailable", message: "The run queue is unavailable." } as const;
+const UNQUEUED = { code: UNQUEUED_CODE, message: "The run queue is unavailable." } as const;
 
 /**
  * What became of a just-created run: queued (or claimed by a worker all the same), or held: the
