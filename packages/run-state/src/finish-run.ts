@@ -93,10 +93,12 @@ export async function finishRun(deps: FinishRunDeps, input: FinishRunInput): Pro
     return storeEnd(deps, input, input.writer, await input.writer.drain(), input.writer.writerId);
   }
   if (input.onlyIfQueued) {
-    // A queued run has no worker yet, and the end applies only if none claims it first.
-    const unstored = await readUnstoredEvents(deps, input.runId);
-    const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: unstored.lastSeq, onError: () => {} });
-    return storeEnd(deps, input, writer, unstored.events, undefined);
+    // A queued run has no worker yet, and the end applies only if none claims it first. Until
+    // one does, the run's only event is its run_started (seq 1), stored with the run: the end is
+    // numbered after it without reading the run's log, so that a queued run can be ended (and
+    // its end is not held up) while Redis is down.
+    const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq: 1, onError: () => {} });
+    return storeEnd(deps, input, writer, [], undefined);
   }
   return finishInStead(deps, input);
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { createLogger } from "@agentrun/logger";
 import { createRedis, closeRedis } from "@agentrun/redis";
 import { createRunQueue } from "@agentrun/queue";
+import { SubscriberHub } from "@agentrun/events";
 import { createTenant, readSse, testEnv, testPrisma, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { createApp } from "../src/app";
@@ -17,6 +18,10 @@ let server: http.Server;
 let url: string;
 let close: () => Promise<void>;
 const deadBull = createRedis({ url: "redis://127.0.0.1:1", role: "bullmq" });
+// For the test of a gateway that cannot hear run events either (Redis went down after the
+// request was admitted): its subscriber connection points nowhere too.
+const deadSubscriber = createRedis({ url: "redis://127.0.0.1:1", role: "subscriber" });
+let swapHub: (hub: SubscriberHub) => SubscriberHub;
 
 beforeAll(async () => {
   const { databaseUrl, redisUrl, redisPrefix } = testEnv();
@@ -27,6 +32,12 @@ beforeAll(async () => {
   const queue = createRunQueue({ connection: deadBull, redisPrefix: config.REDIS_PREFIX });
   queue.on("error", () => {});
   made.deps.queue = queue;
+  // POST /api/run reads the hub from its deps at each request.
+  swapHub = (hub) => {
+    const was = made.deps.hub;
+    made.deps.hub = hub;
+    return was;
+  };
   close = async () => {
     await made.close();
     await queue.close().catch(() => {});
@@ -40,6 +51,7 @@ afterAll(async () => {
   await new Promise((resolve) => server?.close(resolve));
   await close?.();
   await closeRedis(deadBull);
+  await closeRedis(deadSubscriber);
   await prisma?.$disconnect();
 });
 
@@ -62,6 +74,19 @@ it("a streaming run that cannot be queued gets run_started, then run_failed unav
   expect(task).toMatchObject({ status: "failed", activeRunId: null });
   expect(await prisma.message.count({ where: { runId } })).toBe(1);
   expect(await balance()).toBe(before);
+}, 20_000);
+
+it("a streaming run that can be neither queued nor followed (Redis gone) still ends with run_failed at once", async () => {
+  const liveHub = swapHub(new SubscriberHub(deadSubscriber));
+  try {
+    const t0 = Date.now();
+    const res = await readSse(`${url}/api/run`, { headers: tenant.headers, body: { query: "nobody listening", stream: true }, timeoutMs: 15_000 });
+    expect(res.events.map((e) => e.data.type)).toEqual(["run_started", "run_failed"]);
+    expect(res.events[1]!.data).toMatchObject({ seq: 2, error: { code: "unavailable" } });
+    expect(Date.now() - t0).toBeLessThan(8000);
+  } finally {
+    swapHub(liveHub);
+  }
 }, 20_000);
 
 it("a JSON run that cannot be queued answers 503 unavailable, and the run is stored failed", async () => {

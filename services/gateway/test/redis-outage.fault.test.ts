@@ -1,4 +1,4 @@
-import { postRun, createTenant, eventually, watchSse, startPrivateRedis, startStack, testEnv, testPrisma, type PrivateRedis, type Stack, type Tenant } from "@agentrun/testing";
+import { postRun, readSse, createTenant, eventually, watchSse, startPrivateRedis, startStack, testEnv, testPrisma, type PrivateRedis, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
@@ -37,6 +37,12 @@ it("loses no event of runs streaming through a Redis restart, answers 503 during
   expect(during.status).toBe(503);
   expect(((await during.json()) as any).error.code).toBe("unavailable");
   expect(Date.now() - t0).toBeLessThan(6000);
+
+  // A streamed request in the outage is answered as quickly, before any stream starts.
+  const t1 = Date.now();
+  const streamed = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "streamed during the outage" }, headers: tenant.headers, timeoutMs: 15_000 });
+  expect(streamed).toMatchObject({ status: 503, events: [] });
+  expect(Date.now() - t1).toBeLessThan(6000);
 
   await new Promise((r) => setTimeout(r, 1500));
   await redis.start();

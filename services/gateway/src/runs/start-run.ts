@@ -1,5 +1,6 @@
 import type { Request, Response } from "express";
-import { EarlyRunSubscription, RunEventWriter, runCancelKey } from "@agentrun/events";
+import type { RunEvent } from "@agentrun/contracts";
+import { EarlyRunSubscription, runCancelKey } from "@agentrun/events";
 import { AppError, mayHaveBeenCarriedOut } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { enqueueRun } from "@agentrun/queue";
@@ -67,9 +68,12 @@ export async function startRun(deps: GatewayDeps, req: Request, res: Response, r
   try {
     enqueued = await enqueueCreatedRun(deps, log, { runId, query: run.query, unqueued: run.unqueued });
   } catch (err) {
-    if (!sse) {
-      early.close();
-      throw err;
+    if (!sse || err instanceof UnqueuedRunError) early.close();
+    if (!sse) throw err;
+    // The run's end is known: the stream ends with it, whether Redis (its publish) is up or not.
+    if (err instanceof UnqueuedRunError) {
+      sse.send(err.terminal);
+      return;
     }
     enqueued = "failed";
   }
@@ -116,17 +120,27 @@ async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunTo
     return "queued";
   } catch (err) {
     log.error({ err }, "could not enqueue run");
-    let ended: boolean;
+    let terminal: RunEvent | null;
     try {
-      ended = await failUnqueuedRun(deps, run);
+      terminal = await failUnqueuedRun(deps, run);
     } catch (e) {
       log.error({ err: e }, "could not fail the unqueued run: it stays queued for the workers to queue again");
       return "held";
     }
     // Not queued any more: the add reached Redis after all and a worker claimed the run.
-    if (!ended) return "queued";
+    if (!terminal) return "queued";
     await run.unqueued?.().catch((e) => log.error({ err: e }, "could not release what the unqueued run held"));
-    throw new AppError("unavailable", { message: "The run queue is unavailable; retry shortly.", cause: err });
+    throw new UnqueuedRunError(terminal, err);
+  }
+}
+
+/** 503 `unavailable` for a run the queue could not take, with the terminal event it was ended with. */
+class UnqueuedRunError extends AppError {
+  constructor(
+    readonly terminal: RunEvent,
+    cause: unknown,
+  ) {
+    super("unavailable", { message: "The run queue is unavailable; retry shortly.", cause });
   }
 }
 
@@ -153,21 +167,11 @@ async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Prom
 
 /**
  * Ends a run the queue could not take as failed, only while it is queued (a worker may have
- * claimed it meanwhile: false then). Until a worker claims it, a run has no event but its
- * `run_started` (seq 1), so the end is numbered after it without reading the run's Redis log:
- * the run can be failed while Redis is down. PostgreSQL is retried for `retryForMs`.
+ * claimed it meanwhile: null then), and returns its terminal event. A queued run is ended
+ * without reading its Redis log (see `finishRun`), and the end's publish is not waited for: the
+ * run can be failed while Redis is down. PostgreSQL is retried for `retryForMs`.
  */
-async function failUnqueuedRun(deps: GatewayDeps, run: Pick<RunToStart, "runId" | "query">, retryForMs = UNQUEUED_FAIL_RETRY_MS): Promise<boolean> {
+async function failUnqueuedRun(deps: GatewayDeps, run: Pick<RunToStart, "runId" | "query">, retryForMs = UNQUEUED_FAIL_RETRY_MS): Promise<RunEvent | null> {
   const store = { prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
-  const writer = new RunEventWriter({ ...store, runId: run.runId, lastSeq: 1, onError: () => {} });
-  const terminal = await finishRun(store, {
-    runId: run.runId,
-    status: "failed",
-    error: UNQUEUED,
-    messages: [{ role: "user", content: run.query }],
-    writer,
-    retryForMs,
-    onlyIfQueued: true,
-  });
-  return terminal !== null;
+  return finishRun(store, { runId: run.runId, status: "failed", error: UNQUEUED, messages: [{ role: "user", content: run.query }], retryForMs, onlyIfQueued: true });
 }
