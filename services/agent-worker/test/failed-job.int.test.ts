@@ -1,6 +1,6 @@
 import Redis from "ioredis";
 import { createLogger } from "@agentrun/logger";
-import { createTenant, startStack, testEnv, testPrisma, watchSse, type SseWatch, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, watchSse, type SseWatch, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { runHeartbeatKey } from "@agentrun/events";
 import { endRunOfFailedJob } from "../src/runs/failed-job";
@@ -8,21 +8,14 @@ import { endRunOfFailedJob } from "../src/runs/failed-job";
 // No worker: runs stay queued, and this test plays the worker whose job failed for good.
 let stack: Stack;
 let prisma: PrismaClient;
-let redis: Redis;
 let tenant: Tenant;
+let redis: Redis;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 0, memory: false });
-  prisma = testPrisma(testEnv().databaseUrl);
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 0, memory: false } });
+beforeAll(() => {
   redis = new Redis(stack.env.REDIS_URL!);
-  tenant = await createTenant(prisma);
 });
-
-afterAll(async () => {
-  await stack?.stop();
-  redis?.disconnect();
-  await prisma?.$disconnect();
-});
+afterAll(() => redis?.disconnect());
 
 const deps = () => ({ prisma, redis, redisPrefix: stack.env.REDIS_PREFIX!, workerId: "worker-here", logger: createLogger({ service: "failed-job-test", level: "silent" }) });
 

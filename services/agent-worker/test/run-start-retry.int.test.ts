@@ -1,5 +1,5 @@
 import Redis from "ioredis";
-import { createTenant, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { Agent, PrismaClient } from "@agentrun/db";
 import { runHeartbeatKey } from "@agentrun/events";
 import { createLogger } from "@agentrun/logger";
@@ -15,21 +15,14 @@ import { ToolRegistry } from "../src/tools/registry";
 // stay queued until the test executes them), with PostgreSQL lost for one read of the agent.
 let stack: Stack;
 let prisma: PrismaClient;
-let redis: Redis;
 let tenant: Tenant;
+let redis: Redis;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 0, memory: false });
-  prisma = testPrisma(testEnv().databaseUrl);
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 0, memory: false } });
+beforeAll(() => {
   redis = new Redis(stack.env.REDIS_URL!);
-  tenant = await createTenant(prisma);
 });
-
-afterAll(async () => {
-  await stack?.stop();
-  redis?.disconnect();
-  await prisma?.$disconnect();
-});
+afterAll(() => redis?.disconnect());
 
 /** Agents read from PostgreSQL, except the first read, which fails as a lost connection does. */
 class AgentsLosingOneRead extends AgentCache {
