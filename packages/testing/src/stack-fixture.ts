@@ -1,3 +1,4 @@
+import Redis from "ioredis";
 import type { PrismaClient } from "@agentrun/db";
 import { testEnv } from "./env";
 import { startStack, type Stack, type StackOptions } from "./stack";
@@ -7,23 +8,28 @@ export interface StackWithTenant {
   stack: Stack;
   prisma: PrismaClient;
   tenant: Tenant;
+  /** A connection to the stack's Redis, when asked for (`redis: true`). */
+  redis?: Redis;
 }
 
 /**
  * A test file's usual fixture: before its tests (`beforeAll`) starts a stack, opens the test
- * database and creates a tenant, handing the three to `use`; after them (`afterAll`) stops the
- * stack and closes the database, whatever got started.
+ * database (and, with `redis`, a connection to the stack's Redis) and creates a tenant, handing
+ * them to `use`; after them (`afterAll`) stops the stack and closes the connections, whatever got
+ * started.
  */
-export function stackWithTenant(use: (started: StackWithTenant) => void, opts: { stack?: StackOptions; tenant?: TenantOptions } = {}): void {
+export function stackWithTenant(use: (started: StackWithTenant) => void, opts: { stack?: StackOptions; tenant?: TenantOptions; redis?: boolean } = {}): void {
   const started: Partial<StackWithTenant> = {};
   beforeAll(async () => {
     started.stack = await startStack(opts.stack);
     started.prisma = testPrisma(testEnv().databaseUrl);
+    if (opts.redis) started.redis = new Redis(started.stack.env.REDIS_URL!);
     started.tenant = await createTenant(started.prisma, opts.tenant);
     use(started as StackWithTenant);
   });
   afterAll(async () => {
     await started.stack?.stop();
+    started.redis?.disconnect();
     await started.prisma?.$disconnect();
   });
 }

@@ -1,4 +1,4 @@
-import Redis from "ioredis";
+import type Redis from "ioredis";
 import { createLogger } from "@agentrun/logger";
 import { stackWithTenant, watchSse, type SseWatch, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
@@ -11,11 +11,7 @@ let prisma: PrismaClient;
 let tenant: Tenant;
 let redis: Redis;
 
-stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 0, memory: false } });
-beforeAll(() => {
-  redis = new Redis(stack.env.REDIS_URL!);
-});
-afterAll(() => redis?.disconnect());
+stackWithTenant((started) => ({ stack, prisma, tenant, redis } = started as typeof started & { redis: Redis }), { stack: { workers: 0, memory: false }, redis: true });
 
 const deps = () => ({ prisma, redis, redisPrefix: stack.env.REDIS_PREFIX!, workerId: "worker-here", logger: createLogger({ service: "failed-job-test", level: "silent" }) });
 

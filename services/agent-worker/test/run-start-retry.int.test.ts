@@ -1,4 +1,4 @@
-import Redis from "ioredis";
+import type Redis from "ioredis";
 import { stackWithTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { Agent, PrismaClient } from "@agentrun/db";
 import { runHeartbeatKey } from "@agentrun/events";
@@ -18,11 +18,7 @@ let prisma: PrismaClient;
 let tenant: Tenant;
 let redis: Redis;
 
-stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 0, memory: false } });
-beforeAll(() => {
-  redis = new Redis(stack.env.REDIS_URL!);
-});
-afterAll(() => redis?.disconnect());
+stackWithTenant((started) => ({ stack, prisma, tenant, redis } = started as typeof started & { redis: Redis }), { stack: { workers: 0, memory: false }, redis: true });
 
 /** Agents read from PostgreSQL, except the first read, which fails as a lost connection does. */
 class AgentsLosingOneRead extends AgentCache {
