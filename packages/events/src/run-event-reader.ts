@@ -28,8 +28,13 @@ function parseEvents(json: string): RunEvent[] {
  * durable) and the run's Redis log (everything emitted, until it expires).
  */
 export async function readStoredEvents(store: EventStore, runId: string, afterSeq = 0): Promise<RunEvent[]> {
-  const [rows, log] = await readBothStores(store, runId, afterSeq);
-  return mergeEvents(rows, log, afterSeq);
+  const [rows, log] = await Promise.allSettled([readDbEvents(store, runId, afterSeq), store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1)]);
+  if (rows.status === "rejected") throw rows.reason;
+  if (log.status === "fulfilled") return mergeEvents(rows.value, log.value, afterSeq);
+  // Redis out of reach: a run whose end PostgreSQL holds is all there (an end is stored with
+  // every event its writer had); of a run still going, the log may hold what is not stored yet.
+  if (rows.value.some(isTerminalEvent)) return rows.value;
+  throw log.reason;
 }
 
 /** A run's events in PostgreSQL with seq > `afterSeq`, and the entries of its Redis log. */
@@ -185,17 +190,23 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       try {
         const key = runLogKey(opts.redisPrefix, runId);
         let log: string[] | null = null;
-        if (periodic) {
-          idlePolls++;
-          const tail = await opts.redis.lindex(key, -1);
-          const tailEvents = tail === null ? [] : parseEvents(tail);
-          if (passedEnd(tailEvents)) return;
-          const tailSeq = tail === null ? null : Math.max(...tailEvents.map((e) => e.seq));
-          if (tailSeq !== null && tailSeq >= next) log = await opts.redis.lrange(key, 0, -1);
-          else if (!(idlePolls <= 2 || pollMs >= maxPollMs)) return;
-        } else {
-          log = await opts.redis.lrange(key, 0, -1);
-          if (passedEnd(log.length ? parseEvents(log.at(-1)!) : [])) return;
+        try {
+          if (periodic) {
+            idlePolls++;
+            const tail = await opts.redis.lindex(key, -1);
+            const tailEvents = tail === null ? [] : parseEvents(tail);
+            if (passedEnd(tailEvents)) return;
+            const tailSeq = tail === null ? null : Math.max(...tailEvents.map((e) => e.seq));
+            if (tailSeq !== null && tailSeq >= next) log = await opts.redis.lrange(key, 0, -1);
+            else if (!(idlePolls <= 2 || pollMs >= maxPollMs)) return;
+          } else {
+            log = await opts.redis.lrange(key, 0, -1);
+            if (passedEnd(log.length ? parseEvents(log.at(-1)!) : [])) return;
+          }
+        } catch {
+          // Redis out of reach: PostgreSQL still holds what the worker flushed, and a run's end
+          // stored while its publish failed.
+          log = null;
         }
         const fromLog = mergeEvents([], log ?? [], next - 1);
         const covered = fromLog.length > 0 && fromLog[0]!.seq === next;
@@ -241,6 +252,10 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       return finish(null);
     }
     signal?.addEventListener("abort", onAbort, { once: true });
+    // The safety check runs from the start, not from the subscription's confirmation: while Redis
+    // is down the SUBSCRIBE waits for its return, and the check still finds in PostgreSQL what
+    // was stored meanwhile (a run's end among it).
+    schedulePoll();
     const onMessage = (msg: string) => {
       for (const e of parseEvents(msg)) add(e);
     };
@@ -251,7 +266,6 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         if (finished) return unsub();
         unsubscribe = unsub;
         stopResync = hub.onResync(() => void fill());
-        schedulePoll();
         if (early && opts.fresh) return;
         // The first read must succeed: without it the caller cannot know what it missed.
         const first = opts.fresh
