@@ -37,6 +37,20 @@ export async function readStoredEvents(store: EventStore, runId: string, afterSe
   throw log.reason;
 }
 
+/**
+ * Of a run's stored events after `afterSeq` (in seq order), those a reader can take as all there
+ * is up to some seq: up to the first missing one. A seq can be missing for a moment from both
+ * stores (its append to the log failed, its batch is not written yet), and a reader resuming past
+ * it would never get it. A run whose end is stored is whole: an end is stored with every event its
+ * writer had, and a seq still missing then is lost for good.
+ */
+export function withoutGaps(events: RunEvent[], afterSeq: number): RunEvent[] {
+  if (events.some(isTerminalEvent)) return events;
+  let i = 0;
+  while (i < events.length && events[i]!.seq === afterSeq + 1 + i) i++;
+  return events.slice(0, i);
+}
+
 /** A run's events in PostgreSQL with seq > `afterSeq`, and the entries of its Redis log. */
 function readBothStores(store: EventStore, runId: string, afterSeq: number): Promise<[RunEvent[], string[]]> {
   return Promise.all([readDbEvents(store, runId, afterSeq), store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1)]);

@@ -1,6 +1,6 @@
 import { Router, type Request } from "express";
 import Negotiator from "negotiator";
-import { readStoredEvents } from "@agentrun/events";
+import { readStoredEvents, withoutGaps } from "@agentrun/events";
 import { AppError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
@@ -47,7 +47,7 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
     // The same URL answers in either format: a cache must key its copies by Accept.
     res.vary("Accept");
     if (wantsJson(req)) {
-      res.json({ events: await readStoredEvents(store, run.id, afterSeq) });
+      res.json({ events: withoutGaps(await readStoredEvents(store, run.id, afterSeq), afterSeq) });
       return;
     }
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: deps.config.SSE_HEARTBEAT_MS });
