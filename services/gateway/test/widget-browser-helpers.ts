@@ -67,6 +67,13 @@ export const inputOf = (p: Page) => p.getByRole("textbox", { name: "Your message
 export const lastAnswerOf = (p: Page) => p.locator(".msg.assistant").last();
 export const isFocused = (l: ReturnType<Page["locator"]>) => l.evaluate((el) => (el.getRootNode() as unknown as { activeElement: unknown }).activeElement === el);
 
+/** Waits until `expression` is true in `p` (evaluated as the test's script, not the page's: its CSP allows no eval). */
+export async function until(p: Page, expression: string, timeoutMs = 15_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; !(await p.evaluate(expression)); await p.waitForTimeout(30)) {
+    if (Date.now() > deadline) throw new Error(`never true: ${expression}`);
+  }
+}
+
 /** Polls the last answer of `p` until it reads `final` (or matches it), returning every distinct text seen on the way. */
 export async function watchAnswer(p: Page, final: string | RegExp, timeoutMs = 20_000): Promise<string[]> {
   const seen: string[] = [];

@@ -1,5 +1,5 @@
 import type { Page, Route } from "playwright-core";
-import { ask, bubbleOf, inputOf, isFocused, lastAnswerOf, openDemo, startWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
+import { ask, bubbleOf, inputOf, isFocused, lastAnswerOf, openDemo, startWidgetBrowser, until, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
 
 // The widget's stored session in a real browser: tabs that share it, a session stored in a shape
 // this script does not write, answers whose re-attaches stop, and pages that embed the widget in
@@ -72,6 +72,56 @@ describe("tabs of one browser", () => {
     // Reloaded mid-answer, A picks its answer up from what is stored.
     await a.reload();
     await watchAnswer(a, "Echo: a long answer in tab A");
+    await context.close();
+  });
+});
+
+describe("tabs following one answer", () => {
+  /** A tab opened after another opened the panel: the panel is open there too. */
+  const panelShown = (p: Page) => p.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
+  const storedSession = (p: Page, key: string) => p.evaluate(`JSON.parse(localStorage.getItem(${JSON.stringify(`agentrun-widget:${key}`)}))`) as Promise<{ messages: { role: string }[] }>;
+
+  it("note a run's failure once in the shared transcript", async () => {
+    const key = await widgetKeyFor(wb);
+    const context = await wb.browser.newContext();
+    const a = await openDemo(wb, key, { context });
+    await openPanel(a);
+    await inputOf(a).fill("[sleep:4000][error:500] fails later");
+    await inputOf(a).press("Enter");
+    const pending = `localStorage.getItem(${JSON.stringify(`agentrun-widget:${key}:pending`)}) !== null`;
+    await until(a, pending);
+    // A second tab opened mid-answer follows the same run.
+    const b = await openDemo(wb, key, { context });
+    await panelShown(b);
+    await Promise.all([a, b].map((p) => p.locator(".msg.error").first().waitFor()));
+    // Each tab is done with the answer (and has noted its end) once its composer is enabled again.
+    await Promise.all([a, b].map((p) => p.waitForSelector(".send:not([disabled])")));
+    expect((await storedSession(a, key)).messages.map((m) => m.role)).toEqual(["user", "error"]);
+    await context.close();
+  });
+
+  it("do not redraw the transcript when only the visitor token another tab renewed changed", async () => {
+    const key = await widgetKeyFor(wb);
+    const context = await wb.browser.newContext();
+    const a = await openDemo(wb, key, { context });
+    await openPanel(a);
+    await ask(a, "[chunks:2] before the renewal", "Echo: before the renewal");
+    const b = await openDemo(wb, key, { context });
+    await panelShown(b);
+    const log = `document.querySelector("agentrun-chat").shadowRoot.querySelector(".msg.user")`;
+    await b.evaluate(`${log}.dataset.seen = "yes"`);
+    // What tab A's next request does: it stores the token the gateway renewed.
+    await a.evaluate(`(() => {
+      const k = ${JSON.stringify(`agentrun-widget:${key}`)};
+      const s = JSON.parse(localStorage.getItem(k));
+      localStorage.setItem(k, JSON.stringify({ ...s, token: s.token + "x" }));
+    })()`);
+    await b.waitForTimeout(300);
+    expect(await b.evaluate(`${log}.dataset.seen`)).toBe("yes");
+    // A change of the transcript is drawn.
+    await ask(a, "[chunks:2] after the renewal", "Echo: after the renewal");
+    await until(b, `document.querySelector("agentrun-chat").shadowRoot.querySelectorAll(".msg.user").length === 2`);
+    expect(await b.evaluate(`${log}.dataset.seen`)).toBeUndefined();
     await context.close();
   });
 });

@@ -197,6 +197,25 @@ describe("the widget re-attaching to a cut stream", () => {
     expect(await page.locator(".msg.error").count()).toBe(0);
   });
 
+  it("sends the message again, the same request, when a proxy answers it 502 after the gateway accepted the run", async () => {
+    const keys: (string | undefined)[] = [];
+    await page.route(RUN, async (route) => {
+      keys.push(route.request().headers()["idempotency-key"]);
+      if (keys.length > 1) return route.continue();
+      // The gateway accepts the run (and streams its answer), but the page gets a proxy's 502.
+      await (await route.fetch()).text();
+      return route.fulfill({ status: 502, contentType: "text/html", body: "<html><body>Bad Gateway</body></html>" });
+    });
+    await input().fill("[chunks:3] answered behind a proxy");
+    await input().press("Enter");
+    await watchAnswer("Echo: answered behind a proxy");
+    // Sent again with its key: the gateway answered with the run it had started.
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    await page.waitForSelector(".send:not([disabled])");
+    expect(await page.locator(".msg.error").count()).toBe(0);
+  });
+
   it("completes a long answer whose every stream is cut after one event", async () => {
     // How many events each re-attach could have delivered; the page gets only the first.
     const available: number[] = [];

@@ -80,12 +80,13 @@ export function createConversation({ key, base, greeting }, session, panel) {
     return request(path, { headers: headers({ Accept: "text/event-stream", "Last-Event-ID": String(p.seq) }) });
   }
 
-  function fail(view, message) {
+  /** Ends the answer with an error; `runId`: the run's own end, noted once when two tabs followed it. */
+  function fail(view, message, runId) {
     view.node.className = "msg error";
     view.setText(message, false);
     view.setStatus(null);
     setPending(null);
-    remember("error", message);
+    remember("error", message, runId ? { runId } : undefined);
   }
 
   /** Ends the pending run's answer with the text it has, and an optional note under it. */
@@ -121,11 +122,11 @@ export function createConversation({ key, base, greeting }, session, panel) {
       complete(view);
       return true;
     } else if (ev.type === "run_failed") {
-      fail(view, TEXT.failed);
+      fail(view, TEXT.failed, p.runId);
       return true;
     } else if (ev.type === "run_cancelled") {
       if (p.text) complete(view, TEXT.cancelled);
-      else fail(view, TEXT.cancelled);
+      else fail(view, TEXT.cancelled, p.runId);
       return true;
     }
     session.savePending(false);
@@ -149,7 +150,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
       let waitMs = 0;
       if (!res) res = state.pending ? await reattachRequest() : repost ? await repost() : null;
       // 204: the run has ended and nothing followed the last event this page holds.
-      if (res && res.status === 204) return state.pending && state.pending.text ? complete(view) : fail(view, TEXT.failed);
+      if (res && res.status === 204) return state.pending && state.pending.text ? complete(view) : fail(view, TEXT.failed, state.pending && state.pending.runId);
       if (res && !res.ok) {
         // A message sent again may find the first request still being accepted (409): it waits too.
         const retry = RETRY_STATUS[res.status] || (res.status === 409 && !state.pending && repost);
@@ -246,7 +247,9 @@ export function createConversation({ key, base, greeting }, session, panel) {
           post = message(text);
           res = await post();
         }
-        if (res && !res.ok) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
+        // A gateway in trouble (502-504: one behind a proxy may have been stopped after it
+        // accepted the run) is asked again below, with the same request and key, as a lost answer is.
+        if (res && !res.ok && !(res.status >= 502 && res.status <= 504)) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
         // No answer (the request or its answer was lost): sent again, the same request, below.
         await follow(res, view, post);
       });

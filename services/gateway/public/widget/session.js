@@ -68,12 +68,17 @@ export function openSession(widgetKey) {
       if (now || Date.now() - lastPendingSave >= PENDING_SAVE_INTERVAL_MS) writePending();
       else if (!pendingTimer) pendingTimer = setTimeout(writePending, PENDING_SAVE_INTERVAL_MS - (Date.now() - lastPendingSave));
     },
-    /** Calls `listener()` after another tab changed the shared session (already applied to `state`). */
+    /**
+     * Calls `listener()` after another tab changed the shared session's conversation (already
+     * applied to `state`): its task or transcript, not only its renewed visitor token.
+     */
     onChange(listener) {
+      const shown = () => JSON.stringify([state.taskId, state.messages]);
       window.addEventListener("storage", (e) => {
         if (e.key !== storeKey) return;
+        const before = shown();
         refresh();
-        listener();
+        if (shown() !== before) listener();
       });
     },
   };
