@@ -12,12 +12,14 @@ export class EarlyRunSubscription {
   readonly ready: Promise<() => void>;
   private buffered: string[] = [];
   private handler: MessageHandler | null = null;
+  private readonly closed = new AbortController();
 
   constructor(hub: SubscriberHub, redisPrefix: string, runId: string) {
-    this.ready = hub.subscribe(runChannel(redisPrefix, runId), (message) => {
+    const onMessage = (message: string) => {
       if (this.handler) this.handler(message);
       else this.buffered.push(message);
-    });
+    };
+    this.ready = hub.subscribe(runChannel(redisPrefix, runId), onMessage, this.closed.signal);
     this.ready.catch(() => {}); // the caller learns of a failure by awaiting `ready`
   }
 
@@ -29,8 +31,10 @@ export class EarlyRunSubscription {
     for (const message of earlier) handler(message);
   }
 
-  /** Drops the subscription (when the run was not created after all). */
+  /** Drops the subscription (when the run was not created after all), confirmed or not. */
   close(): void {
+    this.closed.abort();
+    this.buffered = [];
     this.ready.then((unsubscribe) => unsubscribe(), () => {});
   }
 }

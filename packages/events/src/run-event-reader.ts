@@ -274,7 +274,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       for (const e of parseEvents(msg)) add(e);
     };
     const early = opts.subscription;
-    const subscribed = early ? early.ready.then((unsub) => (early.attach(onMessage), unsub)) : hub.subscribe(runChannel(opts.redisPrefix, runId), onMessage);
+    const subscribed = early ? early.ready.then((unsub) => (early.attach(onMessage), unsub)) : hub.subscribe(runChannel(opts.redisPrefix, runId), onMessage, signal);
     subscribed
       .then(async (unsub) => {
         if (finished) return unsub();

@@ -109,4 +109,35 @@ describe("SubscriberHub", () => {
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     expect(failing.channelCount).toBe(0);
   });
+
+  it("withdraws a caller that gives up while Redis is out of reach, keeping nothing of it", async () => {
+    const down = createRedis({ url: "redis://127.0.0.1:1", role: "subscriber" });
+    try {
+      const waiting = new SubscriberHub(down);
+      const giveUp = new AbortController();
+      const subscribing = waiting.subscribe(channel(), () => {}, giveUp.signal);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(waiting.channelCount).toBe(1);
+      giveUp.abort(new Error("client gone"));
+      await expect(subscribing).rejects.toThrow("client gone");
+      expect(waiting.channelCount).toBe(0);
+    } finally {
+      down.disconnect(); // never connected: nothing to say goodbye to
+    }
+  });
+
+  it("leaves a channel in Redis once confirmed when its only caller gave up before that", async () => {
+    const c = channel();
+    const giveUp = new AbortController();
+    const subscribing = hub.subscribe(c, () => {}, giveUp.signal);
+    giveUp.abort();
+    await expect(subscribing).rejects.toThrow();
+    expect(hub.channelCount).toBe(0);
+    await eventually(async () => (await subscribers(c)) === 0 && (await pub.pubsub("CHANNELS", `${prefix}:*`)).includes(c) === false);
+    // Another caller of the channel is served as usual.
+    const got: string[] = [];
+    await hub.subscribe(c, (m) => got.push(m));
+    await pub.publish(c, "hello");
+    await eventually(async () => got.length === 1);
+  });
 });

@@ -55,8 +55,13 @@ export class SubscriberHub {
     return () => this.resyncListeners.delete(listener);
   }
 
-  /** Subscribes `handler` to `channel`; returns the function that unsubscribes it. */
-  async subscribe(channel: string, handler: MessageHandler): Promise<() => void> {
+  /**
+   * Subscribes `handler` to `channel`; returns the function that unsubscribes it. `signal` withdraws
+   * the handler while Redis has not confirmed the subscription yet (which waits for Redis while it
+   * is down): the promise then rejects, and nothing of the caller stays behind.
+   */
+  async subscribe(channel: string, handler: MessageHandler, signal?: AbortSignal): Promise<() => void> {
+    signal?.throwIfAborted();
     let set = this.handlers.get(channel);
     if (set) {
       set.add(handler);
@@ -64,18 +69,41 @@ export class SubscriberHub {
       set = new Set([handler]);
       this.handlers.set(channel, set);
       // Left in this turn but not yet unsubscribed: the subscription is still in place.
-      if (!this.toUnsubscribe.delete(channel)) this.pending.set(channel, this.subscribeSoon(channel));
+      if (!this.toUnsubscribe.delete(channel)) {
+        const confirming = this.subscribeSoon(channel);
+        this.pending.set(channel, confirming);
+        // Settled, it is no longer waited for (also when every caller gave up before that).
+        const settled = () => {
+          if (this.pending.get(channel) === confirming) this.pending.delete(channel);
+        };
+        confirming.then(settled, settled);
+      }
     }
     const confirmed = this.pending.get(channel);
     if (confirmed) {
-      try {
-        await confirmed;
-      } catch (err) {
+      const withdraw = () => {
         set.delete(handler);
-        if (set.size === 0 && this.handlers.get(channel) === set) this.handlers.delete(channel);
+        if (set.size > 0 || this.handlers.get(channel) !== set) return;
+        this.handlers.delete(channel);
+        // Subscribed in Redis once confirmed: left then, unless subscribed to again meanwhile.
+        confirmed.then(
+          () => {
+            if (!this.handlers.has(channel)) this.unsubscribeSoon(channel);
+          },
+          () => {},
+        );
+      };
+      let onAbort = () => {};
+      const aborted = new Promise<never>((_, reject) => (onAbort = () => reject(signal?.reason)));
+      aborted.catch(() => {});
+      signal?.addEventListener("abort", onAbort, { once: true });
+      try {
+        await Promise.race([confirmed, aborted]);
+      } catch (err) {
+        withdraw();
         throw err;
       } finally {
-        if (this.pending.get(channel) === confirmed) this.pending.delete(channel);
+        signal?.removeEventListener("abort", onAbort);
       }
     }
     let done = false;
