@@ -162,7 +162,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         schedulePoll();
       }
     };
-    const add = (e: RunEvent) => {
+    /** `fromStore`: read by a fill, which a gap then does not start again (the next check reads again). */
+    const add = (e: RunEvent, fromStore = false) => {
       if (finished) return;
       // The run ended at or before what the caller has already: nothing more will come. A caller
       // past its terminal event holds events the store lost (its worker died with them, and Redis
@@ -174,8 +175,9 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       if (e.seq < next) return;
       pending.set(e.seq, e);
       deliver();
-      // A gap means a message was lost between the log and the channel: read the store.
-      if (!finished && pending.size > 0) void fill();
+      // A gap in what the channel brought means a message was lost between the log and the
+      // channel: read the store. (One in what the stores hold is an event not stored yet.)
+      if (!finished && pending.size > 0 && !fromStore) void fill();
     };
 
     /** Whether the run's terminal event is among those waiting for a gap before them. */
@@ -229,7 +231,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         const endKnown = endPending();
         const rows = covered ? [] : await readDbEventsOrEnd(opts, runId, next - 1);
         const read = mergeEvents(rows, log ?? [], next - 1);
-        for (const e of read) add(e);
+        for (const e of read) add(e, true);
         // The run has ended and neither store has the next seq: it was lost for good (an append
         // that failed, and its worker gone before storing it). Go on past the gap rather than
         // wait for ever. A terminal event that arrived during the read proves nothing about what

@@ -82,7 +82,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     // A job that failed for good (infrastructure errors on every attempt) must not leave its run open.
     onFinalFailure: async (job, err) => {
       const runId = (job.data as { runId?: string }).runId;
-      if (runId) await endRunOfFailedJob(deps, runId, err);
+      if (runId) await endRunOfFailedJob(deps, runId, err, (id) => active.has(id));
     },
   });
 

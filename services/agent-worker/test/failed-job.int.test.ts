@@ -47,6 +47,18 @@ describe("the run of a job that failed for good", () => {
     expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "worker_lost" } });
   });
 
+  it("is left running while this worker is still executing it (its own stall check failed the job)", async () => {
+    const { runId, live } = await queuedRun();
+    await markRunning(runId, "worker-here");
+    await redis.set(runHeartbeatKey(stack.env.REDIS_PREFIX!, runId), "worker-here", "PX", 30_000);
+    const stalled = new Error("job stalled more than allowable limit");
+    expect(await endRunOfFailedJob(deps(), runId, stalled, (id) => id === runId)).toBe(false);
+    expect((await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("running");
+    // Once it no longer executes it, the run is ended.
+    expect(await endRunOfFailedJob(deps(), runId, stalled, () => false)).toBe(true);
+    expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "worker_lost" } });
+  });
+
   it("is ended when the heartbeat is this worker's own (its claim set it, then failed)", async () => {
     const { runId, live } = await queuedRun();
     await markRunning(runId, "worker-gone");

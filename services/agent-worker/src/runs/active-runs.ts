@@ -43,6 +43,11 @@ export class ActiveRuns {
     for (const { controller } of this.runs.values()) controller.abort(reason);
   }
 
+  /** Whether this process is executing the run. */
+  has(runId: string): boolean {
+    return this.runs.has(runId);
+  }
+
   /** The ids of the runs being executed. */
   ids(): string[] {
     return [...this.runs.keys()];

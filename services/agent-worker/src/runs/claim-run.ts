@@ -97,7 +97,10 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
 async function stillOwned(deps: RunDeps, hbKey: string): Promise<boolean> {
   // At most two thirds of the TTL: the heartbeat set by this worker is still there if nobody renewed it.
   await new Promise((r) => setTimeout(r, deps.heartbeatTtlMs / 3 + Math.min(RENEWAL_MARGIN_MS, deps.heartbeatTtlMs / 3)));
-  return (await deps.redis.get(hbKey)) === deps.workerId;
+  if ((await deps.redis.get(hbKey)) !== deps.workerId) return false;
+  // A whole TTL again from now: the run's renewals start only once it is claimed.
+  await deps.redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs);
+  return true;
 }
 
 /** Allowance for a live worker's renewal being late (a busy event loop, a slow round trip). */
