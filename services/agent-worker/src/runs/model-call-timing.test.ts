@@ -1,0 +1,108 @@
+import type { ModelUsage } from "./model-call";
+import { chunk, scriptedProvider } from "./model-call.fixture";
+import { RunFailure } from "./run-failure";
+
+// callModel against the clock: a call cancelled at each stage and what it reports, the call's
+// timeouts, and the retries a provider asks for within them.
+describe("callModel in time", () => {
+  const { provider, call, failure } = scriptedProvider();
+
+  /** A call cancelled `afterMs` after it started: how it failed and the usage it reported. */
+  async function cancelledAfter(afterMs: number) {
+    const run = new AbortController();
+    const timer = setTimeout(() => run.abort("cancel"), afterMs);
+    const usages: ModelUsage[] = [];
+    const { err } = await failure({ signal: run.signal, onUsage: (u) => usages.push(u) });
+    clearTimeout(timer);
+    return { err, usages };
+  }
+
+  it("reports the prompt's estimate for a call cancelled after the model accepted it, before its first chunk", async () => {
+    provider.script = [chunk({ content: "late" })];
+    provider.gapMs = 2000;
+    const { err, usages } = await cancelledAfter(200);
+    expect(err).toMatchObject({ code: "cancel" });
+    // "12345678" → 2 prompt tokens; nothing streamed yet.
+    expect(usages).toEqual([{ promptTokens: 2, completionTokens: 0 }]);
+  });
+
+  it("reports what was streamed for a call cancelled while the model was answering", async () => {
+    provider.script = [chunk({ content: "abcdefghi" }), chunk({ content: "late" })];
+    provider.gapMs = 300;
+    const { usages } = await cancelledAfter(450);
+    expect(usages).toEqual([{ promptTokens: 2, completionTokens: 3 }]);
+  });
+
+  it("reports nothing for a call cancelled before the model accepted it (no response headers yet)", async () => {
+    provider.script = [chunk({ content: "late" })];
+    provider.headersAfterMs = 2000;
+    const { err, usages } = await cancelledAfter(200);
+    expect(err).toMatchObject({ code: "cancel" });
+    expect(usages).toEqual([]);
+  });
+
+  it("ends a call still streaming at timeoutMs with model_timeout, though chunks keep arriving within the idle timeout", async () => {
+    provider.script = Array.from({ length: 12 }, (_, i) => chunk({ content: `part ${i} ` }));
+    provider.gapMs = 150;
+    const { err, ms } = await failure({ timeoutMs: 600, idleTimeoutMs: 1000 });
+    expect(err).toBeInstanceOf(RunFailure);
+    expect(err).toMatchObject({ code: "model_timeout", message: "The model call took longer than 600 ms." });
+    expect(ms).toBeGreaterThanOrEqual(550);
+    // Before the stream would have ended by itself (12 × 150 ms).
+    expect(ms).toBeLessThan(12 * 150);
+  });
+
+  it("fails at once with the model's refusal when the wait it asks for is longer than the call has left", async () => {
+    provider.refusals = [{ status: 503, headers: { "retry-after-ms": "10000" } }];
+    provider.script = [chunk({ content: "late" })];
+    const { err, ms } = await failure({ timeoutMs: 2000, maxRetries: 1 });
+    expect(err).toMatchObject({ code: "model_error", message: "The model answered 503." });
+    expect(ms).toBeLessThan(1000);
+    expect(provider.requests).toBe(1);
+    // A 429 asking for 40 s: rate limited, as the model said, not a timeout after waiting.
+    provider.refusals = [{ status: 429, headers: { "retry-after": "40" } }];
+    const limited = await failure({ timeoutMs: 30_000, idleTimeoutMs: 300, maxRetries: 2 });
+    expect(limited.err).toMatchObject({ code: "model_rate_limited", message: "The model answered 429: the request was rate limited." });
+    expect(limited.ms).toBeLessThan(1000);
+  });
+
+  it("waits as long as the model asks before a retry, with no idle timeout during the wait", async () => {
+    provider.refusals = [
+      { status: 429, headers: { "retry-after-ms": "400" } },
+      { status: 503, headers: { "retry-after": "0.3" } },
+    ];
+    provider.script = [chunk({ content: "third time" })];
+    const t0 = Date.now();
+    const { turn } = await call({ timeoutMs: 5000, idleTimeoutMs: 250, maxRetries: 2 });
+    expect(turn.text).toBe("third time");
+    expect(provider.requests).toBe(3);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(650);
+  });
+
+  it("counts the retries' waits in timeoutMs: no fresh budget per attempt", async () => {
+    provider.refusals = Array.from({ length: 5 }, () => ({ status: 503, headers: { "retry-after-ms": "150" } }));
+    provider.script = [chunk({ content: "late" })];
+    const { err, ms } = await failure({ timeoutMs: 400, maxRetries: 5 });
+    expect(err).toMatchObject({ code: "model_error", message: "The model answered 503." });
+    // Two waits of 150 ms fit in 400 ms; the third would not.
+    expect(provider.requests).toBe(3);
+    expect(ms).toBeLessThan(400);
+  });
+
+  it("does not retry what the model says not to, nor a refusal that a retry cannot change", async () => {
+    provider.refusals = [{ status: 503, headers: { "x-should-retry": "false" } }];
+    expect((await failure({ maxRetries: 2 })).err).toMatchObject({ code: "model_error", message: "The model answered 503." });
+    expect(provider.requests).toBe(1);
+    provider.refusals = [{ status: 400, headers: {} }];
+    expect((await failure({ maxRetries: 2 })).err).toMatchObject({ code: "model_error", message: "The model answered 400." });
+    expect(provider.requests).toBe(2);
+  });
+
+  it("retries within timeoutMs and answers", async () => {
+    provider.refusals = [{ status: 503, headers: { "retry-after-ms": "100" } }];
+    provider.script = [chunk({ content: "second time" })];
+    const { turn } = await call({ timeoutMs: 2000, maxRetries: 1 });
+    expect(turn.text).toBe("second time");
+    expect(provider.requests).toBe(2);
+  });
+});

@@ -1,0 +1,101 @@
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import OpenAI from "openai";
+import { callModel, type ModelCallOptions, type ModelUsage } from "./model-call";
+
+// A provider's stream as raw chunks: the SDK reads them over HTTP as from any hosted model.
+export const chunk = (delta: object, usage?: object) =>
+  `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: usage ? [] : [{ index: 0, delta }], ...(usage ? { usage } : {}) })}\n\n`;
+
+/** The first delta of a tool call at `index`, with the name and arguments whole. */
+export const toolCall = (index: number, id: string | undefined, name = "calc") =>
+  chunk({ tool_calls: [{ index, ...(id === undefined ? {} : { id }), type: "function", function: { name, arguments: "{}" } }] });
+
+/** What the provider of {@link scriptedProvider} answers; reset before each test. */
+export interface ProviderScript {
+  /** The parts of the stream, after which it sends `[DONE]`. */
+  script: string[];
+  /** Pause before each part of the script, as a model that streams slowly. */
+  gapMs: number;
+  /** Answers to give before the script, one per request (e.g. a 503 that asks for a retry). */
+  refusals: { status: number; headers: Record<string, string> }[];
+  /** Pause before the response headers, as a model that has not accepted the request yet. */
+  headersAfterMs: number;
+  /** Requests received. */
+  requests: number;
+}
+
+/**
+ * A test file's provider: an HTTP server started before its tests (`beforeAll`) that answers as
+ * `provider` says, which is reset before each test; and `call`, which runs callModel against it
+ * (`failure`: how the call failed, and after how long).
+ */
+export function scriptedProvider() {
+  const provider: ProviderScript = { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0 };
+  let server: Server;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    server = createServer(async (_req, res) => {
+      provider.requests++;
+      const refusal = provider.refusals.shift();
+      if (refusal) {
+        res.writeHead(refusal.status, { "content-type": "application/json", ...refusal.headers });
+        res.end(JSON.stringify({ error: { message: "busy", type: "server_error" } }));
+        return;
+      }
+      if (provider.headersAfterMs) await new Promise((r) => setTimeout(r, provider.headersAfterMs));
+      if (res.destroyed) return;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      // The headers leave at once, before the first chunk, as a provider's do.
+      res.flushHeaders();
+      for (const part of provider.script) {
+        if (provider.gapMs) await new Promise((r) => setTimeout(r, provider.gapMs));
+        if (res.destroyed) return;
+        res.write(part);
+      }
+      res.end("data: [DONE]\n\n");
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    client = new OpenAI({ baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, apiKey: "none", maxRetries: 0 });
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+  beforeEach(() => {
+    Object.assign(provider, { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0 });
+  });
+
+  async function call(opts: Partial<ModelCallOptions> = {}) {
+    const texts: string[] = [];
+    const usages: ModelUsage[] = [];
+    const turn = await callModel({
+      client,
+      model: "m",
+      messages: [{ role: "user", content: "12345678" }],
+      tools: [],
+      signal: new AbortController().signal,
+      timeoutMs: 5000,
+      idleTimeoutMs: 5000,
+      maxRetries: 0,
+      onText: (t) => texts.push(t),
+      onUsage: (u) => usages.push(u),
+      ...opts,
+    });
+    return { turn, texts, usages };
+  }
+
+  async function failure(opts: Partial<ModelCallOptions>): Promise<{ err: unknown; ms: number }> {
+    const t0 = Date.now();
+    const err = await call(opts).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    return { err, ms: Date.now() - t0 };
+  }
+
+  return { provider, call, failure };
+}
