@@ -64,18 +64,15 @@ export async function startRun(deps: GatewayDeps, req: Request, res: Response, r
   // subscriber connection holds a SUBSCRIBE until Redis is back, so the wait is bounded.
   const listening = await subscribed(early);
   if (!listening) early.close();
-  let enqueued: Enqueued | "failed";
+  let enqueued: Enqueued;
   try {
     enqueued = await enqueueCreatedRun(deps, log, { runId, query: run.query, unqueued: run.unqueued });
   } catch (err) {
-    if (!sse || err instanceof UnqueuedRunError) early.close();
-    if (!sse) throw err;
+    early.close();
+    if (!sse || !(err instanceof UnqueuedRunError)) throw err;
     // The run's end is known: the stream ends with it, whether Redis (its publish) is up or not.
-    if (err instanceof UnqueuedRunError) {
-      sse.send(err.terminal);
-      return;
-    }
-    enqueued = "failed";
+    sse.send(err.terminal);
+    return;
   }
   if (enqueued === "held" && !sse) {
     early.close();
