@@ -41,6 +41,9 @@ export function requestHash(agentId: string, body: RunRequest | WidgetRunRequest
   return createHash("sha256").update(`${agentId}\n${canonical(rest)}`).digest("hex");
 }
 
+/** 409 `idempotency_conflict`: the key was used with another request. */
+export const idempotencyConflict = () => new AppError("idempotency_conflict", { message: "This Idempotency-Key was already used with a different request." });
+
 export type Claim = { owner: true } | { owner: false; runId: string; taskId: string };
 
 /**
@@ -76,9 +79,7 @@ export async function claimIdempotencyKey(
   if (rows[0]?.run_id === input.runId) return { owner: true };
   const existing = await prisma.idempotencyKey.findUnique({ where: { orgId_key: { orgId: input.orgId, key: input.key } } });
   if (!existing) return claimIdempotencyKey(prisma, input); // expired and removed in between
-  if (existing.requestHash !== input.hash) {
-    throw new AppError("idempotency_conflict", { message: "This Idempotency-Key was already used with a different request." });
-  }
+  if (existing.requestHash !== input.hash) throw idempotencyConflict();
   return { owner: false, runId: existing.runId, taskId: existing.taskId };
 }
 

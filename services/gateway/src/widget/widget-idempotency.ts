@@ -1,5 +1,5 @@
 import type { PrismaClient } from "@agentrun/db";
-import { AppError } from "@agentrun/errors";
+import { idempotencyConflict } from "../runs/idempotency";
 
 /**
  * Where a widget request's Idempotency-Key is kept: per widget key, and per visitor (`new` for a
@@ -29,6 +29,6 @@ export async function newVisitorRun(
     WHERE k.org_id = ${input.orgId} AND k.key = ${widgetKeyScope(input.widgetKeyId, null, input.key)}
       AND k.expires_at > now() AND t.visitor_id = ${input.visitorId}`;
   if (!found) return null;
-  if (found.request_hash !== input.hash) throw new AppError("idempotency_conflict", { message: "This Idempotency-Key was already used with a different request." });
+  if (found.request_hash !== input.hash) throw idempotencyConflict();
   return { runId: found.run_id, taskId: found.task_id };
 }
