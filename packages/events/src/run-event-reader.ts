@@ -28,7 +28,7 @@ function parseEvents(json: string): RunEvent[] {
  * durable) and the run's Redis log (everything emitted, until it expires).
  */
 export async function readStoredEvents(store: EventStore, runId: string, afterSeq = 0): Promise<RunEvent[]> {
-  const [rows, log] = await Promise.allSettled([readDbEvents(store, runId, afterSeq), store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1)]);
+  const [rows, log] = await Promise.allSettled(storeReads(store, runId, afterSeq));
   if (rows.status === "rejected") throw rows.reason;
   if (log.status === "fulfilled") return mergeEvents(rows.value, log.value, afterSeq);
   // Redis out of reach: a run whose end PostgreSQL holds is all there (an end is stored with
@@ -51,9 +51,12 @@ export function withoutGaps(events: RunEvent[], afterSeq: number): RunEvent[] {
   return events.slice(0, i);
 }
 
-/** A run's events in PostgreSQL with seq > `afterSeq`, and the entries of its Redis log. */
-function readBothStores(store: EventStore, runId: string, afterSeq: number): Promise<[RunEvent[], string[]]> {
-  return Promise.all([readDbEvents(store, runId, afterSeq), store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1)]);
+/** The entries of a run's Redis log, oldest first. */
+const readLog = (store: EventStore, runId: string) => store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1);
+
+/** The reads, started together, of a run's events in PostgreSQL with seq > `afterSeq` and of its Redis log. */
+function storeReads(store: EventStore, runId: string, afterSeq: number): [Promise<RunEvent[]>, Promise<string[]>] {
+  return [readDbEvents(store, runId, afterSeq), readLog(store, runId)];
 }
 
 /**
@@ -61,7 +64,7 @@ function readBothStores(store: EventStore, runId: string, afterSeq: number): Pro
  * not get to store), in order, the last seq stored anywhere, and all the events of both stores.
  */
 export async function readUnstoredEvents(store: EventStore, runId: string): Promise<{ events: RunEvent[]; lastSeq: number; all: RunEvent[] }> {
-  const [rows, log] = await readBothStores(store, runId, 0);
+  const [rows, log] = await Promise.all(storeReads(store, runId, 0));
   const inDb = new Set(rows.map((e) => e.seq));
   const all = mergeEvents(rows, log, 0);
   return { events: all.filter((e) => !inDb.has(e.seq)), lastSeq: all.at(-1)?.seq ?? 0, all };
@@ -285,7 +288,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         if (early && opts.fresh) return;
         // The first read must succeed: without it the caller cannot know what it missed.
         const first = opts.fresh
-          ? mergeEvents([], await opts.redis.lrange(runLogKey(opts.redisPrefix, runId), 0, -1), next - 1)
+          ? mergeEvents([], await readLog(opts, runId), next - 1)
           : await readStoredEvents(opts, runId, next - 1);
         for (const e of first) add(e);
       })
