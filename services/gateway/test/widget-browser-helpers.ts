@@ -1,6 +1,6 @@
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import type { PrismaClient } from "@agentrun/db";
-import { createTenant, createWidgetKey, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
+import { createTenant, createWidgetKey, eventually, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
 
 // What the widget's browser tests share: a real stack, Debian's Chromium driven by playwright-core,
 // widget keys that allow the gateway's own origin, and the widget's elements by their roles.
@@ -69,9 +69,7 @@ export const isFocused = (l: ReturnType<Page["locator"]>) => l.evaluate((el) => 
 
 /** Waits until `expression` is true in `p` (evaluated as the test's script, not the page's: its CSP allows no eval). */
 export async function until(p: Page, expression: string, timeoutMs = 15_000): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; !(await p.evaluate(expression)); await p.waitForTimeout(30)) {
-    if (Date.now() > deadline) throw new Error(`never true: ${expression}`);
-  }
+  await eventually(async () => (await p.evaluate(expression)) === true, { timeoutMs, intervalMs: 30 });
 }
 
 /** Polls the last answer of `p` until it reads `final` (or matches it), returning every distinct text seen on the way. */
