@@ -2,8 +2,10 @@ import { TEXT } from "./config.js";
 import { readEvents, retryAfterMs } from "./events.js";
 
 const STATUS_TEXT = { 402: TEXT.credits, 409: TEXT.busy, 429: TEXT.limited };
+/** A gateway in trouble, or a proxy before it (which may have been stopped after it accepted the run). */
+const GATEWAY_TROUBLE = { 502: true, 503: true, 504: true };
 /** Re-attach answers worth another try; any other refusal ends the answer. */
-const RETRY_STATUS = { 429: true, 502: true, 503: true, 504: true };
+const RETRY_STATUS = Object.assign({ 429: true }, GATEWAY_TROUBLE);
 const MAX_RETRIES = 5;
 const MAX_RETRY_MS = 30000;
 
@@ -247,9 +249,8 @@ export function createConversation({ key, base, greeting }, session, panel) {
           post = message(text);
           res = await post();
         }
-        // A gateway in trouble (502-504: one behind a proxy may have been stopped after it
-        // accepted the run) is asked again below, with the same request and key, as a lost answer is.
-        if (res && !res.ok && !(res.status >= 502 && res.status <= 504)) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
+        // A gateway in trouble is asked again below, with the same request and key, as a lost answer is.
+        if (res && !res.ok && !GATEWAY_TROUBLE[res.status]) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
         // No answer (the request or its answer was lost): sent again, the same request, below.
         await follow(res, view, post);
       });
