@@ -29,12 +29,14 @@ export const rateLimitHeaders = {
   "X-RateLimit-Reset": ref("headers", "X-RateLimit-Reset"),
 };
 const okHeaders = { ...rateLimitHeaders, "X-Request-Id": ref("headers", "X-Request-Id") };
+/** An answer that may be an event stream. */
+const streamHeaders = { ...okHeaders, "X-Heartbeat-Interval-Ms": ref("headers", "X-Heartbeat-Interval-Ms") };
 
 const json = (schema: z.ZodType, description: string) => ({ description, headers: okHeaders, content: { "application/json": { schema } } });
 const noContent = (description: string) => ({ description, headers: okHeaders });
 const eventStream = { schema: runEventSchema };
 const STREAM_FRAMING =
-  "Each event is framed `id: <seq>` + `data: <RunEvent as JSON>` + a blank line; seq starts at 1 in each run and increases by 1. A `: ping` comment comes at least every 15 s while idle. Exactly one terminal event (run_completed, run_failed or run_cancelled) ends the stream.";
+  "Each event is framed `id: <seq>` + `data: <RunEvent as JSON>` + a blank line; seq starts at 1 in each run and increases by 1. A `: ping` comment comes while idle, every X-Heartbeat-Interval-Ms (15 s by default). Exactly one terminal event (run_completed, run_failed or run_cancelled) ends the stream.";
 
 /** Every request that sends a body, whatever the method: it must be JSON (415) within the limit (413). */
 const BODY_ERRORS: ZodOpenApiResponsesObject = { "413": ref("responses", "PayloadTooLarge"), "415": ref("responses", "UnsupportedMediaType") };
@@ -83,7 +85,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
           responses: {
             "200": {
               description: `\`stream: true\` (default): text/event-stream of RunEvent. ${STREAM_FRAMING} \`stream: false\`: the finished run with its tool calls (a failed run is still 200, with \`status: failed\` and \`error\`).`,
-              headers: okHeaders,
+              headers: streamHeaders,
               content: { "text/event-stream": eventStream, "application/json": { schema: runResultSchema } },
             },
             "202": json(runAcceptedSchema, "`stream: false` and the run outlasted the wait limit (default 120 s), or the gateway instance shut down: it goes on; follow it with the events endpoint. Also for a run accepted that could neither be queued nor failed (status `queued`): the workers queue it later."),
@@ -147,7 +149,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
         responses: {
           "200": {
             description: `text/event-stream of RunEvent by default. ${STREAM_FRAMING} With \`Accept: application/json\`: \`{events}\`.`,
-            headers: okHeaders,
+            headers: streamHeaders,
             content: { "text/event-stream": eventStream, "application/json": { schema: z.object({ events: z.array(runEventSchema) }) } },
           },
           "204": noContent(`${AFTER_THE_END} Only in the live framing: with \`Accept: application/json\` the answer is 200 \`{"events": []}\`.`),

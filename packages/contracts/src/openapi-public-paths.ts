@@ -20,6 +20,8 @@ const widgetRateLimit = {
   "X-RateLimit-Reset": ref("headers", "X-RateLimit-Reset"),
 };
 const widgetHeaders = { ...requestId, ...visitorToken, ...widgetRateLimit };
+/** An answer that may be an event stream. */
+const widgetStreamHeaders = { ...widgetHeaders, "X-Heartbeat-Interval-Ms": ref("headers", "X-Heartbeat-Interval-Ms") };
 
 /** A CORS preflight of a widget route (`path`: the route's path parameters). */
 const preflight = (operationId: string, path?: typeof runPathSchema) => ({
@@ -95,7 +97,7 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         responses: {
           "200": {
             description: `\`stream: true\` (default): ${STREAM} \`stream: false\`: the finished run with its tool calls and the visitor token.`,
-            headers: widgetHeaders,
+            headers: widgetStreamHeaders,
             content: { "text/event-stream": { schema: runEventSchema }, "application/json": { schema: widgetRunResultSchema } },
           },
           "202": {
@@ -128,7 +130,7 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
           }),
         },
         responses: {
-          "200": { description: STREAM, headers: widgetHeaders, content: { "text/event-stream": { schema: runEventSchema } } },
+          "200": { description: STREAM, headers: widgetStreamHeaders, content: { "text/event-stream": { schema: runEventSchema } } },
           "204": { description: AFTER_THE_END, headers: widgetHeaders },
           ...WIDGET_ERRORS,
         },

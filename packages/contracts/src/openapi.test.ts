@@ -56,6 +56,11 @@ describe("OpenAPI document", () => {
     expect(doc.components?.schemas?.RunRequest).toMatchObject({ required: ["query"], additionalProperties: false, properties: { query: { maxLength: 32_000 }, stream: { default: true } } });
     const ok = run.responses?.["200"] as OpenAPIV3_1.ResponseObject;
     expect(Object.keys(ok.content ?? {})).toEqual(["text/event-stream", "application/json"]);
+    // The streams' ping interval, on every answer that may be a stream (the widget's included).
+    for (const [path, method] of [["/api/run", "post"], ["/api/tasks/{task_id}/runs/{run_id}/events", "get"], ["/api/v1/widget/run", "post"], ["/api/v1/widget/tasks/{task_id}/runs/{run_id}/events", "get"]] as const) {
+      expect((op(path, method)?.responses?.["200"] as OpenAPIV3_1.ResponseObject).headers?.["X-Heartbeat-Interval-Ms"]).toEqual({ $ref: "#/components/headers/X-Heartbeat-Interval-Ms" });
+    }
+    expect(doc.components?.headers?.["X-Heartbeat-Interval-Ms"]).toMatchObject({ schema: { type: "integer" } });
     for (const status of ["202", "402", "409", "413", "415"]) expect(run.responses?.[status]).toBeDefined();
     const events = JSON.stringify(doc.components?.schemas?.RunEvent);
     for (const type of ["run_started", "text_chunk", "tool_call", "tool_result", "run_completed", "run_failed", "run_cancelled"]) expect(events).toContain(`"${type}"`);

@@ -16,11 +16,12 @@ export interface WidgetBrowser {
   stop(): Promise<void>;
 }
 
-export async function startWidgetBrowser(): Promise<WidgetBrowser> {
+/** `gatewayEnv`: settings of the stack's gateway beyond the demo page and the lifted address limit. */
+export async function startWidgetBrowser(gatewayEnv: Record<string, string> = {}): Promise<WidgetBrowser> {
   // Every request comes from 127.0.0.1: lift the per-address limit out of the way.
   // The browser first: one that cannot start (Chromium not installed) leaves no stack running.
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-  const stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_DEMO: "true", WIDGET_RPM_PER_IP: "10000" } }).catch(async (err: unknown) => {
+  const stack = await startStack({ workers: 1, gatewayEnv: { WIDGET_DEMO: "true", WIDGET_RPM_PER_IP: "10000", ...gatewayEnv } }).catch(async (err: unknown) => {
     await browser.close();
     throw err;
   });
@@ -38,10 +39,10 @@ export async function startWidgetBrowser(): Promise<WidgetBrowser> {
   };
 }
 
-/** A tenant's widget key that allows the demo page's origin (the gateway's own). */
-export async function widgetKeyFor(wb: WidgetBrowser, credits = 1000): Promise<string> {
+/** A tenant's widget key that allows the demo page's origin (the gateway's own, or `origin`). */
+export async function widgetKeyFor(wb: WidgetBrowser, credits = 1000, origin = wb.stack.gatewayUrl): Promise<string> {
   const tenant = await createTenant(wb.prisma, { credits, instructions: "You are the shop assistant." });
-  return createWidgetKey(wb.prisma, tenant.agentId, [wb.stack.gatewayUrl]);
+  return createWidgetKey(wb.prisma, tenant.agentId, [origin]);
 }
 
 export interface OpenOptions {
@@ -51,6 +52,8 @@ export interface OpenOptions {
   beforeLoad?: (p: Page) => Promise<void>;
   /** The page to load, on the gateway's origin. @defaultValue the demo page with `key` */
   path?: string;
+  /** The origin the page is loaded from (a proxy before the gateway). @defaultValue the gateway's */
+  origin?: string;
 }
 
 /** The demo page with `key` (or `options.path`) in a new page. */
@@ -58,7 +61,7 @@ export async function openDemo(wb: WidgetBrowser, key: string, options: OpenOpti
   const p = options.context ? await options.context.newPage() : await wb.browser.newPage({ viewport: { width: 1100, height: 760 } });
   p.on("pageerror", (err) => wb.pageErrors.push(err.message));
   await options.beforeLoad?.(p);
-  await p.goto(`${wb.stack.gatewayUrl}${options.path ?? `/widget-demo?key=${key}`}`);
+  await p.goto(`${options.origin ?? wb.stack.gatewayUrl}${options.path ?? `/widget-demo?key=${key}`}`);
   return p;
 }
 

@@ -48,7 +48,7 @@ export async function streamRunEvents(req: Request, res: Response, input: RunEve
   // HEAD gets the stream's status and headers, and ends there: following the run would hold the
   // response (and any request pipelined after it) open until the run ends, for nothing.
   if (req.method === "HEAD") {
-    setSseHeaders(res);
+    setSseHeaders(res, input.heartbeatMs);
     res.end();
     return;
   }

@@ -38,9 +38,16 @@ export interface SseStream {
   signal: AbortSignal;
 }
 
+/**
+ * The header that tells a client how often the stream's `: ping` comes, so that it can tell a
+ * quiet stream from one a proxy or a dead connection holds open without data.
+ */
+export const HEARTBEAT_HEADER = "X-Heartbeat-Interval-Ms";
+
 /** The status and headers of an event stream: what {@link openSse} sends, and what HEAD answers. */
-export function setSseHeaders(res: Response): void {
+export function setSseHeaders(res: Response, heartbeatMs: number): void {
   res.status(200);
+  res.setHeader(HEARTBEAT_HEADER, String(heartbeatMs));
   res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
   res.setHeader("Cache-Control", "no-cache, no-transform");
   // No Connection header of its own: Node keeps the connection alive after the stream, or closes
@@ -61,7 +68,7 @@ export function setSseHeaders(res: Response): void {
 export function openSse(req: Request, res: Response, heartbeatMs: number, options: SseOptions = {}): SseStream {
   const stalledClientTimeoutMs = options.stalledClientTimeoutMs ?? STALLED_CLIENT_TIMEOUT_MS;
   const controller = new AbortController();
-  setSseHeaders(res);
+  setSseHeaders(res, heartbeatMs);
   // The headers leave with the first event when there is one right away (a new run's
   // run_started: one write instead of two); otherwise at the end of this turn of the event loop.
   setImmediate(() => {

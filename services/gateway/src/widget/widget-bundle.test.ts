@@ -55,7 +55,7 @@ async function loadEventsModule(): Promise<EventsModule> {
  * A streamed response body of these byte chunks, which then ends, fails (a lost connection) or
  * stays open like a live run's stream; `cancelled` resolves when the reader gives up on it.
  */
-function streamOf(chunks: (string | Uint8Array)[], then: "end" | "error" | "stay open" = "end") {
+function streamOf(chunks: (string | Uint8Array)[], then: "end" | "error" | "stay open" = "end", headers: Record<string, string> = {}) {
   const state = { cancelled: false };
   let pulled = 0;
   let onCancel = () => {};
@@ -74,7 +74,13 @@ function streamOf(chunks: (string | Uint8Array)[], then: "end" | "error" | "stay
       onCancel();
     },
   });
-  return { response: new Response(body, { headers: { "content-type": "text/event-stream" } }), state, cancelled };
+  return { response: new Response(body, { headers: { "content-type": "text/event-stream", ...headers } }), state, cancelled };
+}
+
+/** Waits for a body's cancel, which travels up the decoder and parser streams on later ticks. */
+async function cancelledInTime(cancelled: Promise<void>): Promise<void> {
+  const gaveUp = new Promise<void>((_, reject) => setTimeout(() => reject(new Error("the body was never cancelled")), 2000).unref());
+  await Promise.race([cancelled, gaveUp]);
 }
 
 describe("the widget's SSE reader", () => {
@@ -104,9 +110,7 @@ describe("the widget's SSE reader", () => {
     const seen: number[] = [];
     expect(await events.readEvents(response, (ev) => (seen.push((ev as { seq: number }).seq), (ev as { seq: number }).seq === 2))).toBe(true);
     expect(seen).toEqual([1, 2]);
-    // The cancel travels up the decoder and parser streams to the body on later ticks.
-    const gaveUp = new Promise<void>((_, reject) => setTimeout(() => reject(new Error("the body was never cancelled")), 2000).unref());
-    await Promise.race([cancelled, gaveUp]);
+    await cancelledInTime(cancelled);
     expect(state.cancelled).toBe(true);
   });
 
@@ -115,6 +119,39 @@ describe("the widget's SSE reader", () => {
     const seen: unknown[] = [];
     await expect(events.readEvents(response, (ev) => (seen.push(ev), false))).rejects.toThrow("network error");
     expect(seen).toEqual([{ seq: 1 }]);
+  });
+
+  it("gives up on a stream silent for three ping intervals (X-Heartbeat-Interval-Ms): rejects and cancels the body", async () => {
+    const { response, state, cancelled } = streamOf(['data: {"seq":1}\n\n'], "stay open", { "X-Heartbeat-Interval-Ms": "100" });
+    const seen: unknown[] = [];
+    const started = Date.now();
+    await expect(events.readEvents(response, (ev) => (seen.push(ev), false))).rejects.toThrow("the event stream went silent");
+    const waited = Date.now() - started;
+    expect(seen).toEqual([{ seq: 1 }]);
+    expect(waited).toBeGreaterThanOrEqual(295);
+    expect(waited).toBeLessThan(5000);
+    await cancelledInTime(cancelled);
+    expect(state.cancelled).toBe(true);
+  });
+
+  it("keeps reading a stream whose pings come in time, however long it brings no event", async () => {
+    // Pings every 60 ms for 0.9 s (nine intervals of 100 ms), then the last event.
+    const frames = [...Array.from({ length: 15 }, () => ": ping\n\n"), 'data: {"seq":2}\n\n'];
+    let timer: NodeJS.Timeout | undefined;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const next = frames.shift();
+        if (next === undefined) return controller.close();
+        return new Promise<void>((resolve) => {
+          timer = setTimeout(() => (controller.enqueue(new TextEncoder().encode(next)), resolve()), 60);
+        });
+      },
+      cancel: () => clearTimeout(timer),
+    });
+    const response = new Response(body, { headers: { "content-type": "text/event-stream", "X-Heartbeat-Interval-Ms": "100" } });
+    const seen: unknown[] = [];
+    expect(await events.readEvents(response, (ev) => (seen.push(ev), false))).toBe(false);
+    expect(seen).toEqual([{ seq: 2 }]);
   });
 
   it("reads Retry-After in seconds or as an HTTP date, and 0 without one or for a date past", () => {

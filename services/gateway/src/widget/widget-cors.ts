@@ -5,8 +5,8 @@ import { normalizeOrigin, type WidgetKeyCache } from "./widget-key-cache";
 
 /** Request headers a widget page may send. */
 export const WIDGET_ALLOWED_HEADERS = "Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key";
-/** Response headers a widget page may read (the session token, the request id for support, the limits). */
-export const WIDGET_EXPOSED_HEADERS = "X-Visitor-Token, X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After";
+/** Response headers a widget page may read (the session token, the request id for support, the limits, the streams' ping interval). */
+export const WIDGET_EXPOSED_HEADERS = "X-Visitor-Token, X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Heartbeat-Interval-Ms";
 export const WIDGET_ALLOWED_METHODS = "GET, POST, OPTIONS";
 /**
  * How long a browser may reuse a preflight answer. Short, because the preflight is decided on
