@@ -10,3 +10,4 @@ export { giveBackRunWriter, takeOverRunWriter } from "./run-log-append";
 export { countLiveWorkers, isWorkerLive, newWorkerId, recordWorkerHeartbeat, WORKER_FORGET_AFTER_MS } from "./worker-registry";
 export { followRun, readStoredEvents, readUnstoredEvents, withoutGaps, type EventStore, type FollowRunOptions } from "./run-event-reader";
 export { readDbEvents } from "./db-events";
+export { renewRunHeartbeatIfHeld } from "./run-heartbeat";

@@ -1,4 +1,4 @@
-import { readStoredEvents, RUN_LOG_TTL_LIVE_S, runHeartbeatKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
+import { readStoredEvents, renewRunHeartbeatIfHeld, RUN_LOG_TTL_LIVE_S, runHeartbeatKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
 import { endAbandonedRun } from "@agentrun/run-state";
 import type { HistoryMessage } from "./prompt";
 import type { RunDeps } from "./run-deps";
@@ -97,10 +97,9 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
 async function stillOwned(deps: RunDeps, hbKey: string): Promise<boolean> {
   // At most two thirds of the TTL: the heartbeat set by this worker is still there if nobody renewed it.
   await new Promise((r) => setTimeout(r, deps.heartbeatTtlMs / 3 + Math.min(RENEWAL_MARGIN_MS, deps.heartbeatTtlMs / 3)));
-  if ((await deps.redis.get(hbKey)) !== deps.workerId) return false;
-  // A whole TTL again from now: the run's renewals start only once it is claimed.
-  await deps.redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs);
-  return true;
+  // A whole TTL again from now (the run's renewals start only once it is claimed), in the same
+  // step as the check: a live worker renewing at that very moment keeps its heartbeat.
+  return renewRunHeartbeatIfHeld(deps.redis, hbKey, deps.workerId, deps.heartbeatTtlMs);
 }
 
 /** Allowance for a live worker's renewal being late (a busy event loop, a slow round trip). */
