@@ -1,8 +1,9 @@
 import type { PrismaClient } from "@agentrun/db";
 import type { Redis } from "@agentrun/redis";
-import { controlChannel, runCancelKey } from "@agentrun/events";
+import { controlChannel, runCancelKey, runHeartbeatKey } from "@agentrun/events";
+import { finishRun } from "@agentrun/run-state";
 import { createTestRun, eventually, testEnv, testStores } from "@agentrun/testing";
-import { cancelRun } from "./cancel-run";
+import { cancelRun, cancelRunAndWait } from "./cancel-run";
 
 let prisma: PrismaClient;
 let redis: Redis;
@@ -36,5 +37,35 @@ describe("cancelRun", () => {
     expect(await stateOf(runId)).toEqual({ status: "running", task: { activeRunId: runId } });
     expect(await redis.get(runCancelKey(redisPrefix, runId))).toBe("1");
     await eventually(async () => control.some((m) => JSON.parse(m).run_id === runId), { timeoutMs: 2000, intervalMs: 10 });
+  });
+});
+
+describe("cancelRunAndWait", () => {
+  const running = (id: string) => ({ id, status: "running", query: "q" }) as const;
+
+  it("ends a running run whose worker is gone (no heartbeat) once the wait is over, as cancelled at no cost", async () => {
+    const runId = await createTestRun(prisma, "running");
+    const started = Date.now();
+    await cancelRunAndWait(deps(), running(runId), 300);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true, creditsUsed: true } })).toEqual({ status: "cancelled", creditsUsed: 0 });
+  });
+
+  it("waits on for a worker that keeps the run's heartbeat, which then ends the run itself and charges what it used", async () => {
+    const runId = await createTestRun(prisma, "running");
+    await redis.set(runHeartbeatKey(redisPrefix, runId), "worker-slow", "PX", 10_000);
+    let waitedMs = -1;
+    const started = Date.now();
+    const waiting = cancelRunAndWait(deps(), running(runId), 300).then(() => (waitedMs = Date.now() - started));
+    // The worker missed the cancel message and finds the flag with a later heartbeat, past the wait.
+    await new Promise((r) => setTimeout(r, 900));
+    expect(waitedMs).toBe(-1);
+    const usage = { promptTokens: 900, completionTokens: 100, toolCalls: 1, chargedToolCalls: 1, modelCalls: 1 };
+    expect(await finishRun(deps(), { runId, status: "cancelled", usage, messages: [{ role: "user", content: "q" }] })).toBeTruthy();
+    await waiting;
+    expect(waitedMs).toBeGreaterThanOrEqual(900);
+    // 1 + one tool call + 1,000 tokens: what the run consumed before it stopped.
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true, creditsUsed: true } })).toEqual({ status: "cancelled", creditsUsed: 3 });
+    await redis.del(runHeartbeatKey(redisPrefix, runId));
   });
 });

@@ -1,5 +1,5 @@
 import type { Run } from "@agentrun/db";
-import { controlChannel, runCancelKey } from "@agentrun/events";
+import { controlChannel, runCancelKey, runHeartbeatKey } from "@agentrun/events";
 import { finishRun, type FinishRunDeps } from "@agentrun/run-state";
 
 const IN_PROGRESS = new Set(["queued", "running"]);
@@ -25,16 +25,28 @@ export async function cancelRun(deps: FinishRunDeps, run: Pick<Run, "id" | "stat
 }
 
 /**
+ * Longest {@link cancelRunAndWait} waits for a run whose worker is alive (it keeps the run's
+ * heartbeat) but has not ended it: a worker that missed the cancel message finds the cancel flag
+ * with its next heartbeat, a third of its LOCK_DURATION_MS later.
+ */
+export const LIVE_WORKER_WAIT_MS = 60_000;
+
+/**
  * Cancels a run and waits until it has ended, so that its streams get their terminal event.
- * A run whose worker does not react within `waitMs` (worker gone) is ended here as cancelled.
+ * A run not ended within `waitMs` is ended here as cancelled (at no cost) once no worker keeps
+ * its heartbeat (the worker is gone), or after {@link LIVE_WORKER_WAIT_MS} at the latest: a live
+ * worker that reacts late ends the run itself, charging what it used.
  */
 export async function cancelRunAndWait(deps: FinishRunDeps, run: Pick<Run, "id" | "status" | "query">, waitMs = 5000): Promise<void> {
   if (!IN_PROGRESS.has(run.status)) return;
   await cancelRun(deps, run);
-  const deadline = Date.now() + waitMs;
-  while (Date.now() < deadline) {
+  const started = Date.now();
+  const heartbeat = runHeartbeatKey(deps.redisPrefix, run.id);
+  for (;;) {
     const current = await deps.prisma.run.findUnique({ where: { id: run.id }, select: { status: true } });
     if (!current || !IN_PROGRESS.has(current.status)) return;
+    const waited = Date.now() - started;
+    if (waited >= waitMs && (waited >= LIVE_WORKER_WAIT_MS || (await deps.redis.exists(heartbeat)) === 0)) break;
     await new Promise((r) => setTimeout(r, 50));
   }
   await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }] });
