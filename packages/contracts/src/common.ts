@@ -11,6 +11,20 @@ export const intParam = (min: number, max: number, def: number) =>
     .optional()
     .transform((v) => v ?? def);
 
+/**
+ * A list's `offset`: any integer from 0, however large. One past every row reads as `clampAt`
+ * (past every row too): the page is empty all the same, and the query gets a number it takes.
+ */
+export const offsetParam = (clampAt: number) =>
+  z
+    .string()
+    .regex(/^-?\d+$/, "must be an integer")
+    // Clamped before the number check, which refuses Infinity (over 308 digits).
+    .transform((text) => Math.min(Number(text), clampAt))
+    .pipe(z.number().min(0))
+    .optional()
+    .transform((v) => v ?? 0);
+
 export const TASK_STATUSES = ["pending", "running", "completed", "failed"] as const;
 export const RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
 export const MEMORY_CATEGORIES = ["general", "preference", "fact", "instruction"] as const;

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { eventsQuerySchema, idempotencyKeySchema } from "./tasks";
+import { eventsQuerySchema, idempotencyKeySchema, taskListQuerySchema } from "./tasks";
 
 describe("idempotencyKeySchema", () => {
   it.each([
@@ -45,5 +45,18 @@ describe("integer query parameters", () => {
   ])("refuse a value %s with one message", (_name, value, message) => {
     const issues = after.safeParse(value).error?.issues ?? [];
     expect(issues.map((i) => i.message)).toEqual([expect.stringMatching(message)]);
+  });
+});
+
+describe("the task list's offset", () => {
+  const offset = taskListQuerySchema.shape.offset;
+  it("takes any integer from 0, one past any table as past every row", () => {
+    expect([undefined, "0", "25", "1000000000"].map((v) => offset.parse(v))).toEqual([0, 0, 25, 1_000_000_000]);
+    expect(offset.parse("1000000001")).toBe(1_000_000_000);
+    expect(offset.parse("9".repeat(400))).toBe(1_000_000_000);
+  });
+
+  it.each(["-1", "1.5", "1e3", "", "abc"])("refuses %j", (value) => {
+    expect(offset.safeParse(value).success).toBe(false);
   });
 });

@@ -1,12 +1,13 @@
 /** Tasks, messages and run events: query and body schemas of the conversation endpoints. */
 import { z } from "zod";
-import { TASK_STATUSES, idParam, intParam } from "./common";
+import { TASK_STATUSES, idParam, intParam, offsetParam } from "./common";
 import { runContextSchema } from "./runs";
 
 /** Query of `GET /api/tasks`. */
 export const taskListQuerySchema = z.strictObject({
   limit: intParam(1, 100, 20),
-  offset: intParam(0, 1_000_000_000, 0),
+  // (No table holds a billion tasks of one agent: an offset past that is past every row.)
+  offset: offsetParam(1_000_000_000),
   status: z.enum(TASK_STATUSES).optional(),
 });
 

@@ -25,6 +25,9 @@ describe("tasks", () => {
     const page = await api("GET", "/tasks?limit=2&offset=2", undefined, t);
     expect(page.body.tasks.map((x: any) => x.task_id)).toEqual([ids[3], ids[2]]);
     expect(page.body.total).toBe(6);
+    // An offset past every row, however large, is an empty page.
+    const past = await api("GET", "/tasks?offset=99999999999999999999", undefined, t);
+    expect([past.status, past.body.tasks, past.body.total]).toEqual([200, [], 6]);
     const failed = await api("GET", "/tasks?status=failed", undefined, t);
     expect(failed.body.total).toBe(1);
     expect(failed.body.tasks[0].status).toBe("failed");
