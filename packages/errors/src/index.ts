@@ -119,8 +119,8 @@ const LOST_CONNECTION_CODES = ["ECONNRESET", "ETIMEDOUT", "EPIPE", "57P01", "57P
 /** Whether `e` (one error, not its causes) carries one of `codes`, as its code or its SQLSTATE. */
 const hasCode = (e: any, codes: string[]) => codes.includes(String(e.code ?? "")) || codes.includes(sqlStateOf(e) ?? "");
 
-/** An outage met while getting a connection, before any statement was sent. */
-function isConnectFailure(err: unknown): boolean {
+/** An outage met while getting a connection, before any statement (or request) was sent. */
+export function isConnectFailure(err: unknown): boolean {
   for (const e of causeChain(err)) {
     if (hasCode(e, CONNECT_FAILURE_CODES)) return true;
     const msg = `${String(e.message ?? "")} ${String(e.cause?.message ?? "")}`;

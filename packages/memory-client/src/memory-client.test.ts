@@ -209,6 +209,23 @@ describe("memory client", () => {
     expect([refused.code, refused.message]).toEqual(["unavailable", "memory service unavailable"]);
   });
 
+  it("says that a save or a delete whose connection broke before the answer may have taken effect", async () => {
+    // The service takes the change, then dies before it answers (the connection is cut).
+    const received: string[] = [];
+    const url = await serve((req, _body, res) => {
+      received.push(`${req.method} ${req.url}`);
+      res.socket?.destroy();
+    });
+    const client = createMemoryClient({ baseUrl: url, token: "t", timeoutMs: 5000 });
+    for (const call of [() => client.create({ ...scope, user_id: "u", content: "tea" }), () => client.remove(scope, "mem_1")]) {
+      const err = await rejection(call());
+      expect([err.code, err.status, err.message]).toEqual(["unavailable", 503, "The connection to the memory service was lost before its answer; the change may have taken effect."]);
+    }
+    expect(received).toHaveLength(2);
+    // A read cut the same way changed nothing.
+    expect((await rejection(client.get(scope, "mem_1"))).message).toBe("memory service unavailable");
+  });
+
   it("gives up on a server that stalls in the middle of the body after timeoutMs", async () => {
     const url = await serve((_req, _body, res) => {
       res.writeHead(200, { "content-type": "application/json" });

@@ -8,7 +8,7 @@ import {
   type internalMemoryCreateSchema,
   type internalMemorySearchSchema,
 } from "@agentrun/contracts";
-import { AppError, type ErrorCode } from "@agentrun/errors";
+import { AppError, isConnectFailure, type ErrorCode } from "@agentrun/errors";
 
 /** Body of `POST /internal/memories`; `category` is `general` for a new entry when absent, and a duplicate keeps its own. */
 export type CreateMemoryRequest = z.input<typeof internalMemoryCreateSchema>;
@@ -99,9 +99,15 @@ type Answer<E extends Expected> = E extends z.ZodType ? z.output<E> : void;
 
 const unavailable = (cause: unknown): AppError => new AppError("unavailable", { message: "memory service unavailable", cause });
 
-/** A change the service did not confirm in time: it was sent, and may be applied once the service catches up. */
-const unconfirmed = (timeoutMs: number, cause: unknown): AppError =>
-  new AppError("unavailable", { message: `The memory service did not answer within ${timeoutMs} ms; the change may still take effect.`, cause });
+/**
+ * A change the service did not confirm: it was sent, and may be applied once the service catches
+ * up (no answer in time), or was applied before its answer was lost (the connection broke).
+ */
+const unconfirmed = (timeoutMs: number | null, cause: unknown): AppError =>
+  new AppError("unavailable", {
+    message: timeoutMs !== null ? `The memory service did not answer within ${timeoutMs} ms; the change may still take effect.` : "The connection to the memory service was lost before its answer; the change may have taken effect.",
+    cause,
+  });
 
 /**
  * The service's errors that are about the caller's request and so are rethrown as they are.
@@ -184,7 +190,8 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
       }));
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      throw writes && timeout.aborted ? unconfirmed(timeoutMs, err) : unavailable(err);
+      if (!writes || (!timeout.aborted && isConnectFailure(err))) throw unavailable(err);
+      throw unconfirmed(timeout.aborted ? timeoutMs : null, err);
     }
 
     if (status >= 200 && status < 300) return successBody(answers, status, text, `${method} ${path}`);
