@@ -154,7 +154,8 @@ export function isUnavailableError(err: unknown): boolean {
     // Prisma's driver adapter keeps PostgreSQL's SQLSTATE in `meta` (e.g. P2010 → 57P03).
     if (hasCode(e, CONNECT_FAILURE_CODES) || hasCode(e, LOST_CONNECTION_CODES)) return true;
     // Out of file descriptors (EMFILE, ENFILE): this process cannot open a connection now.
-    if (/Connection is closed|connect E[MN]FILE|Stream isn't writeable|enableOfflineQueue|connect ECONNREFUSED|Connection terminated|DatabaseNotReachable|Can't reach database|timeout exceeded when trying to connect|the database system is (starting up|shutting down|not yet accepting connections|in recovery mode)|MaxRetriesPerRequestError|Reached the max retries|Query read timeout/i.test(msg)) return true;
+    // "Command timed out": Redis (ioredis's commandTimeout) did not answer a command in time.
+    if (/Connection is closed|connect E[MN]FILE|Stream isn't writeable|enableOfflineQueue|connect ECONNREFUSED|Connection terminated|DatabaseNotReachable|Can't reach database|timeout exceeded when trying to connect|the database system is (starting up|shutting down|not yet accepting connections|in recovery mode)|MaxRetriesPerRequestError|Reached the max retries|Query read timeout|^Command timed out$/i.test(msg)) return true;
     if (e.name === "DriverAdapterError" && /ECONNREFUSED|E[MN]FILE|closed|terminat/i.test(String(e.cause?.message ?? msg))) return true;
   }
   return false;

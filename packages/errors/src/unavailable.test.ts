@@ -20,6 +20,12 @@ describe("isUnavailableError", () => {
     expect(isUnavailableError(Object.assign(new Error("DriverAdapterError"), { name: "DriverAdapterError", cause: { message: "connect ENFILE 127.0.0.1:5432" } }))).toBe(true);
   });
 
+  it("takes a Redis command not answered in time (ioredis's commandTimeout) for an outage that may have carried it out", () => {
+    expect(isUnavailableError(new Error("Command timed out"))).toBe(true);
+    expect(mayHaveBeenCarriedOut(new Error("Command timed out"))).toBe(true);
+    expect(isUnavailableError(new Error("the model's command timed out after the tool ran"))).toBe(false);
+  });
+
   it("does not take a refused value or a bug for an outage", () => {
     expect(isUnavailableError(prismaError("22P02", "invalid input syntax for type json"))).toBe(false);
     expect(isUnavailableError(prismaError("23505", "duplicate key value violates unique constraint"))).toBe(false);
