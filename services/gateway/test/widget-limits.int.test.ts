@@ -98,6 +98,23 @@ describe("widget limits", () => {
     }
   });
 
+  it("reports the longer wait when one request uses up both limits", async () => {
+    const key = await widgetKey();
+    // The key's window starts 2 s before the address's: it frees up 2 s sooner.
+    for (const ip of ["203.0.113.50", "203.0.113.51"]) expect((await hit(key, ip)).status).toBe(400);
+    await new Promise((r) => setTimeout(r, 2000));
+    let last: Response | undefined;
+    for (let i = 0; i < PER_IP; i++) expect((last = await hit(key, "203.0.113.52")).status).toBe(400);
+    // Both windows are full now (3 of 3 for the address, 5 of 5 for the key): the headers are the
+    // address's, whose wait is the longer one, and the next request is refused for as long.
+    expect([last!.headers.get("x-ratelimit-limit"), last!.headers.get("x-ratelimit-remaining")]).toEqual([String(PER_IP), "0"]);
+    const reset = Number(last!.headers.get("x-ratelimit-reset"));
+    expect(reset).toBeGreaterThanOrEqual(59);
+    const refused = await hit(key, "203.0.113.52");
+    expect(refused.status).toBe(429);
+    expect(Math.abs(Number(refused.headers.get("retry-after")) - reset)).toBeLessThanOrEqual(1);
+  });
+
   it("does not let a request refused by an exhausted widget key use up the address's budget", async () => {
     const exhausted = await widgetKey();
     for (let i = 0; i < PER_KEY; i++) expect((await hit(exhausted, `203.0.113.${20 + i}`)).status).toBe(400);

@@ -21,7 +21,8 @@ export interface WidgetLimitOptions {
  * visitor refused by an exhausted key keeps its budget for other keys, and one refused for its
  * address does not eat into the key's. The address is `req.ip` bucketed by
  * {@link clientAddressKey} (an IPv6 client counts as its /64). The headers report whichever limit
- * is closer to refusing; on a refusal, the one that frees up last.
+ * is closer to refusing (of two as close, the one that frees up last); on a refusal, the one that
+ * frees up last.
  */
 export function widgetLimits({ limiter, redisPrefix, perKey, perIp }: WidgetLimitOptions): RequestHandler {
   return async (req, res, next) => {
@@ -31,7 +32,9 @@ export function widgetLimits({ limiter, redisPrefix, perKey, perIp }: WidgetLimi
       { key: `${redisPrefix}:rl:widget-key:${key.id}`, limit: perKey },
     ]);
     if (byIp.admitted) {
-      setRateLimitHeaders(res, byIp.remaining < byKey.remaining ? byIp : byKey);
+      // Both used up by this request: the next one fits once the longer wait is over.
+      const closer = byIp.remaining !== byKey.remaining ? (byIp.remaining < byKey.remaining ? byIp : byKey) : byIp.retryAfterMs >= byKey.retryAfterMs ? byIp : byKey;
+      setRateLimitHeaders(res, closer);
       return next();
     }
     // Only a full window has a wait; when both are full, the request fits once the longer one ends.
