@@ -11,7 +11,7 @@ import path from "node:path";
 import pg from "pg";
 import { Redis } from "ioredis";
 import { z } from "zod";
-import { ConfigError, databaseUrl, loadConfig, port, redisUrl } from "@agentrun/config";
+import { ConfigError, databaseUrl, loadConfig, port, redisUrl, urlHostFor } from "@agentrun/config";
 import { hashApiKey } from "@agentrun/api-keys";
 import { ensureDatabase, migrateDeploy, REPO_ROOT } from "@agentrun/db";
 
@@ -202,8 +202,8 @@ async function main(): Promise<void> {
   if (await ensureDatabase(config.DATABASE_URL)) console.log(`created database ${new URL(config.DATABASE_URL).pathname.slice(1)}`);
   await migrateDeploy(config.DATABASE_URL);
   const demo = await seedDemo();
-  const memoryUrl = `http://127.0.0.1:${config.MEMORY_PORT}`;
-  const modelUrl = `http://127.0.0.1:${config.SCRIPTED_MODEL_PORT}/v1`;
+  const memoryUrl = `http://${urlHostFor(process.env.MEMORY_HOST)}:${config.MEMORY_PORT}`;
+  const modelUrl = `http://${urlHostFor(process.env.SCRIPTED_MODEL_HOST)}:${config.SCRIPTED_MODEL_PORT}/v1`;
   // The scripted model and the memory service (whose internal token is a published default
   // here) are reached only from this machine, unless the operator says otherwise.
   start("scripted-model", { SCRIPTED_MODEL_PORT: String(config.SCRIPTED_MODEL_PORT), SCRIPTED_MODEL_HOST: process.env.SCRIPTED_MODEL_HOST ?? "127.0.0.1" });

@@ -96,8 +96,17 @@ export const redisPrefix = z.string().regex(/^[A-Za-z0-9_:-]+$/).default("agentr
 /** INTERNAL_TOKEN's default, published with the code. */
 export const DEV_INTERNAL_TOKEN = "agentrun-dev-internal-token";
 
-/** Shared secret between services for the internal APIs (memory service). */
-export const internalToken = z.string().min(16).default(DEV_INTERNAL_TOKEN);
+/**
+ * Shared secret between services for the internal APIs (memory service). It travels as a Bearer
+ * token, so spaces, a line break (a secret file's last newline) or characters outside printable
+ * ASCII are refused at start-up: a client's HTTP stack drops or refuses them, and the memory
+ * service would then refuse every call.
+ */
+export const internalToken = z
+  .string()
+  .min(16)
+  .regex(/^[!-~]+$/, "must be printable ASCII without spaces or line breaks (it is sent as a Bearer token)")
+  .default(DEV_INTERNAL_TOKEN);
 
 /**
  * Whether a secret is a published value, which production must not run with: its development
@@ -130,4 +139,16 @@ export function runMain(main: () => Promise<unknown>): void {
     process.stderr.write(`${err instanceof ConfigError ? "" : "start-up failed: "}${msg}\n`);
     process.exit(1);
   });
+}
+
+/**
+ * The host part of a URL that reaches a service listening on `listenHost` (a MEMORY_HOST, say)
+ * from this machine: that address, an IPv6 one in brackets, or the loopback address for the
+ * wildcard addresses and when none is set (127.0.0.1 is the development default).
+ */
+export function urlHostFor(listenHost: string | undefined): string {
+  const h = listenHost?.trim() ?? "";
+  if (h === "" || h === "0.0.0.0") return "127.0.0.1";
+  if (h === "::" || h === "[::]") return "[::1]";
+  return h.includes(":") && !h.startsWith("[") ? `[${h}]` : h;
 }
