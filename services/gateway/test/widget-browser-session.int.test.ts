@@ -183,44 +183,6 @@ describe("an answer whose re-attaches stop", () => {
   });
 });
 
-describe("a message whose answer is lost before the run's first event", () => {
-  it("is sent again with its Idempotency-Key and answered by the run it started, once", async () => {
-    const key = await widgetKeyFor(wb);
-    const keys: (string | undefined)[] = [];
-    const page = await openDemo(wb, key, {
-      beforeLoad: async (p) => {
-        // The message reaches the service each time. The first answer is lost on the network,
-        // the second ends before its first event; the third gets through.
-        await p.route("**/api/v1/widget/run", async (route: Route) => {
-          keys.push(route.request().headers()["idempotency-key"]);
-          if (keys.length > 2) return route.continue();
-          const response = await route.fetch();
-          if (keys.length === 1) return route.abort("internetdisconnected");
-          await route.fulfill({ response, body: "" });
-        });
-      },
-    });
-    await openPanel(page);
-    await inputOf(page).fill("[chunks:3] asked while the network flickered");
-    await inputOf(page).press("Enter");
-    await watchAnswer(page, "Echo: asked while the network flickered");
-    await page.waitForSelector(".send:not([disabled])");
-    expect(keys).toHaveLength(3);
-    expect(keys[0]).toMatch(/^[0-9a-f]{32}$/);
-    expect(new Set(keys).size).toBe(1);
-    const runs = await wb.prisma.run.findMany({ where: { task: { agentId: await agentOf(key) } } });
-    expect(runs.map((r) => r.query)).toEqual(["[chunks:3] asked while the network flickered"]);
-    expect(await page.locator(".msg.user").count()).toBe(1);
-    expect(await page.locator(".msg.error").count()).toBe(0);
-    // The next message is a new one: a key of its own, and a run of its own on the same task.
-    await ask(page, "[chunks:2] and then", "Echo: and then");
-    expect(keys).toHaveLength(4);
-    expect(keys[3]).not.toBe(keys[0]);
-    expect(await wb.prisma.run.count({ where: { taskId: runs[0]!.taskId } })).toBe(2);
-    await page.close();
-  });
-});
-
 describe("an answer that holds events the service lost", () => {
   it("ends with the run's terminal event, sent with a lower seq to its re-attach past the run's end", async () => {
     const key = await widgetKeyFor(wb);

@@ -72,7 +72,13 @@ export function createConversation({ key, base, greeting }, session, panel) {
   function message(text) {
     const body = { query: text, stream: true };
     if (state.taskId) body.task_id = state.taskId;
-    const init = { method: "POST", headers: headers({ "Content-Type": "application/json", "Idempotency-Key": newKey() }), body: JSON.stringify(body) };
+    return sending({ key: newKey(), body, at: Date.now() });
+  }
+
+  /** The request of a message (`s`: its key and body), stored until its run's first event so that a reload sends it again. */
+  function sending(s) {
+    session.saveSending(s);
+    const init = { method: "POST", headers: headers({ "Content-Type": "application/json", "Idempotency-Key": s.key }), body: JSON.stringify(s.body) };
     return () => request("/run", init);
   }
 
@@ -84,6 +90,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
 
   /** Ends the answer with an error; `runId`: the run's own end, noted once when two tabs followed it. */
   function fail(view, message, runId) {
+    session.saveSending(null);
     view.node.className = "msg error";
     view.setText(message, false);
     view.setStatus(null);
@@ -105,6 +112,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
     const p = state.pending;
     if (ev.type === "run_started") {
       setPending({ runId: ev.run_id, taskId: ev.task_id, seq: ev.seq, text: "" });
+      session.saveSending(null);
       if (state.taskId !== ev.task_id) session.update((s) => (s.taskId = ev.task_id));
       return false;
     }
@@ -255,10 +263,15 @@ export function createConversation({ key, base, greeting }, session, panel) {
         await follow(res, view, post);
       });
     },
-    /** Shows the stored transcript, and resumes the answer a reload interrupted. */
+    /** Shows the stored transcript, and resumes the answer a reload interrupted, or sends again the message it did. */
     restore() {
       const view = render();
-      if (view) void whileBusy(() => resume(view));
+      if (view) return void whileBusy(() => resume(view));
+      if (!state.sending) return;
+      const answer = panel.addMessage("assistant", "");
+      answer.setText("");
+      const post = sending(state.sending);
+      void whileBusy(() => follow(null, answer, post));
     },
   };
 }

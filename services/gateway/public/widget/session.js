@@ -3,13 +3,21 @@ const MAX_STORED_MESSAGES = 50;
 /** The answer in progress is saved at most this often while it streams (and at once when it starts or ends). */
 const PENDING_SAVE_INTERVAL_MS = 500;
 const ROLES = { user: true, assistant: true, error: true };
+/**
+ * How long after it was first sent a message still unanswered by its run's first event is sent
+ * again after a reload: well within the 24 h its Idempotency-Key is kept, and short enough that a
+ * visitor back days later does not see an old question asked anew.
+ */
+const SENDING_RESUME_MS = 10 * 60 * 1000;
 
 /**
  * The visitor's session in localStorage, shared by every tab of the site (one entry per widget
  * key): the visitor token, the task, whether the panel is open and the transcript; and, in an entry
  * of its own, the answer in progress (`pending`: its run, task, last seq and text so far), so a page
  * reload resumes the answer where it stopped. That entry is written at most twice a second while the
- * answer streams, and whenever the page is hidden or unloaded.
+ * answer streams, and whenever the page is hidden or unloaded. A third entry (`sending`) holds a
+ * message sent whose run has not said its first event yet (its Idempotency-Key and body), so a
+ * reload sends it again and shows the answer of the run it started.
  *
  * Tabs change the shared entry only through `update`, which applies the change to what is stored
  * now, so that one tab does not overwrite what another has just written; `onChange` hears another
@@ -18,8 +26,9 @@ const ROLES = { user: true, assistant: true, error: true };
 export function openSession(widgetKey) {
   const storeKey = "agentrun-widget:" + widgetKey;
   const pendingKey = storeKey + ":pending";
+  const sendingKey = storeKey + ":sending";
   const stored = read(storeKey);
-  const state = Object.assign(shared(stored), { pending: validPending(read(pendingKey)) || validPending(stored && stored.pending) });
+  const state = Object.assign(shared(stored), { pending: validPending(read(pendingKey)) || validPending(stored && stored.pending), sending: validSending(read(sendingKey)) });
   let lastPendingSave = 0;
   let pendingTimer = null;
   /** The run whose answer this tab stored last: the only stored answer it may remove. */
@@ -67,6 +76,14 @@ export function openSession(widgetKey) {
     savePending(now) {
       if (now || Date.now() - lastPendingSave >= PENDING_SAVE_INTERVAL_MS) writePending();
       else if (!pendingTimer) pendingTimer = setTimeout(writePending, PENDING_SAVE_INTERVAL_MS - (Date.now() - lastPendingSave));
+    },
+    /** Stores the message being sent (null: its run has started, or it failed); a tab removes only its own. */
+    saveSending(sending) {
+      const mine = state.sending;
+      state.sending = sending;
+      if (sending) return write(sendingKey, sending);
+      const stored = validSending(read(sendingKey));
+      if (stored && mine && stored.key === mine.key) remove(sendingKey);
     },
     /**
      * Calls `listener()` after another tab changed the shared session's conversation (already
@@ -123,4 +140,9 @@ function shared(s) {
 
 function validPending(p) {
   return p && typeof p === "object" && isText(p.runId) && isText(p.taskId) && Number.isInteger(p.seq) && isText(p.text) ? p : null;
+}
+
+function validSending(s) {
+  const fresh = s && typeof s === "object" && isText(s.key) && typeof s.at === "number" && Date.now() - s.at < SENDING_RESUME_MS;
+  return fresh && s.body && typeof s.body === "object" && isText(s.body.query) ? s : null;
 }

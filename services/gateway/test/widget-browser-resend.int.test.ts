@@ -1,0 +1,107 @@
+import type { Route } from "playwright-core";
+import { ask, bubbleOf, inputOf, openDemo, startWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
+
+// A visitor's message whose answer is lost before its run's first event, in a real browser: the
+// widget sends it again, the same request with its Idempotency-Key, also after a page reload, and
+// shows the answer of the one run it started.
+let wb: WidgetBrowser;
+
+beforeAll(async () => {
+  wb = await startWidgetBrowser();
+}, 60_000);
+
+afterAll(async () => {
+  await wb?.stop();
+});
+
+afterEach(() => {
+  expect(wb.pageErrors).toEqual([]);
+});
+
+const agentOf = async (key: string) => (await wb.prisma.widgetKey.findUniqueOrThrow({ where: { key } })).agentId;
+const openPanel = async (p: Awaited<ReturnType<typeof openDemo>>) => {
+  await bubbleOf(p).click();
+  await p.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
+};
+
+describe("a message whose answer is lost before the run's first event", () => {
+  it("is sent again with its Idempotency-Key and answered by the run it started, once", async () => {
+    const key = await widgetKeyFor(wb);
+    const keys: (string | undefined)[] = [];
+    const page = await openDemo(wb, key, {
+      beforeLoad: async (p) => {
+        // The message reaches the service each time. The first answer is lost on the network,
+        // the second ends before its first event; the third gets through.
+        await p.route("**/api/v1/widget/run", async (route: Route) => {
+          keys.push(route.request().headers()["idempotency-key"]);
+          if (keys.length > 2) return route.continue();
+          const response = await route.fetch();
+          if (keys.length === 1) return route.abort("internetdisconnected");
+          await route.fulfill({ response, body: "" });
+        });
+      },
+    });
+    await openPanel(page);
+    await inputOf(page).fill("[chunks:3] asked while the network flickered");
+    await inputOf(page).press("Enter");
+    await watchAnswer(page, "Echo: asked while the network flickered");
+    await page.waitForSelector(".send:not([disabled])");
+    expect(keys).toHaveLength(3);
+    expect(keys[0]).toMatch(/^[0-9a-f]{32}$/);
+    expect(new Set(keys).size).toBe(1);
+    const runs = await wb.prisma.run.findMany({ where: { task: { agentId: await agentOf(key) } } });
+    expect(runs.map((r) => r.query)).toEqual(["[chunks:3] asked while the network flickered"]);
+    expect(await page.locator(".msg.user").count()).toBe(1);
+    expect(await page.locator(".msg.error").count()).toBe(0);
+    // The next message is a new one: a key of its own, and a run of its own on the same task.
+    await ask(page, "[chunks:2] and then", "Echo: and then");
+    expect(keys).toHaveLength(4);
+    expect(keys[3]).not.toBe(keys[0]);
+    expect(await wb.prisma.run.count({ where: { taskId: runs[0]!.taskId } })).toBe(2);
+    await page.close();
+  });
+
+  it("is sent again after a page reload before its answer came, and answered by the run it started, once", async () => {
+    const key = await widgetKeyFor(wb);
+    const keys: (string | undefined)[] = [];
+    let accepted = false;
+    let release = () => {};
+    const page = await openDemo(wb, key, {
+      beforeLoad: async (p) => {
+        // The message reaches the service, which starts its run; the answer does not come back
+        // before the visitor reloads the page. Sent again, it gets through.
+        await p.route("**/api/v1/widget/run", async (route: Route) => {
+          keys.push(route.request().headers()["idempotency-key"]);
+          if (keys.length > 1) return route.continue();
+          await (await route.fetch()).text();
+          accepted = true;
+          await new Promise<void>((r) => (release = r));
+          await route.abort("internetdisconnected").catch(() => {});
+        });
+      },
+    });
+    await openPanel(page);
+    await inputOf(page).fill("[chunks:3] asked just before a reload");
+    await inputOf(page).press("Enter");
+    for (const deadline = Date.now() + 15_000; !accepted; await page.waitForTimeout(20)) {
+      if (Date.now() > deadline) throw new Error("the message never reached the service");
+    }
+    await page.reload();
+    release();
+    await watchAnswer(page, "Echo: asked just before a reload");
+    await page.waitForSelector(".send:not([disabled])");
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    const runs = await wb.prisma.run.findMany({ where: { task: { agentId: await agentOf(key) } } });
+    expect(runs.map((r) => r.query)).toEqual(["[chunks:3] asked just before a reload"]);
+    expect(await page.locator(".msg.user").allTextContents()).toEqual(["[chunks:3] asked just before a reload"]);
+    expect(await page.locator(".msg.assistant").allTextContents()).toEqual(["Hi! How can I help you today?", "Echo: asked just before a reload"]);
+    expect(await page.locator(".msg.error").count()).toBe(0);
+    // Answered, it is not sent a third time by the next reload.
+    await page.reload();
+    await page.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
+    expect(await page.locator(".msg.assistant").allTextContents()).toEqual(["Hi! How can I help you today?", "Echo: asked just before a reload"]);
+    expect(keys).toHaveLength(2);
+    await page.close();
+  });
+});
