@@ -37,8 +37,8 @@ export const USAGE = `npm run bench -- [--only=a,b] [--quick] [--workers=N] [--w
   --warmup=SECONDS        load on a freshly started stack before measuring it, so that the
                           services' hot code is compiled (default 20; 5 with --quick; 0: none)
 
-Environment: BENCH_DATABASE_ADMIN_URL (default postgresql://postgres@127.0.0.1:5432/postgres),
-REDIS_URL (default redis://127.0.0.1:6379), BENCH_SERVICE_LOG_LEVEL (default error).`;
+Environment: BENCH_DATABASE_ADMIN_URL (else TEST_DATABASE_ADMIN_URL, default
+postgresql://postgres@127.0.0.1:5432/postgres), REDIS_URL (default redis://127.0.0.1:6379), BENCH_SERVICE_LOG_LEVEL (default error).`;
 
 export function parseArgs(argv: string[]): BenchArgs {
   const args: BenchArgs = { only: [], quick: false, workers: 1, workerConcurrency: 256, profile: false, burst: false, idleStreams: 10_000, help: false };

@@ -21,7 +21,7 @@ export const offsetParam = (clampAt: number) =>
     .regex(/^-?\d+$/, "must be an integer")
     // Clamped before the number check, which refuses Infinity (over 308 digits).
     .transform((text) => Math.min(Number(text), clampAt))
-    .pipe(z.number().min(0))
+    .pipe(z.number().int().min(0))
     .optional()
     .transform((v) => v ?? 0);
 

@@ -69,6 +69,10 @@ describe("OpenAPI document", () => {
   it("shows integer query parameters as integers with their bounds", () => {
     const limit = (op("/api/tasks", "get")!.parameters as OpenAPIV3_1.ParameterObject[]).find((p) => p.name === "limit");
     expect(limit).toMatchObject({ in: "query", schema: { type: "integer", minimum: 1, maximum: 100 } });
+    const offset = (op("/api/tasks", "get")!.parameters as OpenAPIV3_1.ParameterObject[]).find((p) => p.name === "offset");
+    expect(offset).toMatchObject({ in: "query", schema: { type: "integer", minimum: 0 } });
+    // No bound of its own: at most the largest integer JSON carries exactly.
+    expect((offset!.schema as OpenAPIV3_1.SchemaObject).maximum ?? Number.MAX_SAFE_INTEGER).toBe(Number.MAX_SAFE_INTEGER);
   });
 
   it("marks the document's own endpoint, the widget script and the health probes public", () => {

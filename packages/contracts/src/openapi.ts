@@ -60,7 +60,7 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
     paths: { ...openApiPaths(), ...publicOpenApiPaths() },
     components: {
       securitySchemes: {
-        bearerAuth: { type: "http", scheme: "bearer", description: "An API key of the organization (`ar_live_…`), created in the console. Send it only over HTTPS." },
+        bearerAuth: { type: "http", scheme: "bearer", description: "An API key of the organization (`ar_live_…`), created with the admin CLI (`key create`). Send it only over HTTPS." },
         widgetKey: { type: "apiKey", in: "header", name: "X-Widget-Key", description: "A publishable widget key (`pk_…`): safe to put in a web page, valid only from its allowed origins." },
       },
       parameters: {
@@ -68,7 +68,7 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
           in: "header",
           name: "X-Agent-Id",
           required: true,
-          description: "The agent, one of the key's organization. Sent once; a value that names no agent, whatever its form, is 404 agent_not_found.",
+          description: "The agent, one of the key's organization. Sent once (a value with a comma, as a header sent twice arrives, is 400 invalid_request); any other value that names no agent, whatever its form, is 404 agent_not_found.",
           schema: { type: "string" },
         },
       },

@@ -164,6 +164,11 @@ describe("widget keys and origins", () => {
       expect(refused.headers.get("access-control-allow-origin")).toBeNull();
       expect(refused.headers.get("access-control-allow-headers")).toBeNull();
     }
+    // The OpenAPI document names the same headers.
+    const doc = (await (await fetch(`${stack.gatewayUrl}/api/openapi.json`)).json()) as any;
+    for (const path of ["/api/v1/widget/run", "/api/v1/widget/tasks/{task_id}/runs/{run_id}/events"]) {
+      expect(doc.paths[path].options.responses["204"].headers["Access-Control-Allow-Headers"].description).toBe("Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key.");
+    }
   });
 
   it("answers 402 with CORS headers when the organization has no credits", async () => {
