@@ -35,11 +35,13 @@ export function createApp(deps: GatewayDeps): Express {
   app.use(requestId(deps.logger));
   app.use(securityHeaders());
   app.use(refuseMalformedHead());
-  app.use(["/healthz", "/readyz", "/api/openapi.json", "/api/v1/openapi.json", "/widget.js", "/widget-demo"], refuseOptions());
+  app.use(["/healthz", "/readyz"], refuseOptions());
   // Routes are registered on the router they are mounted in rather than each in a router of its
   // own: every router a request enters costs it a walk of that router's layers and their closures.
   healthRoutes(deps, app.router);
   app.use(requireHttps(deps.config.REQUIRE_HTTPS));
+  // After the HTTPS check: only the health probes answer plain HTTP, whatever the method.
+  app.use(["/api/openapi.json", "/api/v1/openapi.json", "/widget.js", "/widget-demo"], refuseOptions());
   openApiRoutes(app.router);
   widgetAssetRoutes(deps.config, app.router);
   // Failed authentications of one client address, counted across the widget and API routes.

@@ -45,6 +45,10 @@ describe("REQUIRE_HTTPS=true behind no trusted proxy", () => {
     expect(await codeOf(await fetch(`${url}/api/memory`, { headers: tenant.headers }))).toEqual({ status: 403, code: "https_required" });
     expect(await codeOf(await fetch(`${url}/api/memory`))).toEqual({ status: 403, code: "https_required" });
     expect(await codeOf(await fetch(`${url}/api/openapi.json`))).toEqual({ status: 403, code: "https_required" });
+    // Whatever the method, on the public paths too: only the health probes answer plain HTTP.
+    for (const path of ["/api/openapi.json", "/api/v1/openapi.json", "/widget.js", "/widget-demo", "/api/tasks"]) {
+      expect([path, await codeOf(await fetch(`${url}${path}`, { method: "OPTIONS" }))]).toEqual([path, { status: 403, code: "https_required" }]);
+    }
   });
 
   it("ignores X-Forwarded-Proto from a peer that is not a trusted proxy", async () => {
