@@ -44,13 +44,22 @@ export interface CalcRequest {
 }
 export type CalcReply = { id: number; result: number | boolean | string } | { id: number; error: string } | { ready: true };
 
+/**
+ * Longest error message handed back. mathjs quotes the offending value in some messages, and an
+ * expression of a few hundred characters can build a value of millions (a string doubled in a
+ * loop): that must not become the model's tool result, the run's events and its cost.
+ */
+const MAX_ERROR_CHARS = 300;
+
 /** The value of `expression` as JSON can carry it, or why there is none. */
 function calculate(expression: string): number | boolean | string | { error: string } {
   let value: unknown;
   try {
-    value = evaluate(expression, {});
+    // A `;` hides the value of the statement it ends: a trailing one would leave no value at all.
+    value = evaluate(expression.replace(/[\s;]+$/, ""), {});
   } catch (err) {
-    return { error: (err as Error).message };
+    const message = String((err as Error).message);
+    return { error: message.length > MAX_ERROR_CHARS ? `${message.slice(0, MAX_ERROR_CHARS)}…` : message };
   }
   // Statements separated by `;` or new lines: the value is the last one's (mathjs gives them all).
   if (math.isResultSet(value)) value = (value as { entries: unknown[] }).entries.at(-1);

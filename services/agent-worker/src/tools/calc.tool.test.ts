@@ -123,6 +123,17 @@ describe("calc_evaluate", () => {
     await expect(evaluate("f(x) = x^2; f(3)")).resolves.toMatchObject({ result: 9 });
     await expect(evaluate("a = 2\nb = a * 3\nb + 1")).resolves.toMatchObject({ result: 7 });
     await expect(evaluate('concat("a", "b")')).resolves.toMatchObject({ result: "ab" });
+    // A trailing `;` (which hides a statement's value in mathjs) does not take the last value away.
+    await expect(evaluate("2+3;")).resolves.toMatchObject({ result: 5 });
+    await expect(evaluate("x=3; y=4; x*y;\n")).resolves.toMatchObject({ result: 12 });
+  });
+
+  it("keeps an error that quotes a huge value short: 16 million characters built by a short expression", async () => {
+    const expression = `s="a"${';s=concat(s,s)'.repeat(24)};bignumber(s)`;
+    expect(expression.length).toBeLessThan(400);
+    const err = await failure(expression);
+    expect(err.code).toBe("invalid_expression");
+    expect(err.message.length).toBeLessThan(1000);
   });
 });
 

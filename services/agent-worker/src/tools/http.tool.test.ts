@@ -175,13 +175,14 @@ describe("http_get against a real server on 127.0.0.1", () => {
     ["application/xml", "<a>1</a>"],
     ["application/javascript", "let a = 1;"],
     ["application/ld+json; charset=utf-8", '{"@id":"x"}'],
+    ["Application/JSON", '{"ok":true}'],
     ["application/octet-stream", "plain words"],
     ["", "plain words"],
   ])("returns the body of text content (%s) as text", async (type, text) => {
     handler = (_req, res) => void res.writeHead(200, type ? { "content-type": type } : {}).end(text);
     const result = (await get(`${base}/t`)) as { body: unknown; binary?: boolean };
     expect(result.binary).toBeUndefined();
-    expect(result.body).toEqual(type.includes("json") ? JSON.parse(text) : text);
+    expect(result.body).toEqual(type.toLowerCase().includes("json") ? JSON.parse(text) : text);
   });
 
   it("parses JSON sent in UTF-16 with a byte order mark", async () => {

@@ -162,7 +162,8 @@ export function httpGetAction(limits: HttpToolLimits) {
         if (textual === null && looksBinary(bytes)) return binary(truncated ? declared : size);
         const text = bodyText(bytes, contentType);
         let body: unknown = text;
-        if (!truncated && contentType.includes("json")) {
+        // (Media types are case-insensitive: Application/JSON is JSON too.)
+        if (!truncated && contentType.toLowerCase().includes("json")) {
           try {
             body = JSON.parse(text);
           } catch {

@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import net from "node:net";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { startMemoryService, type MemoryService } from "@agentrun/testing";
-import { BUILT_IN_TOOLS, ToolRegistry } from "./registry";
+import { BUILT_IN_TOOLS, MAX_TOOL_ERROR_CHARS, ToolRegistry } from "./registry";
 import type { ToolContext } from "./tool";
 
 let memoryUrl: string;
@@ -21,6 +21,7 @@ beforeAll(async () => {
   await new Promise((resolve) => srv.close(resolve));
   site = createServer((req, res) => {
     if (req.url === "/fail") res.writeHead(500).end("down");
+    if (req.url?.startsWith("/reset")) req.socket.destroy();
     // /hang never answers.
   });
   site.listen(0, "127.0.0.1");
@@ -205,6 +206,16 @@ describe("which calls are charged", () => {
   ])("charges %s: the tool ran", async (_name, fn, args, enabled, extra) => {
     const outcome = await open.call(fn, args, enabled, ctxFor(extra));
     expect(outcome.charged).toBe(true);
+  });
+
+  it("cuts an error message longer than MAX_TOOL_ERROR_CHARS (a failed fetch quotes its URL of up to 2,048 characters)", async () => {
+    const url = `${siteUrl}/reset?q=${"x".repeat(2000)}`;
+    const outcome = await open.call("http_get", JSON.stringify({ url }), ["http"], ctxFor({ httpAllowlist: [host()] }));
+    const { code, message } = (outcome.result as { error: { code: string; message: string } }).error;
+    expect(code).toBe("fetch_failed");
+    expect(message.startsWith(`Fetching ${url.slice(0, 100)}`)).toBe(true);
+    expect(message).toHaveLength(MAX_TOOL_ERROR_CHARS + 1);
+    expect(message.endsWith("…")).toBe(true);
   });
 
   it("charges an http_get to an allowed host that answers 500 or does not answer: the tool ran", async () => {
