@@ -52,7 +52,7 @@ describe("widget limits", () => {
     expect((await hit(await widgetKey(), "203.0.113.4")).status).toBe(400);
   });
 
-  it("limits refused widget requests per client address: unknown keys, other origins, bad tokens, refused preflights", async () => {
+  it("limits refused widget requests per client address: unknown keys, other origins, bad or missing tokens, refused preflights", async () => {
     const key = await widgetKey();
     const post = (ip: string, headers: Record<string, string>) =>
       fetch(`${stack.gatewayUrl}/api/v1/widget/run`, { method: "POST", headers: { origin: ORIGIN, "x-forwarded-for": ip, "content-type": "application/json", ...headers }, body: "{}" });
@@ -63,6 +63,8 @@ describe("widget limits", () => {
       ["198.51.100.2", 403, (i) => post("198.51.100.2", { "x-widget-key": key, origin: `https://r${i}.example` })],
       ["198.51.100.3", 401, () => post("198.51.100.3", { "x-widget-key": key, "x-visitor-token": "v1.a.b" })],
       ["198.51.100.4", 403, (i) => preflight("198.51.100.4", `https://p${i}.example`)],
+      // A run's events without the visitor token they need: refused before the widget limits.
+      ["198.51.100.7", 401, () => fetch(`${stack.gatewayUrl}/api/v1/widget/tasks/task_1/runs/run_1/events`, { headers: { "x-widget-key": key, origin: ORIGIN, "x-forwarded-for": "198.51.100.7" } })],
     ];
     for (const [ip, status, request] of cases) {
       for (let i = 0; i < AUTH_FAILURES; i++) expect({ ip, i, status: (await request(i)).status }).toEqual({ ip, i, status });

@@ -46,6 +46,12 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
 
   router.options([RUN_PATH, EVENTS_PATH], widgetPreflight(keys, failures));
   router.use(widgetAuth(keys, tokens, failures));
+  // A run's events are the visitor's own: a request without the visitor's token is a failed
+  // authentication, refused before it counts against the widget limits (HEAD included).
+  router.get(EVENTS_PATH, async (req, _res, next) => {
+    if (!widgetOf(req).visitorId) throw await failures.reject(req, new AppError("unauthorized", { message: "A visitor token (X-Visitor-Token) is required." }));
+    next();
+  });
   router.use(widgetLimits({ limiter: deps.limiter, redisPrefix: config.REDIS_PREFIX, perKey: config.WIDGET_RPM_PER_KEY, perIp: config.WIDGET_RPM_PER_IP }));
   router.use(jsonBody(config.BODY_LIMIT_BYTES));
 
