@@ -119,12 +119,25 @@ const LOST_CONNECTION_CODES = ["ECONNRESET", "ETIMEDOUT", "EPIPE", "57P01", "57P
 /** Whether `e` (one error, not its causes) carries one of `codes`, as its code or its SQLSTATE. */
 const hasCode = (e: any, codes: string[]) => codes.includes(String(e.code ?? "")) || codes.includes(sqlStateOf(e) ?? "");
 
-/** An outage met while getting a connection, before any statement (or request) was sent. */
-export function isConnectFailure(err: unknown): boolean {
+/** An outage met while getting a connection, before any statement was sent. */
+function isConnectFailure(err: unknown): boolean {
   for (const e of causeChain(err)) {
     if (hasCode(e, CONNECT_FAILURE_CODES)) return true;
     const msg = `${String(e.message ?? "")} ${String(e.cause?.message ?? "")}`;
     if (/connect E[A-Z]+|timeout exceeded when trying to connect|Can't reach database|DatabaseNotReachable|not yet accepting connections|the database system is starting up|too many (connections|clients)/i.test(msg)) return true;
+  }
+  return false;
+}
+
+/**
+ * True when an HTTP request's connection broke once it was open (reset, closed by the other
+ * side): the request may have been received and carried out. False for a failure to connect or
+ * to resolve the name, a refused redirect, a timeout: nothing shows that a request got through.
+ */
+export function isConnectionLostError(err: unknown): boolean {
+  for (const e of causeChain(err)) {
+    if (hasCode(e, ["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"])) return true;
+    if (/other side closed|socket hang up/i.test(String(e.message ?? ""))) return true;
   }
   return false;
 }

@@ -1,4 +1,4 @@
-import { isQueryTimeoutError, isUnavailableError, mayHaveBeenCarriedOut } from "./index";
+import { isConnectionLostError, isQueryTimeoutError, isUnavailableError, mayHaveBeenCarriedOut } from "./index";
 
 /** An error as Prisma's pg adapter raises it for a refused statement, with PostgreSQL's SQLSTATE in `meta`. */
 const prismaError = (sqlState: string, message: string) =>
@@ -74,5 +74,24 @@ describe("mayHaveBeenCarriedOut", () => {
     expect(mayHaveBeenCarriedOut(prismaError("53300", "sorry, too many clients already"))).toBe(false);
     expect(mayHaveBeenCarriedOut(prismaError("23505", "duplicate key value violates unique constraint"))).toBe(false);
     expect(mayHaveBeenCarriedOut(new TypeError("x is undefined"))).toBe(false);
+  });
+});
+
+describe("isConnectionLostError", () => {
+  it("is true for an HTTP connection that broke once open, as undici's fetch reports it", () => {
+    const closed = Object.assign(new Error("other side closed"), { code: "UND_ERR_SOCKET" });
+    expect(isConnectionLostError(new TypeError("fetch failed", { cause: closed }))).toBe(true);
+    expect(isConnectionLostError(new TypeError("fetch failed", { cause: Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" }) }))).toBe(true);
+  });
+
+  it("is false where nothing shows that the request got through", () => {
+    for (const cause of [
+      Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:3002"), { code: "ECONNREFUSED" }),
+      Object.assign(new Error("getaddrinfo EAI_AGAIN memory"), { code: "EAI_AGAIN" }),
+      Object.assign(new Error("Connect Timeout Error"), { code: "UND_ERR_CONNECT_TIMEOUT" }),
+      new Error("unexpected redirect"),
+    ]) {
+      expect(isConnectionLostError(new TypeError("fetch failed", { cause }))).toBe(false);
+    }
   });
 });

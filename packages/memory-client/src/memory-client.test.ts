@@ -226,6 +226,12 @@ describe("memory client", () => {
     expect((await rejection(client.get(scope, "mem_1"))).message).toBe("memory service unavailable");
   });
 
+  it("says a save refused on its way (a redirect the client does not follow) is just unavailable", async () => {
+    const url = await serve((_req, _body, res) => void res.writeHead(307, { location: "http://127.0.0.1:1/elsewhere" }).end());
+    const err = await rejection(createMemoryClient({ baseUrl: url, token: "t", timeoutMs: 5000 }).create({ ...scope, user_id: "u", content: "tea" }));
+    expect([err.code, err.message]).toEqual(["unavailable", "memory service unavailable"]);
+  });
+
   it("gives up on a server that stalls in the middle of the body after timeoutMs", async () => {
     const url = await serve((_req, _body, res) => {
       res.writeHead(200, { "content-type": "application/json" });

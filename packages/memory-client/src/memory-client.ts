@@ -8,7 +8,7 @@ import {
   type internalMemoryCreateSchema,
   type internalMemorySearchSchema,
 } from "@agentrun/contracts";
-import { AppError, isConnectFailure, type ErrorCode } from "@agentrun/errors";
+import { AppError, isConnectionLostError, type ErrorCode } from "@agentrun/errors";
 
 /** Body of `POST /internal/memories`; `category` is `general` for a new entry when absent, and a duplicate keeps its own. */
 export type CreateMemoryRequest = z.input<typeof internalMemoryCreateSchema>;
@@ -190,8 +190,8 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
       }));
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      if (!writes || (!timeout.aborted && isConnectFailure(err))) throw unavailable(err);
-      throw unconfirmed(timeout.aborted ? timeoutMs : null, err);
+      if (writes && timeout.aborted) throw unconfirmed(timeoutMs, err);
+      throw writes && isConnectionLostError(err) ? unconfirmed(null, err) : unavailable(err);
     }
 
     if (status >= 200 && status < 300) return successBody(answers, status, text, `${method} ${path}`);
