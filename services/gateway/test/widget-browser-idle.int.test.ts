@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
+import { eventually } from "@agentrun/testing";
 import { bubbleOf, inputOf, openDemo, startWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
 
 // The widget's watchdog on silent streams, in Chromium: a proxy between the page and the gateway
@@ -17,8 +18,9 @@ interface Held {
 
 /**
  * An HTTP proxy before `target`. A request `hold` picks gets the response's first `events`
- * events, and then nothing more, on a connection kept open; the gateway's side is closed (the run
- * goes on, as for any client that went away). Every other response passes through as it comes.
+ * events (0: not even its headers), and then nothing more, on a connection kept open; the
+ * gateway's side is closed (the run goes on, as for any client that went away). Every other
+ * response passes through as it comes.
  */
 async function holdingProxy(target: string) {
   const held: Held[] = [];
@@ -28,6 +30,11 @@ async function holdingProxy(target: string) {
     requests.push({ at: Date.now(), method: req.method!, url: req.url!, lastEventId: req.headers["last-event-id"] as string | undefined });
     const events = hold?.(req) ?? null;
     const upstream = http.request(`${target}${req.url}`, { method: req.method, headers: req.headers }, (up) => {
+      if (events === 0) {
+        // Held before its answer began: not even the status line comes.
+        held.push({ at: Date.now(), events });
+        return void up.destroy();
+      }
       const headers = { ...up.headers };
       delete headers["transfer-encoding"];
       delete headers["content-length"];
@@ -83,6 +90,7 @@ afterAll(async () => {
 
 beforeEach(async () => {
   proxy.requests.length = 0;
+  proxy.held.length = 0;
   page = await openDemo(wb, await widgetKeyFor(wb, 1000, proxy.url), { origin: proxy.url });
   await bubbleOf(page).click();
 });
@@ -110,6 +118,24 @@ describe("the widget on a stream that goes silent", () => {
     expect(reattaches()[0]!.at - proxy.held[0]!.at).toBeGreaterThanOrEqual(3 * HEARTBEAT_MS - 20);
     // Every partial text on the way was a beginning of the answer: nothing repeated or skipped.
     for (const t of seen) expect("Echo: held by a stuck proxy".startsWith(t)).toBe(true);
+    expect(posts()).toHaveLength(1);
+    expect(await page.locator(".msg.error").count()).toBe(0);
+  });
+
+  it("gives up on a re-attach whose answer never begins, and tries again", async () => {
+    proxy.holdNext((req) => req.method === "POST" && req.url!.endsWith("/widget/run"), 2);
+    await inputOf(page).fill("[sleep:100][chunks:8] held twice by a stuck proxy");
+    await inputOf(page).press("Enter");
+    // The first re-attach gets no answer at all: the proxy holds it too.
+    await eventually(async () => proxy.held.length === 1, { timeoutMs: 10_000, intervalMs: 20 });
+    proxy.holdNext((req) => req.method === "GET" && req.url!.endsWith("/events"), 0);
+    await watchAnswer(page, "Echo: held twice by a stuck proxy");
+    await page.waitForSelector(".send:not([disabled])");
+    const tries = reattaches();
+    expect(tries.map((r) => r.lastEventId)).toEqual(["2", "2"]);
+    expect(proxy.held.map((h) => h.events)).toEqual([2, 0]);
+    // Given up after the silence a stream is allowed (three pings, learnt from the first stream), then a backoff.
+    expect(tries[1]!.at - tries[0]!.at).toBeGreaterThanOrEqual(3 * HEARTBEAT_MS);
     expect(posts()).toHaveLength(1);
     expect(await page.locator(".msg.error").count()).toBe(0);
   });

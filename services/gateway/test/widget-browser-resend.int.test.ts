@@ -104,4 +104,40 @@ describe("a message whose answer is lost before the run's first event", () => {
     expect(keys).toHaveLength(2);
     await page.close();
   });
+
+  it("is sent again by the tab that sent it only: another tab of the site leaves it alone", async () => {
+    const key = await widgetKeyFor(wb);
+    const context = await wb.browser.newContext();
+    const sent: string[] = [];
+    let accepted = false;
+    let release = () => {};
+    await context.route("**/api/v1/widget/run", async (route: Route) => {
+      sent.push(route.request().headers()["idempotency-key"] ?? "");
+      if (sent.length > 1) return route.continue();
+      await (await route.fetch()).text();
+      accepted = true;
+      await new Promise<void>((r) => (release = r));
+      await route.abort("internetdisconnected").catch(() => {});
+    });
+    const a = await openDemo(wb, key, { context });
+    await openPanel(a);
+    await inputOf(a).fill("[chunks:3] sent from the first tab");
+    await inputOf(a).press("Enter");
+    for (const deadline = Date.now() + 15_000; !accepted; await a.waitForTimeout(20)) {
+      if (Date.now() > deadline) throw new Error("the message never reached the service");
+    }
+    // A second tab opens while the first one's message waits for its answer: it sends nothing.
+    const b = await openDemo(wb, key, { context });
+    // (Its panel opens by itself: the session shared by the tabs says it is open.)
+    await b.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
+    await b.waitForTimeout(500);
+    expect(sent).toHaveLength(1);
+    // The first tab, reloaded, sends its message again and shows the answer.
+    await a.reload();
+    release();
+    await watchAnswer(a, "Echo: sent from the first tab");
+    expect(sent).toEqual([sent[0], sent[0]]);
+    expect(await wb.prisma.run.count({ where: { task: { agentId: await agentOf(key) } } })).toBe(1);
+    await context.close();
+  });
 });

@@ -1,5 +1,5 @@
 import { TEXT } from "./config.js";
-import { readEvents, retryAfterMs } from "./events.js";
+import { readEvents, retryAfterMs, silenceLimitMs } from "./events.js";
 
 const STATUS_TEXT = { 402: TEXT.credits, 409: TEXT.busy, 429: TEXT.limited };
 /** A gateway in trouble, or a proxy before it (which may have been stopped after it accepted the run). */
@@ -48,10 +48,15 @@ export function createConversation({ key, base, greeting }, session, panel) {
     return Object.assign(h, extra);
   }
 
-  /** A widget API call; null when the network failed. Keeps the renewed visitor token. */
+  /**
+   * A widget API call; null when the network failed, or when no answer began within the time a
+   * silent stream is given (a stuck proxy holds requests too). Keeps the renewed visitor token.
+   */
   async function request(path, init) {
+    const headersDue = new AbortController();
+    const timer = setTimeout(() => headersDue.abort(), silenceLimitMs());
     try {
-      const res = await fetch(base + "/api/v1/widget" + path, init);
+      const res = await fetch(base + "/api/v1/widget" + path, Object.assign({ signal: headersDue.signal }, init));
       const token = res.headers.get("X-Visitor-Token");
       if (token && token !== state.token) session.update((s) => (s.token = token));
       return res;
@@ -60,6 +65,8 @@ export function createConversation({ key, base, greeting }, session, panel) {
       if (!warned) console.warn("agentrun widget: could not reach " + base + " (offline, or this page's origin is not allowed for the widget key)");
       warned = true;
       return null;
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -4,6 +4,13 @@ import { EventSourceParserStream } from "eventsource-parser/stream";
 const DEFAULT_HEARTBEAT_MS = 15000;
 /** Pings a stream may miss in a row before it counts as lost. */
 const MISSED_PINGS = 3;
+/** The ping interval the gateway's last stream gave: it also bounds the wait for a stream's headers. */
+let knownHeartbeatMs = DEFAULT_HEARTBEAT_MS;
+
+/** How long a stream, or the answer that starts it, may stay silent before it counts as lost. */
+export function silenceLimitMs() {
+  return MISSED_PINGS * knownHeartbeatMs;
+}
 
 /**
  * Reads a text/event-stream body, calling `onEvent` with each event's JSON (events whose data is
@@ -15,7 +22,9 @@ const MISSED_PINGS = 3;
  */
 export async function readEvents(res, onEvent) {
   if (!res.body) return false;
-  const idleMs = MISSED_PINGS * (Number(res.headers.get("X-Heartbeat-Interval-Ms")) || DEFAULT_HEARTBEAT_MS);
+  const declared = Number(res.headers.get("X-Heartbeat-Interval-Ms"));
+  if (Number.isInteger(declared) && declared > 0) knownHeartbeatMs = declared;
+  const idleMs = silenceLimitMs();
   let heardAt = Date.now();
   let silent = false;
   const heard = () => (heardAt = Date.now());

@@ -9,15 +9,18 @@ const ROLES = { user: true, assistant: true, error: true };
  * visitor back days later does not see an old question asked anew.
  */
 const SENDING_RESUME_MS = 10 * 60 * 1000;
+/** This tab's own storage, which a reload keeps (a getter: where storage is blocked, reading it throws). */
+const tabStorage = () => sessionStorage;
 
 /**
  * The visitor's session in localStorage, shared by every tab of the site (one entry per widget
  * key): the visitor token, the task, whether the panel is open and the transcript; and, in an entry
  * of its own, the answer in progress (`pending`: its run, task, last seq and text so far), so a page
  * reload resumes the answer where it stopped. That entry is written at most twice a second while the
- * answer streams, and whenever the page is hidden or unloaded. A third entry (`sending`) holds a
- * message sent whose run has not said its first event yet (its Idempotency-Key and body), so a
- * reload sends it again and shows the answer of the run it started.
+ * answer streams, and whenever the page is hidden or unloaded. The message this tab is sending
+ * whose run has not said its first event yet (its Idempotency-Key and body) is kept in the tab's
+ * sessionStorage (`sending`), which a reload keeps and other tabs do not see: a reload sends it
+ * again and shows the answer of the run it started, and no other tab sends it or drops it.
  *
  * Tabs change the shared entry only through `update`, which applies the change to what is stored
  * now, so that one tab does not overwrite what another has just written; `onChange` hears another
@@ -28,7 +31,7 @@ export function openSession(widgetKey) {
   const pendingKey = storeKey + ":pending";
   const sendingKey = storeKey + ":sending";
   const stored = read(storeKey);
-  const state = Object.assign(shared(stored), { pending: validPending(read(pendingKey)) || validPending(stored && stored.pending), sending: validSending(read(sendingKey)) });
+  const state = Object.assign(shared(stored), { pending: validPending(read(pendingKey)) || validPending(stored && stored.pending), sending: validSending(read(sendingKey, tabStorage)) });
   let lastPendingSave = 0;
   let pendingTimer = null;
   /** The run whose answer this tab stored last: the only stored answer it may remove. */
@@ -77,13 +80,11 @@ export function openSession(widgetKey) {
       if (now || Date.now() - lastPendingSave >= PENDING_SAVE_INTERVAL_MS) writePending();
       else if (!pendingTimer) pendingTimer = setTimeout(writePending, PENDING_SAVE_INTERVAL_MS - (Date.now() - lastPendingSave));
     },
-    /** Stores the message being sent (null: its run has started, or it failed); a tab removes only its own. */
+    /** Stores the message this tab is sending (null: its run has started, or it failed). */
     saveSending(sending) {
-      const mine = state.sending;
       state.sending = sending;
-      if (sending) return write(sendingKey, sending);
-      const stored = validSending(read(sendingKey));
-      if (stored && mine && stored.key === mine.key) remove(sendingKey);
+      if (sending) write(sendingKey, sending, tabStorage);
+      else remove(sendingKey, tabStorage);
     },
     /**
      * Calls `listener()` after another tab changed the shared session's conversation (already
@@ -101,24 +102,25 @@ export function openSession(widgetKey) {
   };
 }
 
-function read(key) {
+/** `storage` is a getter: reading `localStorage` itself throws where storage is blocked. */
+function read(key, storage = () => localStorage) {
   try {
-    const value = JSON.parse(localStorage.getItem(key) || "null");
+    const value = JSON.parse(storage().getItem(key) || "null");
     return value && typeof value === "object" && !Array.isArray(value) ? value : null;
   } catch (e) {
     return null; // storage blocked or corrupt: start fresh
   }
 }
-function write(key, value) {
+function write(key, value, storage = () => localStorage) {
   try {
-    localStorage.setItem(key, JSON.stringify(value));
+    storage().setItem(key, JSON.stringify(value));
   } catch (e) {
     /* private mode or full: the session lasts the page */
   }
 }
-function remove(key) {
+function remove(key, storage = () => localStorage) {
   try {
-    localStorage.removeItem(key);
+    storage().removeItem(key);
   } catch (e) {
     /* as above */
   }
