@@ -8,6 +8,9 @@ import { completionObject, type CompletionMeta } from "./responses";
 import { planResponse } from "./script";
 import { sleep, streamCompletion, untilAborted } from "./stream";
 
+/** How many problems of a refused request its 400 names. */
+const MAX_LISTED_ISSUES = 5;
+
 /**
  * The chat-completions route. Any `Authorization` header (or none) is accepted; any model name is
  * echoed back.
@@ -18,7 +21,10 @@ export function completionsRouter({ logger }: { logger: Logger }): Router {
   router.post("/chat/completions", async (req: Request, res: Response) => {
     const parsed = chatCompletionRequest.safeParse(req.body);
     if (!parsed.success) {
-      const detail = parsed.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ");
+      // The first few problems: a body of half a million bad messages must not get a 30 MB answer.
+      const { issues } = parsed.error;
+      const more = issues.length > MAX_LISTED_ISSUES ? `; … and ${issues.length - MAX_LISTED_ISSUES} more` : "";
+      const detail = issues.slice(0, MAX_LISTED_ISSUES).map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ") + more;
       res.status(400).json(openAIError(400, `invalid request: ${detail}`));
       return;
     }

@@ -1,4 +1,4 @@
-import { charCount, DEFAULT_CHUNKS, estimateTokens, parseDirectives, splitChunks } from "./directives";
+import { charCount, DEFAULT_CHUNKS, estimateTokens, MAX_CALL_ARGUMENTS_CHARS, parseDirectives, splitChunks } from "./directives";
 
 describe("parseDirectives", () => {
   it("leaves plain text alone and reports no directives", () => {
@@ -62,6 +62,24 @@ describe("parseDirectives", () => {
 
   it("passes brace-balanced but invalid JSON args through verbatim", () => {
     expect(parseDirectives("[call:f {oops: 1}]").directives.calls).toEqual([{ name: "f", arguments: "{oops: 1}" }]);
+  });
+
+  it("takes call arguments up to MAX_CALL_ARGUMENTS_CHARS; longer ones leave the directive as text", () => {
+    const args = (n: number) => JSON.stringify({ q: "a".repeat(n - 8) });
+    expect(args(MAX_CALL_ARGUMENTS_CHARS)).toHaveLength(MAX_CALL_ARGUMENTS_CHARS);
+    expect(parseDirectives(`[call:t ${args(MAX_CALL_ARGUMENTS_CHARS)}]`).directives.calls).toHaveLength(1);
+    const long = `[call:t ${args(MAX_CALL_ARGUMENTS_CHARS + 1)}]`;
+    expect(parseDirectives(long)).toMatchObject({ directives: { calls: [] }, rest: long });
+  });
+
+  it("reads a long message of unclosed call directives in time linear in its length (further calls then stay text)", () => {
+    const message = "[call:a {".repeat(30_000);
+    const started = Date.now();
+    expect(parseDirectives(message).directives.calls).toEqual([]);
+    // Scanned to its end (or 64 KiB) from each of the 30,000: tens of seconds.
+    expect(Date.now() - started).toBeLessThan(2000);
+    // Each message has a budget of its own: the next one's calls are read.
+    expect(parseDirectives('[call:a {"x":1}] [call:b]').directives.calls.map((c) => c.name)).toEqual(["a", "b"]);
   });
 
   it("keeps malformed or unknown bracketed text as text", () => {

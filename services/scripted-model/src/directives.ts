@@ -65,6 +65,7 @@ const CALL_HEAD = /^\[call:([A-Za-z0-9_.-]+)\s*/;
  */
 export function parseDirectives(message: string): ParsedMessage {
   const directives: Directives = { calls: [], text: [], malformed: false, hang: false };
+  scanBudget = 2 * message.length + MAX_CALL_ARGUMENTS_CHARS;
   let rest = "";
   let i = 0;
   while (i < message.length) {
@@ -146,6 +147,16 @@ function reserialise(raw: string): string {
   }
 }
 
+/** Longest `[call:NAME {…}]` arguments object: a longer one is not a directive (it stays text). */
+export const MAX_CALL_ARGUMENTS_CHARS = 65_536;
+
+/**
+ * Characters the argument scans of the message being parsed may still visit, in all: twice its
+ * length and one longest object. Many unclosed `[call:x {` would otherwise each be scanned to
+ * the end of the message; once it is spent, further call directives stay text.
+ */
+let scanBudget = 0;
+
 /**
  * Index just past the `}` that closes the object opening at `start`, honouring JSON strings (so a
  * `]` or `}` inside a string value does not end it); -1 when it never closes.
@@ -153,7 +164,9 @@ function reserialise(raw: string): string {
 function findObjectEnd(s: string, start: number): number {
   let depth = 0;
   let inString = false;
-  for (let i = start; i < s.length; i += 1) {
+  const stop = Math.min(s.length, start + MAX_CALL_ARGUMENTS_CHARS);
+  for (let i = start; i < stop; i += 1) {
+    if (--scanBudget < 0) return -1;
     const c = s[i];
     if (inString) {
       if (c === "\\") i += 1;

@@ -4,6 +4,7 @@
  * abandoned stream stops writing and leaves no timer behind.
  */
 import type { Response } from "express";
+import { once } from "node:events";
 import { setTimeout as delay } from "node:timers/promises";
 import { DEFAULT_CHUNKS } from "./directives";
 import { answerDeltas, chunkObject, finishReason, type CompletionMeta } from "./responses";
@@ -52,29 +53,36 @@ export async function streamCompletion(res: Response, meta: CompletionMeta, plan
   // Each chunk should leave as its own packet, as a real provider's would.
   res.socket?.setNoDelay(true);
 
-  const send = (payload: unknown): boolean => {
+  // At the client's pace: a full socket buffer is waited out, so that a stream of millions of
+  // chunks ([chunks:N] over a long text) is never held in memory whole.
+  const send = async (payload: unknown): Promise<boolean> => {
     if (signal.aborted || res.writableEnded) return false;
-    res.write(`data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`);
-    return true;
+    if (res.write(`data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`)) return true;
+    try {
+      await once(res, "drain", { signal });
+      return true;
+    } catch {
+      return false;
+    }
   };
 
   const { directives } = plan;
   const deltas = answerDeltas(plan.answer, directives.chunks ?? DEFAULT_CHUNKS);
   for (const [i, delta] of deltas.entries()) {
     if (!(await sleep(directives.sleepMs ?? 0, signal))) return false;
-    if (!send(chunkObject(meta, { delta, finish_reason: null }, includeUsage))) return false;
+    if (!(await send(chunkObject(meta, { delta, finish_reason: null }, includeUsage)))) return false;
     if (i === 0 && directives.cut) {
       res.end();
       return true;
     }
     if (i === 0 && directives.malformed) {
       // A truncated chunk: valid SSE framing around invalid JSON.
-      if (!send(JSON.stringify(chunkObject(meta, { delta, finish_reason: null }, includeUsage)).slice(0, 48))) return false;
+      if (!(await send(JSON.stringify(chunkObject(meta, { delta, finish_reason: null }, includeUsage)).slice(0, 48)))) return false;
     }
   }
-  if (!send(chunkObject(meta, { delta: {}, finish_reason: finishReason(plan.answer) }, includeUsage))) return false;
-  if (includeUsage && !send(chunkObject(meta, null, true, plan.usage))) return false;
-  if (!send("[DONE]")) return false;
+  if (!(await send(chunkObject(meta, { delta: {}, finish_reason: finishReason(plan.answer) }, includeUsage)))) return false;
+  if (includeUsage && !(await send(chunkObject(meta, null, true, plan.usage)))) return false;
+  if (!(await send("[DONE]"))) return false;
   res.end();
   return true;
 }

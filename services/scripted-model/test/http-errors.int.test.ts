@@ -12,6 +12,12 @@ describe("HTTP errors", () => {
     expect(res.body.error.message).toMatch(/messages/);
   });
 
+  it("names the first five problems of a request and counts the rest, however many there are", async () => {
+    const res = await supertest(app).post("/v1/chat/completions").send({ model: "m", messages: Array.from({ length: 50_000 }, () => 1) }).expect(400);
+    expect(res.body.error.message).toMatch(/^invalid request: messages\.0: .*; messages\.4: [^;]*; … and 49995 more$/);
+    expect(res.body.error.message.length).toBeLessThan(1000);
+  });
+
   it("rejects unparseable JSON with a JSON 400, not an HTML page", async () => {
     const res = await supertest(app).post("/v1/chat/completions").set("content-type", "application/json").send("{bad").expect(400);
     expect(res.body.error.type).toBe("invalid_request_error");
