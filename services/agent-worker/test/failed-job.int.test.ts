@@ -13,7 +13,8 @@ let redis: Redis;
 
 stackWithTenant((started) => ({ stack, prisma, tenant, redis } = started as typeof started & { redis: Redis }), { stack: { workers: 0, memory: false }, redis: true });
 
-const deps = () => ({ prisma, redis, redisPrefix: stack.env.REDIS_PREFIX!, workerId: "worker-here", logger: createLogger({ service: "failed-job-test", level: "silent" }) });
+/** A heartbeat TTL of 900 ms: a live worker renews it every 300 ms. */
+const deps = () => ({ prisma, redis, redisPrefix: stack.env.REDIS_PREFIX!, workerId: "worker-here", heartbeatTtlMs: 900, logger: createLogger({ service: "failed-job-test", level: "silent" }) });
 
 /** A run accepted and queued, with its stream open. */
 async function queuedRun(): Promise<{ runId: string; live: SseWatch }> {
@@ -26,11 +27,29 @@ async function queuedRun(): Promise<{ runId: string; live: SseWatch }> {
 const markRunning = (runId: string, workerId: string) => prisma.run.update({ where: { id: runId }, data: { status: "running", workerId, startedAt: new Date() } });
 
 describe("the run of a job that failed for good", () => {
-  it("is ended when queued, and its stream gets run_failed", async () => {
+  it("is left queued when its claim failed, for the queued-run sweep to queue again", async () => {
     const { runId, live } = await queuedRun();
-    expect(await endRunOfFailedJob(deps(), runId, new Error("Connection is closed."))).toBe(true);
-    expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "internal_error" } });
-    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "failed", errorCode: "internal_error" });
+    expect(await endRunOfFailedJob(deps(), runId, new Error("Connection is closed."))).toBe(false);
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "queued", errorCode: null });
+    // (Cancelled, to end its stream.)
+    const cancel = await fetch(`${stack.gatewayUrl}/api/tasks/${live.events[0].task_id}/runs/${runId}/cancel`, { method: "POST", headers: tenant.headers });
+    expect(cancel.status).toBe(202);
+    expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_cancelled" });
+  });
+
+  it("is left to a worker that sets its heartbeat again within a renewal period (a Redis outage outlasted its TTL)", async () => {
+    const { runId, live } = await queuedRun();
+    await markRunning(runId, "worker-elsewhere");
+    const hbKey = runHeartbeatKey(stack.env.REDIS_PREFIX!, runId);
+    const decided = endRunOfFailedJob(deps(), runId, new Error("job stalled more than allowable limit"));
+    // The live worker's next renewal comes a moment later.
+    await new Promise((r) => setTimeout(r, 150));
+    await redis.set(hbKey, "worker-elsewhere", "PX", 900);
+    expect(await decided).toBe(false);
+    expect((await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("running");
+    await redis.del(hbKey);
+    expect(await endRunOfFailedJob(deps(), runId, new Error("job stalled more than allowable limit"))).toBe(true);
+    expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "worker_lost" } });
   });
 
   it("is left to another worker that keeps its heartbeat, and ended once that heartbeat is gone", async () => {

@@ -5,15 +5,18 @@ import { finalFailureOf } from "./run-failure";
 
 /**
  * Ends the run of a job that failed for good (infrastructure errors on every attempt, or BullMQ
- * gave up on a job whose lock kept lapsing), so that it does not stay open. A running run whose
- * heartbeat another worker keeps is that worker's: the job may have failed here (a takeover that
- * could not reach Redis) while the run goes on there. So is a run this process is still executing
- * (`executing`): BullMQ fails a job that stalled too often from whichever worker's stall check
- * finds it, its own worker's included. Such runs are left to their worker, and to the sweeper
- * should it stop. Returns whether this ended the run.
+ * gave up on a job whose lock kept lapsing), so that it does not stay open. A queued run is left
+ * to the queued-run sweep, which queues it again (its claim failed: PostgreSQL slow or away), or
+ * ends it once it is older than QUEUED_MAX_AGE_MS. A running run whose heartbeat another worker
+ * keeps is that worker's: the job may have failed here (a takeover that could not reach Redis)
+ * while the run goes on there; so is one whose worker sets its heartbeat again within a renewal
+ * period (a Redis outage longer than the heartbeat's TTL let it lapse). So is a run this process
+ * is still executing (`executing`): BullMQ fails a job that stalled too often from whichever
+ * worker's stall check finds it, its own worker's included. Such runs are left to their worker,
+ * and to the sweeper should it stop. Returns whether this ended the run.
  */
 export async function endRunOfFailedJob(
-  deps: Pick<RunDeps, "prisma" | "redis" | "redisPrefix" | "workerId" | "logger">,
+  deps: Pick<RunDeps, "prisma" | "redis" | "redisPrefix" | "workerId" | "logger" | "heartbeatTtlMs">,
   runId: string,
   err: Error,
   executing: (runId: string) => boolean = () => false,
@@ -24,15 +27,28 @@ export async function endRunOfFailedJob(
     return false;
   }
   const run = await prisma.run.findUnique({ where: { id: runId }, select: { query: true, status: true } });
-  if (!run) return false;
-  if (run.status === "running") {
-    const beat = await redis.get(runHeartbeatKey(redisPrefix, runId));
-    if (beat !== null && beat !== deps.workerId) {
-      deps.logger.warn({ runId, worker: beat, err: err.message }, "the run's job failed here, but another worker is executing the run: leaving it to that worker");
-      return false;
-    }
+  if (!run || run.status === "queued") return false;
+  if (run.status === "running" && (await executedElsewhere(deps, runId))) {
+    deps.logger.warn({ runId, err: err.message }, "the run's job failed here, but another worker is executing the run: leaving it to that worker");
+    return false;
   }
   const ended = await endAbandonedRun({ prisma, redis, redisPrefix }, { id: runId, query: run.query }, finalFailureOf(err));
   if (ended) deps.logger.error({ runId, err: err.message }, "run failed after all attempts");
   return ended;
 }
+
+/**
+ * Whether another worker keeps the run's heartbeat, now or within a renewal period (a third of
+ * its TTL, and some): a live worker whose heartbeat lapsed sets it again within that time.
+ */
+async function executedElsewhere(deps: Pick<RunDeps, "redis" | "redisPrefix" | "workerId" | "heartbeatTtlMs">, runId: string): Promise<boolean> {
+  const hbKey = runHeartbeatKey(deps.redisPrefix, runId);
+  const elsewhere = (beat: string | null) => beat !== null && beat !== deps.workerId;
+  if (elsewhere(await deps.redis.get(hbKey))) return true;
+  const third = deps.heartbeatTtlMs / 3;
+  await new Promise((r) => setTimeout(r, third + Math.min(RENEWAL_MARGIN_MS, third)));
+  return elsewhere(await deps.redis.get(hbKey));
+}
+
+/** Allowance for a live worker's renewal being late (a busy event loop, a slow round trip). */
+const RENEWAL_MARGIN_MS = 500;
