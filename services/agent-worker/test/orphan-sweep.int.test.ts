@@ -2,8 +2,8 @@ import Redis from "ioredis";
 import { createTestRun, testEnv, testPrisma } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { createLogger } from "@agentrun/logger";
-import { runHeartbeatKey } from "@agentrun/events";
-import { createRunQueue, type AgentRunJob, type Queue } from "@agentrun/queue";
+import { runCancelKey, runHeartbeatKey } from "@agentrun/events";
+import { createRunQueue, enqueueRun, type AgentRunJob, type Queue } from "@agentrun/queue";
 import { sweepOrphanedRuns } from "../src/runs/sweeper";
 import type { RunDeps } from "../src/runs/run-deps";
 
@@ -67,6 +67,19 @@ it("spares a run whose heartbeat comes back (a live worker after Redis lost its 
   await new Promise((r) => setTimeout(r, HEARTBEAT_TTL_MS + 100));
   await sweepOrphanedRuns(deps, queue);
   expect(await status(runId)).toBe("failed");
+});
+
+it("leaves a run whose job waits for a worker to that worker, unless its cancel was asked for", async () => {
+  // Both workers died; their jobs wait for a free worker (every other one busy).
+  const [waiting, cancelled] = [await staleRunningRun(), await staleRunningRun()];
+  for (const runId of [waiting, cancelled]) await enqueueRun(queue, { runId });
+  await redis.set(runCancelKey(redisPrefix, cancelled), "1", "EX", 60);
+  await sweepOrphanedRuns(deps, queue);
+  await new Promise((r) => setTimeout(r, HEARTBEAT_TTL_MS + 100));
+  await sweepOrphanedRuns(deps, queue);
+  expect(await status(waiting)).toBe("running");
+  expect(await status(cancelled)).toBe("cancelled");
+  for (const runId of [waiting, cancelled]) await (await queue.getJob(runId))?.remove();
 });
 
 it("reaches an orphan behind more than a page of older live runs", async () => {

@@ -1,4 +1,4 @@
-import { runHeartbeatKey } from "@agentrun/events";
+import { runCancelKey, runHeartbeatKey } from "@agentrun/events";
 import { requeueRun, type AgentRunJob, type Queue } from "@agentrun/queue";
 import { endAbandonedRun, failRun } from "@agentrun/run-state";
 import type { RunDeps } from "./run-deps";
@@ -16,7 +16,9 @@ const suspects = new Map<string, number>();
  * RUN_STALE_AFTER_MS, whose job is not live is failed with `worker_lost` (or cancelled, when a
  * cancel was asked for and reached no live worker), so no run stays
  * running forever and every stream gets its end. While the job is live, BullMQ's stall
- * detection hands it to another worker, which restarts or ends the run itself.
+ * detection hands it to another worker, which restarts or ends the run itself; but a run whose
+ * cancel was asked for is ended here all the same, as cancelled (its job, once a worker takes it,
+ * finds the run ended).
  *
  * A run is ended only once it has gone without heartbeat for a whole heartbeat TTL: a Redis
  * restart that lost its data also loses the heartbeats and jobs of runs whose workers are alive,
@@ -33,7 +35,10 @@ export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>
   const seen = new Set(candidates.map((r) => r.id));
   for (const id of suspects.keys()) if (!seen.has(id)) suspects.delete(id);
   for (const run of candidates) {
-    if ((await redis.exists(runHeartbeatKey(redisPrefix, run.id))) || (await jobIsLive(queue, run.id))) {
+    // A run cancelled while its worker is gone does not wait for its job to reach a free worker
+    // (every worker busy with long runs): it is ended here once its heartbeat has stayed gone.
+    const waitsForItsJob = async () => (await jobIsLive(queue, run.id)) && !(await redis.exists(runCancelKey(redisPrefix, run.id)));
+    if ((await redis.exists(runHeartbeatKey(redisPrefix, run.id))) || (await waitsForItsJob())) {
       suspects.delete(run.id);
       continue;
     }
