@@ -50,30 +50,56 @@ it("gives the run back when its log cannot be taken over (Redis down), so its wo
   expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", workerId: "w1" });
 }, 30_000);
 
-it("gives the log back too when Redis carried out a take-over whose answer was lost, so its worker is not shut out", async () => {
+/** A run of w1 whose writer key is set, and a client of a private Redis that answers within 300 ms or not at all. */
+async function runOnSlowRedis() {
   const { runId } = await runOfW1();
   const server = await startPrivateRedis();
-  // Answers within 300 ms or not at all, for this client.
   const slow = new IORedis(server.url, { commandTimeout: 300, maxRetriesPerRequest: 1 });
   const key = runWriterKey(redisPrefix, runId);
+  await slow.set(key, "w1", "EX", RUN_LOG_TTL_LIVE_S);
+  const stop = async () => {
+    server.thaw();
+    slow.disconnect();
+    await server.stop();
+  };
+  return { runId, server, slow, key, stop };
+}
+
+it("carries out a take-over whose answer was lost once Redis answers again within its retries, and ends the run", async () => {
+  const { runId, server, slow, key, stop } = await runOnSlowRedis();
   try {
-    await slow.set(key, "w1", "EX", RUN_LOG_TTL_LIVE_S);
-    // Redis stops answering: the take-over times out, but waits in the connection to be carried
-    // out once Redis answers again, as do the commands after it.
+    // Redis stops answering for a moment: the take-over times out, is tried again, and the retry
+    // finds the key already its own (the first one was carried out once Redis answered).
+    server.freeze();
+    const ended = failRun({ prisma, redis: slow as unknown as Redis, redisPrefix }, { id: runId, query: "q" }, lost);
+    await new Promise((r) => setTimeout(r, 800));
+    server.thaw();
+    expect(await ended).toBe(true);
+    expect(await slow.get(key)).not.toBe("w1");
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "failed", errorCode: "worker_lost" });
+  } finally {
+    await stop();
+  }
+}, 30_000);
+
+it("gives the log back when Redis stays silent past the take-over's retries, though it carried the take-over out, so its worker is not shut out", async () => {
+  const { runId, server, slow, key, stop } = await runOnSlowRedis();
+  try {
+    // The take-over and its retries time out, but wait in the connection to be carried out once
+    // Redis answers again, as does the give-back sent after them.
     server.freeze();
     const ended = failRun({ prisma, redis: slow as unknown as Redis, redisPrefix }, { id: runId, query: "q" }, lost);
     const failed = expect(ended).rejects.toThrow(/timed out/);
-    await new Promise((r) => setTimeout(r, 800));
+    // Past the take-over's 10 s of retries.
+    await new Promise((r) => setTimeout(r, 11_000));
     server.thaw();
     await failed;
     expect(await slow.get(key)).toBe("w1");
     expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", workerId: "w1" });
   } finally {
-    server.thaw();
-    slow.disconnect();
-    await server.stop();
+    await stop();
   }
-}, 30_000);
+}, 40_000);
 
 it("leaves a queued run's log alone: a worker claiming it after a failed end is not refused", async () => {
   const runId = await createTestRun(prisma, "queued");
