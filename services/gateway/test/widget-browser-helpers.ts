@@ -39,6 +39,33 @@ export async function startWidgetBrowser(gatewayEnv: Record<string, string> = {}
   };
 }
 
+/**
+ * A widget browser for the tests of one file, handed to `use` once started: stopped after them,
+ * and no page may have thrown by the end of each test.
+ */
+export function useWidgetBrowser(use: (wb: WidgetBrowser) => void, gatewayEnv: Record<string, string> = {}): void {
+  let wb: WidgetBrowser | undefined;
+  beforeAll(async () => {
+    wb = await startWidgetBrowser(gatewayEnv);
+    use(wb);
+  }, 60_000);
+  afterAll(async () => {
+    await wb?.stop();
+  });
+  afterEach(() => {
+    expect(wb?.pageErrors).toEqual([]);
+  });
+}
+
+/** The agent `key` belongs to. */
+export const agentOfKey = async (wb: WidgetBrowser, key: string) => (await wb.prisma.widgetKey.findUniqueOrThrow({ where: { key } })).agentId;
+
+/** Opens the widget's panel from its bubble and waits until it shows. */
+export async function openPanel(p: Page): Promise<void> {
+  await bubbleOf(p).click();
+  await p.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
+}
+
 /** A tenant's widget key that allows the demo page's origin (the gateway's own, or `origin`). */
 export async function widgetKeyFor(wb: WidgetBrowser, credits = 1000, origin = wb.stack.gatewayUrl): Promise<string> {
   const tenant = await createTenant(wb.prisma, { credits, instructions: "You are the shop assistant." });

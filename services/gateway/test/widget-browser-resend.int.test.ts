@@ -1,28 +1,13 @@
 import type { Route } from "playwright-core";
-import { ask, bubbleOf, inputOf, openDemo, startWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
+import { agentOfKey, ask, inputOf, openDemo, openPanel, useWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
 
 // A visitor's message whose answer is lost before its run's first event, in a real browser: the
 // widget sends it again, the same request with its Idempotency-Key, also after a page reload, and
 // shows the answer of the one run it started.
 let wb: WidgetBrowser;
+useWidgetBrowser((started) => (wb = started));
 
-beforeAll(async () => {
-  wb = await startWidgetBrowser();
-}, 60_000);
-
-afterAll(async () => {
-  await wb?.stop();
-});
-
-afterEach(() => {
-  expect(wb.pageErrors).toEqual([]);
-});
-
-const agentOf = async (key: string) => (await wb.prisma.widgetKey.findUniqueOrThrow({ where: { key } })).agentId;
-const openPanel = async (p: Awaited<ReturnType<typeof openDemo>>) => {
-  await bubbleOf(p).click();
-  await p.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
-};
+const agentOf = (key: string) => agentOfKey(wb, key);
 
 describe("a message whose answer is lost before the run's first event", () => {
   it("is sent again with its Idempotency-Key and answered by the run it started, once", async () => {

@@ -1,28 +1,13 @@
 import type { Page, Route } from "playwright-core";
-import { ask, bubbleOf, inputOf, isFocused, lastAnswerOf, openDemo, startWidgetBrowser, until, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
+import { agentOfKey, ask, bubbleOf, inputOf, isFocused, lastAnswerOf, openDemo, openPanel, until, useWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
 
 // The widget's stored session in a real browser: tabs that share it, a session stored in a shape
 // this script does not write, answers whose re-attaches stop, and pages that embed the widget in
 // ways of their own (twice, under CSS aimed at everything).
 let wb: WidgetBrowser;
+useWidgetBrowser((started) => (wb = started));
 
-beforeAll(async () => {
-  wb = await startWidgetBrowser();
-}, 60_000);
-
-afterAll(async () => {
-  await wb?.stop();
-});
-
-afterEach(() => {
-  expect(wb.pageErrors).toEqual([]);
-});
-
-const agentOf = async (key: string) => (await wb.prisma.widgetKey.findUniqueOrThrow({ where: { key } })).agentId;
-const openPanel = async (p: Page) => {
-  await bubbleOf(p).click();
-  await p.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
-};
+const agentOf = (key: string) => agentOfKey(wb, key);
 
 describe("tabs of one browser", () => {
   it("share one visitor and one conversation, and each shows what the others said", async () => {
