@@ -27,7 +27,14 @@ async function queuedRun(): Promise<{ runId: string; live: SseWatch }> {
 const markRunning = (runId: string, workerId: string) => prisma.run.update({ where: { id: runId }, data: { status: "running", workerId, startedAt: new Date() } });
 
 describe("the run of a job that failed for good", () => {
-  it("is left queued when its claim failed, for the queued-run sweep to queue again", async () => {
+  it("is ended when queued and its claim failed for another reason than an outage, and its stream gets run_failed", async () => {
+    const { runId, live } = await queuedRun();
+    expect(await endRunOfFailedJob(deps(), runId, new Error("the claim was refused"))).toBe(true);
+    expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "internal_error" } });
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "failed", errorCode: "internal_error" });
+  });
+
+  it("is left queued when its claim failed for an outage, for the queued-run sweep to queue again", async () => {
     const { runId, live } = await queuedRun();
     expect(await endRunOfFailedJob(deps(), runId, new Error("Connection is closed."))).toBe(false);
     expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "queued", errorCode: null });

@@ -1,13 +1,14 @@
 import { runHeartbeatKey } from "@agentrun/events";
+import { isUnavailableError } from "@agentrun/errors";
 import { endAbandonedRun } from "@agentrun/run-state";
 import type { RunDeps } from "./run-deps";
 import { finalFailureOf } from "./run-failure";
 
 /**
  * Ends the run of a job that failed for good (infrastructure errors on every attempt, or BullMQ
- * gave up on a job whose lock kept lapsing), so that it does not stay open. A queued run is left
- * to the queued-run sweep, which queues it again (its claim failed: PostgreSQL slow or away), or
- * ends it once it is older than QUEUED_MAX_AGE_MS. A running run whose heartbeat another worker
+ * gave up on a job whose lock kept lapsing), so that it does not stay open. A queued run whose
+ * claim failed for an outage is left to the queued-run sweep, which queues it again, or ends it
+ * once it is older than QUEUED_MAX_AGE_MS. A running run whose heartbeat another worker
  * keeps is that worker's: the job may have failed here (a takeover that could not reach Redis)
  * while the run goes on there; so is one whose worker sets its heartbeat again within a renewal
  * period (a Redis outage longer than the heartbeat's TTL let it lapse). So is a run this process
@@ -27,7 +28,10 @@ export async function endRunOfFailedJob(
     return false;
   }
   const run = await prisma.run.findUnique({ where: { id: runId }, select: { query: true, status: true } });
-  if (!run || run.status === "queued") return false;
+  if (!run) return false;
+  // Its claim failed for an outage (PostgreSQL slow or away through every attempt): queued again
+  // later. Failed otherwise (a claim PostgreSQL refuses each time would fail again): ended now.
+  if (run.status === "queued" && isUnavailableError(err)) return false;
   if (run.status === "running" && (await executedElsewhere(deps, runId))) {
     deps.logger.warn({ runId, err: err.message }, "the run's job failed here, but another worker is executing the run: leaving it to that worker");
     return false;
