@@ -1,5 +1,6 @@
 import { readStoredEvents, renewRunHeartbeatIfHeld, RUN_LOG_TTL_LIVE_S, runHeartbeatKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
 import { endAbandonedRun } from "@agentrun/run-state";
+import { waitOneRenewal } from "./heartbeat-renewal";
 import type { HistoryMessage } from "./prompt";
 import type { RunDeps } from "./run-deps";
 import { WORKER_LOST } from "./run-failure";
@@ -95,12 +96,8 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
  * within the period, over this one; the run is then left to it.
  */
 async function stillOwned(deps: RunDeps, hbKey: string): Promise<boolean> {
-  // At most two thirds of the TTL: the heartbeat set by this worker is still there if nobody renewed it.
-  await new Promise((r) => setTimeout(r, deps.heartbeatTtlMs / 3 + Math.min(RENEWAL_MARGIN_MS, deps.heartbeatTtlMs / 3)));
+  await waitOneRenewal(deps.heartbeatTtlMs);
   // A whole TTL again from now (the run's renewals start only once it is claimed), in the same
   // step as the check: a live worker renewing at that very moment keeps its heartbeat.
   return renewRunHeartbeatIfHeld(deps.redis, hbKey, deps.workerId, deps.heartbeatTtlMs);
 }
-
-/** Allowance for a live worker's renewal being late (a busy event loop, a slow round trip). */
-const RENEWAL_MARGIN_MS = 500;

@@ -5,6 +5,7 @@ import { storableText } from "@agentrun/db";
 import { isUnavailableError } from "@agentrun/errors";
 import { finishRun, type FinishRunUsage, type MessageRecord } from "@agentrun/run-state";
 import { claimRun, type ClaimedRun } from "./claim-run";
+import { renewalIntervalMs } from "./heartbeat-renewal";
 import { callModel } from "./model-call";
 import { buildMessages, recentHistory, type PromptMemory } from "./prompt";
 import type { RunControl } from "./active-runs";
@@ -49,7 +50,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
   const heartbeat = setInterval(() => {
     void redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs).catch(() => {});
     void redis.exists(cancelKey).then((flagged) => flagged && control.stop("cancel"), () => {});
-  }, deps.heartbeatTtlMs / 3);
+  }, renewalIntervalMs(deps.heartbeatTtlMs));
   const writer = new RunEventWriter({
     redis,
     prisma,

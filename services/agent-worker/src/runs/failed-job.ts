@@ -1,6 +1,7 @@
 import { runHeartbeatKey } from "@agentrun/events";
 import { isUnavailableError } from "@agentrun/errors";
 import { endAbandonedRun } from "@agentrun/run-state";
+import { waitOneRenewal } from "./heartbeat-renewal";
 import type { RunDeps } from "./run-deps";
 import { finalFailureOf } from "./run-failure";
 
@@ -49,10 +50,6 @@ async function executedElsewhere(deps: Pick<RunDeps, "redis" | "redisPrefix" | "
   const hbKey = runHeartbeatKey(deps.redisPrefix, runId);
   const elsewhere = (beat: string | null) => beat !== null && beat !== deps.workerId;
   if (elsewhere(await deps.redis.get(hbKey))) return true;
-  const third = deps.heartbeatTtlMs / 3;
-  await new Promise((r) => setTimeout(r, third + Math.min(RENEWAL_MARGIN_MS, third)));
+  await waitOneRenewal(deps.heartbeatTtlMs);
   return elsewhere(await deps.redis.get(hbKey));
 }
-
-/** Allowance for a live worker's renewal being late (a busy event loop, a slow round trip). */
-const RENEWAL_MARGIN_MS = 500;

@@ -1,0 +1,18 @@
+/**
+ * How often a worker sets the heartbeat of a run it executes again: a third of the heartbeat's
+ * TTL, so that a renewal or two may fail (or come late) before the heartbeat lapses.
+ */
+export const renewalIntervalMs = (ttlMs: number) => ttlMs / 3;
+
+/** Allowance for a live worker's renewal being late (a busy event loop, a slow round trip). */
+const RENEWAL_MARGIN_MS = 500;
+
+/**
+ * Waits one renewal interval and a margin (at most another interval, so at most two thirds of the
+ * TTL in all): a live worker has set its heartbeat again by then, and a heartbeat this worker set
+ * is still there if nobody did.
+ */
+export function waitOneRenewal(ttlMs: number): Promise<void> {
+  const interval = renewalIntervalMs(ttlMs);
+  return new Promise((r) => setTimeout(r, interval + Math.min(RENEWAL_MARGIN_MS, interval)));
+}
