@@ -65,12 +65,12 @@ const CALL_HEAD = /^\[call:([A-Za-z0-9_.-]+)\s*/;
  */
 export function parseDirectives(message: string): ParsedMessage {
   const directives: Directives = { calls: [], text: [], malformed: false, hang: false };
-  scanBudget = 2 * message.length + MAX_CALL_ARGUMENTS_CHARS;
+  const scan: ScanBudget = { left: 2 * message.length + MAX_CALL_ARGUMENTS_CHARS };
   let rest = "";
   let i = 0;
   while (i < message.length) {
     if (message[i] === "[") {
-      const consumed = matchDirective(message.slice(i), directives);
+      const consumed = matchDirective(message.slice(i), directives, scan);
       if (consumed > 0) {
         i += consumed;
         continue;
@@ -83,7 +83,7 @@ export function parseDirectives(message: string): ParsedMessage {
 }
 
 /** Applies the directive at the start of `s` to `out`; returns its length, or 0 if there is none. */
-function matchDirective(s: string, out: Directives): number {
+function matchDirective(s: string, out: Directives, scan: ScanBudget): number {
   const flag = FLAG.exec(s);
   if (flag) {
     const name = flag[1];
@@ -117,17 +117,17 @@ function matchDirective(s: string, out: Directives): number {
     }
     return numeric[0].length;
   }
-  return matchCall(s, out);
+  return matchCall(s, out, scan);
 }
 
-function matchCall(s: string, out: Directives): number {
+function matchCall(s: string, out: Directives, scan: ScanBudget): number {
   const head = CALL_HEAD.exec(s);
   if (!head?.[1]) return 0;
   const name = head[1];
   let pos = head[0].length;
   let args = "{}";
   if (s[pos] === "{") {
-    const end = findObjectEnd(s, pos);
+    const end = findObjectEnd(s, pos, scan);
     if (end < 0) return 0;
     const raw = s.slice(pos, end);
     args = reserialise(raw);
@@ -151,22 +151,24 @@ function reserialise(raw: string): string {
 export const MAX_CALL_ARGUMENTS_CHARS = 65_536;
 
 /**
- * Characters the argument scans of the message being parsed may still visit, in all: twice its
- * length and one longest object. Many unclosed `[call:x {` would otherwise each be scanned to
- * the end of the message; once it is spent, further call directives stay text.
+ * Characters the argument scans of one message may still visit, in all (parseDirectives gives
+ * twice its length and one longest object). Many unclosed `[call:x {` would otherwise each be
+ * scanned to the end of the message; once it is spent, further call directives stay text.
  */
-let scanBudget = 0;
+interface ScanBudget {
+  left: number;
+}
 
 /**
  * Index just past the `}` that closes the object opening at `start`, honouring JSON strings (so a
  * `]` or `}` inside a string value does not end it); -1 when it never closes.
  */
-function findObjectEnd(s: string, start: number): number {
+function findObjectEnd(s: string, start: number, scan: ScanBudget): number {
   let depth = 0;
   let inString = false;
   const stop = Math.min(s.length, start + MAX_CALL_ARGUMENTS_CHARS);
   for (let i = start; i < stop; i += 1) {
-    if (--scanBudget < 0) return -1;
+    if (--scan.left < 0) return -1;
     const c = s[i];
     if (inString) {
       if (c === "\\") i += 1;
