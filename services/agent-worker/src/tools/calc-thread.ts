@@ -6,6 +6,7 @@
  */
 import { parentPort } from "node:worker_threads";
 import { create, all } from "mathjs";
+import { cutText } from "./cut-text";
 
 // Every function that could reach outside plain arithmetic, or change how later expressions
 // evaluate, is disabled (import, createUnit, config, evaluate/parse recursion, symbolic
@@ -58,8 +59,7 @@ function calculate(expression: string): number | boolean | string | { error: str
     // A `;` hides the value of the statement it ends: a trailing one would leave no value at all.
     value = evaluate(expression.replace(/[\s;]+$/, ""), {});
   } catch (err) {
-    const message = String((err as Error).message);
-    return { error: message.length > MAX_ERROR_CHARS ? `${message.slice(0, MAX_ERROR_CHARS)}…` : message };
+    return { error: cutText(String((err as Error).message), MAX_ERROR_CHARS) };
   }
   // Statements separated by `;` or new lines: the value is the last one's (mathjs gives them all).
   if (math.isResultSet(value)) value = (value as { entries: unknown[] }).entries.at(-1);

@@ -3,6 +3,7 @@ import { storableJson, storableText } from "@agentrun/db";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import { calcEvaluate, warmCalcThreads } from "./calc.tool";
 import { clockNow } from "./clock.tool";
+import { cutText } from "./cut-text";
 import { httpGetAction, type HttpToolLimits } from "./http.tool";
 import { memorySave, memorySearch } from "./memory.tool";
 import { ToolError, type ToolAction, type ToolContext } from "./tool";
@@ -11,7 +12,6 @@ import { ToolError, type ToolAction, type ToolContext } from "./tool";
 
 /** Longest tool error message given to the model and stored with the run (a tool may quote what it was given). */
 export const MAX_TOOL_ERROR_CHARS = 2000;
-const brief = (message: string) => (message.length > MAX_TOOL_ERROR_CHARS ? `${message.slice(0, MAX_TOOL_ERROR_CHARS)}…` : message);
 
 export const BUILT_IN_TOOLS = ["memory", "calc", "clock", "http"] as const;
 
@@ -86,7 +86,7 @@ export class ToolRegistry {
     const [tool, action] = sep > 0 ? [name.slice(0, sep), name.slice(sep + 1)] : [name, ""];
     let params: Record<string, unknown> = {};
     let isObject = true;
-    const fail = (code: string, message: string, charged: boolean): ToolCallOutcome => ({ tool, action, params, result: { error: { code, message: brief(message) } }, ok: false, charged });
+    const fail = (code: string, message: string, charged: boolean): ToolCallOutcome => ({ tool, action, params, result: { error: { code, message: cutText(message, MAX_TOOL_ERROR_CHARS) } }, ok: false, charged });
     try {
       // Arguments and results are stored with the run's events: PostgreSQL takes no U+0000.
       const parsed = storableJson(rawArgs.trim() ? JSON.parse(rawArgs) : {});
