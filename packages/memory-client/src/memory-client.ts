@@ -190,8 +190,9 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
       }));
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
-      if (writes && timeout.aborted) throw unconfirmed(timeoutMs, err);
-      throw writes && isConnectionLostError(err) ? unconfirmed(null, err) : unavailable(err);
+      if (!writes) throw unavailable(err);
+      if (timeout.aborted) throw unconfirmed(timeoutMs, err);
+      throw isConnectionLostError(err) ? unconfirmed(null, err) : unavailable(err);
     }
 
     if (status >= 200 && status < 300) return successBody(answers, status, text, `${method} ${path}`);

@@ -32,9 +32,9 @@ export function widgetLimits({ limiter, redisPrefix, perKey, perIp }: WidgetLimi
       { key: `${redisPrefix}:rl:widget-key:${key.id}`, limit: perKey },
     ]);
     if (byIp.admitted) {
-      // Both used up by this request: the next one fits once the longer wait is over.
-      const closer = byIp.remaining !== byKey.remaining ? (byIp.remaining < byKey.remaining ? byIp : byKey) : byIp.retryAfterMs >= byKey.retryAfterMs ? byIp : byKey;
-      setRateLimitHeaders(res, closer);
+      // Of two as close (both used up by this request, say), the one whose wait is longer.
+      const ipCloser = byIp.remaining < byKey.remaining || (byIp.remaining === byKey.remaining && byIp.retryAfterMs >= byKey.retryAfterMs);
+      setRateLimitHeaders(res, ipCloser ? byIp : byKey);
       return next();
     }
     // Only a full window has a wait; when both are full, the request fits once the longer one ends.
