@@ -115,14 +115,15 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
   /** `GET /tasks/:task_id/runs/:run_id/events`: replay and follow a run of the visitor's own task. */
   router.get(EVENTS_PATH, async (req, res) => {
     const w = widgetOf(req);
-    if (!w.visitorId) throw new AppError("unauthorized", { message: "A visitor token (X-Visitor-Token) is required." });
+    // A request without the visitor's token was refused before the limits (above).
+    const visitorId = w.visitorId!;
     const afterSeq = resumeAfter(req);
     const task = await ownedTask(deps.prisma, widgetAuthContext(w), req.params.task_id);
-    if (task.visitorId !== w.visitorId) throw new AppError("forbidden", { message: "This task belongs to another visitor." });
+    if (task.visitorId !== visitorId) throw new AppError("forbidden", { message: "This task belongs to another visitor." });
     const runId = req.params.run_id;
     const run = isIdShaped(runId) ? await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, taskId: true, status: true, lastSeq: true } }) : null;
     if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${runId.slice(0, 100)}'.` });
-    res.setHeader(VISITOR_TOKEN_HEADER, tokens.sign(w.visitorId, w.key.id));
+    res.setHeader(VISITOR_TOKEN_HEADER, tokens.sign(visitorId, w.key.id));
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: config.SSE_HEARTBEAT_MS });
   });
 
