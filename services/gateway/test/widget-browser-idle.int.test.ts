@@ -2,7 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
 import { eventually } from "@agentrun/testing";
-import { bubbleOf, inputOf, openDemo, startWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
+import { bubbleOf, inputOf, openDemo, useWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
 
 // The widget's watchdog on silent streams, in Chromium: a proxy between the page and the gateway
 // that stops passing a stream on without closing it (as a stuck proxy or a connection that died
@@ -78,14 +78,14 @@ let wb: WidgetBrowser;
 let proxy: Awaited<ReturnType<typeof holdingProxy>>;
 let page: Page;
 
+useWidgetBrowser((started) => (wb = started), { SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) });
+
 beforeAll(async () => {
-  wb = await startWidgetBrowser({ SSE_HEARTBEAT_MS: String(HEARTBEAT_MS) });
   proxy = await holdingProxy(wb.stack.gatewayUrl);
-}, 60_000);
+});
 
 afterAll(async () => {
   await proxy?.close();
-  await wb?.stop();
 });
 
 beforeEach(async () => {
@@ -97,7 +97,6 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await page.close();
-  expect(wb.pageErrors).toEqual([]);
 });
 
 const reattaches = () => proxy.requests.filter((r) => r.method === "GET" && r.url.endsWith("/events"));
