@@ -70,6 +70,10 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     }
   });
 
+  // Shutdown cuts short the final-failure handlers' waits and waits for their decisions before
+  // closing the connections they use.
+  const stopping = new AbortController();
+  const failuresDeciding = new Set<Promise<boolean>>();
   const worker = createWorker({
     queueName: AGENT_RUNS_QUEUE,
     prefix: bullPrefix(config.REDIS_PREFIX),
@@ -80,9 +84,12 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     lockDurationMs: config.LOCK_DURATION_MS,
     stalledIntervalMs: config.STALLED_INTERVAL_MS,
     // A job that failed for good (infrastructure errors on every attempt) must not leave its run open.
-    onFinalFailure: async (job, err) => {
+    onFinalFailure: (job, err) => {
       const runId = (job.data as { runId?: string }).runId;
-      if (runId) await endRunOfFailedJob(deps, runId, err, (id) => active.has(id));
+      if (!runId) return;
+      const decided = endRunOfFailedJob(deps, runId, err, (id) => active.has(id), stopping.signal);
+      failuresDeciding.add(decided);
+      return decided.then(() => {}).finally(() => failuresDeciding.delete(decided));
     },
   });
 
@@ -117,12 +124,14 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     (closing ??= (async () => {
       stopHeartbeat();
       for (const stop of stopSweeps) stop();
+      stopping.abort();
       const grace = setTimeout(() => active.stopAll("shutdown"), graceMs);
       // What is still being closed; whatever is left when the deadline passes is reported.
       const open = ["BullMQ worker", "queue", "Redis connections", "database pool"];
       const closeAll = async () => {
         await worker.close();
         clearTimeout(grace);
+        await Promise.allSettled(failuresDeciding);
         open.shift();
         await queue.close().catch(() => {});
         open.shift();

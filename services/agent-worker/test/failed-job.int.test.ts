@@ -85,6 +85,21 @@ describe("the run of a job that failed for good", () => {
     expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "worker_lost" } });
   });
 
+  it("is left to the orphan sweep when this worker stops while it waits for a renewal", async () => {
+    const { runId, live } = await queuedRun();
+    await markRunning(runId, "worker-gone");
+    const stopping = new AbortController();
+    // A 30 s TTL: the wait for a renewal would last 10.5 s.
+    const decided = endRunOfFailedJob({ ...deps(), heartbeatTtlMs: 30_000 }, runId, new Error("job stalled more than allowable limit"), () => false, stopping.signal);
+    await new Promise((r) => setTimeout(r, 100));
+    stopping.abort();
+    expect(await decided).toBe(false);
+    expect((await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("running");
+    // Once it is decided without a shutdown, the run is ended.
+    expect(await endRunOfFailedJob(deps(), runId, new Error("job stalled more than allowable limit"))).toBe(true);
+    expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "worker_lost" } });
+  });
+
   it("is ended when the heartbeat is this worker's own (its claim set it, then failed)", async () => {
     const { runId, live } = await queuedRun();
     await markRunning(runId, "worker-gone");

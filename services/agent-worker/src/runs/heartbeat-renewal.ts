@@ -10,9 +10,18 @@ const RENEWAL_MARGIN_MS = 500;
 /**
  * Waits one renewal interval and a margin (at most another interval, so at most two thirds of the
  * TTL in all): a live worker has set its heartbeat again by then, and a heartbeat this worker set
- * is still there if nobody did.
+ * is still there if nobody did. Cut short when `signal` aborts (the caller then knows nothing new).
  */
-export function waitOneRenewal(ttlMs: number): Promise<void> {
+export function waitOneRenewal(ttlMs: number, signal?: AbortSignal): Promise<void> {
   const interval = renewalIntervalMs(ttlMs);
-  return new Promise((r) => setTimeout(r, interval + Math.min(RENEWAL_MARGIN_MS, interval)));
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, interval + Math.min(RENEWAL_MARGIN_MS, interval));
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
