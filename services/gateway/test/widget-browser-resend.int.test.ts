@@ -125,4 +125,47 @@ describe("a message whose answer is lost before the run's first event", () => {
     expect(await wb.prisma.run.count({ where: { task: { agentId: await agentOf(key) } } })).toBe(1);
     await context.close();
   });
+
+  it("is sent again after a reload into a conversation deleted meanwhile, and answered in a new one", async () => {
+    const key = await widgetKeyFor(wb);
+    const statuses: number[] = [];
+    let held = false;
+    let release = () => {};
+    const page = await openDemo(wb, key, {
+      beforeLoad: async (p) => {
+        // The conversation's second message is lost on its way; sent again after the reload, it
+        // names a conversation deleted meanwhile.
+        await p.route("**/api/v1/widget/run", async (route: Route) => {
+          if (statuses.length === 1 && !held) {
+            held = true;
+            await new Promise<void>((r) => (release = r));
+            return route.abort("internetdisconnected").catch(() => {});
+          }
+          const response = await route.fetch();
+          statuses.push(response.status());
+          await route.fulfill({ response });
+        });
+      },
+    });
+    await openPanel(page);
+    await ask(page, "[chunks:2] the first message", "Echo: the first message");
+    const [first] = await wb.prisma.run.findMany({ where: { task: { agentId: await agentOf(key) } } });
+    await inputOf(page).fill("[chunks:3] a message into a deleted conversation");
+    await inputOf(page).press("Enter");
+    for (const deadline = Date.now() + 15_000; !held; await page.waitForTimeout(20)) {
+      if (Date.now() > deadline) throw new Error("the message was never sent");
+    }
+    await wb.prisma.task.delete({ where: { id: first!.taskId } });
+    await page.reload();
+    release();
+    await watchAnswer(page, "Echo: a message into a deleted conversation");
+    await page.waitForSelector(".send:not([disabled])");
+    // The message sent again was refused (its conversation is gone) and sent in a new one.
+    expect(statuses).toEqual([200, 404, 200]);
+    const runs = await wb.prisma.run.findMany({ where: { task: { agentId: await agentOf(key) } } });
+    expect(runs.map((r) => r.query)).toEqual(["[chunks:3] a message into a deleted conversation"]);
+    expect(runs[0]!.taskId).not.toBe(first!.taskId);
+    expect(await page.locator(".msg.error").count()).toBe(0);
+    await page.close();
+  });
 });

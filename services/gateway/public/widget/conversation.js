@@ -195,6 +195,28 @@ export function createConversation({ key, base, greeting }, session, panel) {
     }
   }
 
+  /**
+   * Sends a message (`post`, the request of `text`) and streams its answer into `view`. An expired
+   * session or a conversation that is gone (401, 403, 404 while the session holds either) starts a
+   * new conversation, once. `resent`: the message was sent before (a reload came before its
+   * answer), so a 409 is its first request still being accepted, and waited for.
+   */
+  async function start(post, text, view, resent) {
+    let res = await post();
+    if (res && !res.ok && (res.status === 401 || res.status === 403 || res.status === 404) && (state.token || state.taskId)) {
+      session.update((s) => {
+        if (res.status === 401) s.token = null;
+        s.taskId = null;
+      });
+      post = message(text);
+      res = await post();
+    }
+    // A gateway in trouble is asked again below, with the same request and key, as a lost answer is.
+    if (res && !res.ok && !GATEWAY_TROUBLE[res.status] && !(resent && res.status === 409)) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
+    // No answer (the request or its answer was lost): sent again, the same request, below.
+    await follow(res, view, post);
+  }
+
   /** Runs `work` with the composer disabled; shows what other tabs added meanwhile once it ends. */
   async function whileBusy(work) {
     busy = true;
@@ -253,21 +275,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
         remember("user", text);
         const view = panel.addMessage("assistant", "");
         view.setText("");
-        let post = message(text);
-        let res = await post();
-        if (res && !res.ok && (res.status === 401 || res.status === 403 || res.status === 404) && (state.token || state.taskId)) {
-          // Expired session, or a conversation that is gone: start a new one, once.
-          session.update((s) => {
-            if (res.status === 401) s.token = null;
-            s.taskId = null;
-          });
-          post = message(text);
-          res = await post();
-        }
-        // A gateway in trouble is asked again below, with the same request and key, as a lost answer is.
-        if (res && !res.ok && !GATEWAY_TROUBLE[res.status]) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
-        // No answer (the request or its answer was lost): sent again, the same request, below.
-        await follow(res, view, post);
+        await start(message(text), text, view);
       });
     },
     /** Shows the stored transcript, and resumes the answer a reload interrupted, or sends again the message it did. */
@@ -277,8 +285,8 @@ export function createConversation({ key, base, greeting }, session, panel) {
       if (!state.sending) return;
       const answer = panel.addMessage("assistant", "");
       answer.setText("");
-      const post = sending(state.sending);
-      void whileBusy(() => follow(null, answer, post));
+      const s = state.sending;
+      void whileBusy(() => start(sending(s), s.body.query, answer, true));
     },
   };
 }
