@@ -76,7 +76,7 @@ export async function seedLists(client: pg.Client): Promise<SeedReport> {
     await client.query("DELETE FROM task_counts WHERE agent_id = $1", [LISTS_AGENT]);
     await client.query(
       `INSERT INTO task_counts (agent_id, status, shard, n)
-       SELECT agent_id, status, abs(hashtext(id)) % 16, count(*) FROM tasks WHERE agent_id = $1 GROUP BY 1, 2, 3`,
+       SELECT agent_id, status, abs(hashtext(id)::bigint) % 16, count(*) FROM tasks WHERE agent_id = $1 GROUP BY 1, 2, 3`,
       [LISTS_AGENT],
     );
   }

@@ -45,3 +45,14 @@ it("ends a queued run older than QUEUED_MAX_AGE_MS as failed (unavailable) inste
   // The reservation taken when the run was recorded came back: nothing was consumed.
   expect((await prisma.organization.findUniqueOrThrow({ where: { id: tenant.orgId } })).creditBalance).toBe(before);
 }, 30_000);
+
+it("ends a queued run that waited longer than 2^31 ms (a stack stopped for a month), its duration at the column's maximum", async () => {
+  const runId = await queuedRunWithoutJob("[chunks:3] a month late", 30 * 24 * 3600_000);
+  const run = await eventually(async () => {
+    const r = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    return r.status !== "queued" && r;
+  });
+  expect(run).toMatchObject({ status: "failed", errorCode: "unavailable", durationMs: 2147483647 });
+  const events = await readDbEvents({ prisma }, runId);
+  expect(events.map((e) => e.type)).toEqual(["run_started", "run_failed"]);
+}, 30_000);
