@@ -93,3 +93,32 @@ it("reaches an orphan behind more than a page of older live runs", async () => {
   expect(await status(orphan)).toBe("failed");
   expect(await prisma.run.count({ where: { id: { in: live }, status: "running" } })).toBe(105);
 }, 60_000);
+
+it("reaches an orphan behind a page whose last run ended while the sweep read on", async () => {
+  const live = await Promise.all(Array.from({ length: 100 }, () => staleRunningRun()));
+  await Promise.all(live.map((id) => redis.set(runHeartbeatKey(redisPrefix, id), "worker-alive", "PX", 30_000)));
+  const orphan = await staleRunningRun();
+  await prisma.run.update({ where: { id: orphan }, data: { startedAt: new Date(Date.now() - 91_000) } });
+  // The last run of the sweep's first page ends just after that page was read.
+  let first = true;
+  const watched = prisma.$extends({
+    query: {
+      run: {
+        async findMany({ args, query }) {
+          const rows = await query(args);
+          if (first && rows.length > 0) {
+            first = false;
+            await prisma.run.update({ where: { id: rows.at(-1)!.id }, data: { status: "completed" } });
+          }
+          return rows;
+        },
+      },
+    },
+  });
+  const sweeping = { ...deps, prisma: watched as unknown as PrismaClient };
+  await sweepOrphanedRuns(sweeping, queue);
+  await new Promise((r) => setTimeout(r, HEARTBEAT_TTL_MS + 100));
+  await sweepOrphanedRuns(sweeping, queue);
+  expect(first).toBe(false);
+  expect(await status(orphan)).toBe("failed");
+}, 60_000);

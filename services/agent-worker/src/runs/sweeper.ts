@@ -25,35 +25,51 @@ const suspects = new Map<string, number>();
  * and those workers set their heartbeat again within a third of that time.
  */
 export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>): Promise<number> {
-  const { prisma, redis, redisPrefix } = deps;
+  const { prisma } = deps;
   const cutoff = new Date(Date.now() - deps.config.RUN_STALE_AFTER_MS);
-  const candidates = await allPages((page) =>
-    prisma.run.findMany({ where: { status: "running", startedAt: { lt: cutoff } }, select: { id: true, query: true }, orderBy: [{ startedAt: "asc" }, { id: "asc" }], ...page }),
+  const { rows: candidates, complete } = await allPages((after?: { id: string; startedAt: Date | null }) =>
+    prisma.run.findMany({
+      where: { status: "running", startedAt: { lt: cutoff }, ...(after && { OR: [{ startedAt: { gt: after.startedAt! } }, { startedAt: after.startedAt, id: { gt: after.id } }] }) },
+      select: { id: true, query: true, startedAt: true },
+      orderBy: [{ startedAt: "asc" }, { id: "asc" }],
+      take: PAGE_SIZE,
+    }),
   );
   let ended = 0;
   const now = Date.now();
+  // Runs no longer running (or back with a heartbeat) are suspects no more; a sweep cut short
+  // by its page limit did not look at every run, and forgets none.
   const seen = new Set(candidates.map((r) => r.id));
-  for (const id of suspects.keys()) if (!seen.has(id)) suspects.delete(id);
+  if (complete) for (const id of suspects.keys()) if (!seen.has(id)) suspects.delete(id);
   for (const run of candidates) {
-    // A run cancelled while its worker is gone does not wait for its job to reach a free worker
-    // (every worker busy with long runs): it is ended here once its heartbeat has stayed gone.
-    const waitsForItsJob = async () => (await jobIsLive(queue, run.id)) && !(await redis.exists(runCancelKey(redisPrefix, run.id)));
-    if ((await redis.exists(runHeartbeatKey(redisPrefix, run.id))) || (await waitsForItsJob())) {
-      suspects.delete(run.id);
-      continue;
-    }
-    const since = suspects.get(run.id) ?? now;
-    suspects.set(run.id, since);
-    if (now - since < deps.heartbeatTtlMs) continue;
-    // One sweeper per orphan, whichever worker gets there first.
-    const lock = await redis.set(`${redisPrefix}:sweep:${run.id}`, deps.workerId, "EX", 60, "NX");
-    if (lock !== "OK") continue;
-    suspects.delete(run.id);
-    if (await endAbandonedRun(deps, run, WORKER_LOST)) {
-      ended++;
-      deps.logger.warn({ runId: run.id }, "ended a run whose worker stopped");
+    try {
+      if (await endIfOrphaned(deps, queue, run, now)) ended++;
+    } catch (err) {
+      // One run the sweep cannot handle does not keep it from the others.
+      deps.logger.warn({ runId: run.id, err: (err as Error).message }, "could not sweep a run");
     }
   }
+  return ended;
+}
+
+async function endIfOrphaned(deps: RunDeps, queue: Queue<AgentRunJob>, run: { id: string; query: string }, now: number): Promise<boolean> {
+  const { redis, redisPrefix } = deps;
+  // A run cancelled while its worker is gone does not wait for its job to reach a free worker
+  // (every worker busy with long runs): it is ended here once its heartbeat has stayed gone.
+  const waitsForItsJob = async () => (await jobIsLive(queue, run.id)) && !(await redis.exists(runCancelKey(redisPrefix, run.id)));
+  if ((await redis.exists(runHeartbeatKey(redisPrefix, run.id))) || (await waitsForItsJob())) {
+    suspects.delete(run.id);
+    return false;
+  }
+  const since = suspects.get(run.id) ?? now;
+  suspects.set(run.id, since);
+  if (now - since < deps.heartbeatTtlMs) return false;
+  // One sweeper per orphan, whichever worker gets there first.
+  const lock = await redis.set(`${redisPrefix}:sweep:${run.id}`, deps.workerId, "EX", 60, "NX");
+  if (lock !== "OK") return false;
+  suspects.delete(run.id);
+  const ended = await endAbandonedRun(deps, run, WORKER_LOST);
+  if (ended) deps.logger.warn({ runId: run.id }, "ended a run whose worker stopped");
   return ended;
 }
 
@@ -62,18 +78,20 @@ const PAGE_SIZE = 100;
 const MAX_PAGES = 20;
 
 /**
- * Every row `fetch` pages through (up to MAX_PAGES pages), so that a sweep also reaches runs
- * behind a first page full of live ones (long runs, or a backlog of runs waiting in the queue).
+ * Every row `fetch` pages through (up to MAX_PAGES pages of PAGE_SIZE), so that a sweep also
+ * reaches runs behind a first page full of live ones (long runs, or a backlog of runs waiting in
+ * the queue). Each page is asked for as the rows after the last one read (`after`), by their
+ * ordering key, so that a row that changed meanwhile ends no page early. `complete`: every
+ * row was read.
  */
-async function allPages<T extends { id: string }>(fetch: (page: { take: number; skip?: number; cursor?: { id: string } }) => Promise<T[]>): Promise<T[]> {
+async function allPages<T>(fetch: (after?: T) => Promise<T[]>): Promise<{ rows: T[]; complete: boolean }> {
   const rows: T[] = [];
   for (let n = 0; n < MAX_PAGES; n++) {
-    const last = rows.at(-1);
-    const page = await fetch(last ? { take: PAGE_SIZE, skip: 1, cursor: { id: last.id } } : { take: PAGE_SIZE });
+    const page = await fetch(rows.at(-1));
     rows.push(...page);
-    if (page.length < PAGE_SIZE) break;
+    if (page.length < PAGE_SIZE) return { rows, complete: true };
   }
-  return rows;
+  return { rows, complete: false };
 }
 
 async function jobIsLive(queue: Queue<AgentRunJob>, runId: string): Promise<boolean> {
@@ -90,25 +108,36 @@ async function jobIsLive(queue: Queue<AgentRunJob>, runId: string): Promise<bool
 export async function reviveQueuedRuns(deps: RunDeps, queue: Queue<AgentRunJob>): Promise<number> {
   const now = Date.now();
   const cutoff = new Date(now - deps.config.QUEUED_STALE_AFTER_MS);
-  const stale = await allPages((page) =>
-    deps.prisma.run.findMany({ where: { status: "queued", createdAt: { lt: cutoff } }, select: { id: true, query: true, createdAt: true }, orderBy: [{ createdAt: "asc" }, { id: "asc" }], ...page }),
+  const { rows: stale } = await allPages((after?: { id: string; createdAt: Date }) =>
+    deps.prisma.run.findMany({
+      where: { status: "queued", createdAt: { lt: cutoff }, ...(after && { OR: [{ createdAt: { gt: after.createdAt } }, { createdAt: after.createdAt, id: { gt: after.id } }] }) },
+      select: { id: true, query: true, createdAt: true },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      take: PAGE_SIZE,
+    }),
   );
   let handled = 0;
   for (const run of stale) {
-    if (now - run.createdAt.getTime() > deps.config.QUEUED_MAX_AGE_MS) {
-      if (await jobIsLive(queue, run.id)) continue;
-      const error = { code: "unavailable", message: "The run was never executed: its queue entry was lost and it is too old to start now." };
-      if (await failRun(deps, run, error, { onlyIfQueued: true })) {
-        handled++;
-        deps.logger.warn({ runId: run.id }, "ended a queued run whose job was lost long ago");
-      }
-      continue;
-    }
-    const outcome = await requeueRun(queue, run.id);
-    if (outcome !== "pending") {
-      handled++;
-      deps.logger.warn({ runId: run.id, outcome }, "re-queued a run whose job was lost");
+    try {
+      if (await reviveQueuedRun(deps, queue, run, now)) handled++;
+    } catch (err) {
+      deps.logger.warn({ runId: run.id, err: (err as Error).message }, "could not sweep a queued run");
     }
   }
   return handled;
+}
+
+/** Ends a queued run too old to start now whose job is gone, or queues it again. */
+async function reviveQueuedRun(deps: RunDeps, queue: Queue<AgentRunJob>, run: { id: string; query: string; createdAt: Date }, now: number): Promise<boolean> {
+  if (now - run.createdAt.getTime() > deps.config.QUEUED_MAX_AGE_MS) {
+    if (await jobIsLive(queue, run.id)) return false;
+    const error = { code: "unavailable", message: "The run was never executed: its queue entry was lost and it is too old to start now." };
+    const ended = await failRun(deps, run, error, { onlyIfQueued: true });
+    if (ended) deps.logger.warn({ runId: run.id }, "ended a queued run whose job was lost long ago");
+    return ended;
+  }
+  const outcome = await requeueRun(queue, run.id);
+  if (outcome === "pending") return false;
+  deps.logger.warn({ runId: run.id, outcome }, "re-queued a run whose job was lost");
+  return true;
 }
