@@ -8,31 +8,34 @@ import { createTestRun, testEnv, testPrisma } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
 import type { GatewayDeps } from "../deps";
 import { errorHandler } from "../middleware/error.middleware";
-import { respondWithRun } from "./respond-run";
+import { endAllWaits, respondWithRun } from "./respond-run";
 
 let prisma: PrismaClient;
 let sub: Redis;
 let hub: SubscriberHub;
 // Commands fail: nothing listens on port 1. The subscriber connection works.
 let broken: Redis;
+let working: Redis;
 
 beforeAll(() => {
   prisma = testPrisma(testEnv().databaseUrl);
   sub = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
   hub = new SubscriberHub(sub);
   broken = createRedis({ url: "redis://127.0.0.1:1", role: "commands", onError: () => {} });
+  working = createRedis({ url: testEnv().redisUrl, role: "commands" });
 });
 afterAll(async () => {
   broken.disconnect();
+  working.disconnect();
   sub.disconnect();
   await prisma.$disconnect();
 });
 
 /** A gateway route answering for one run, in JSON, with the parts respondWithRun uses. */
-function app(input: { runId: string; taskId: string; sent?: RunEvent[] }) {
-  const config = { REDIS_PREFIX: `${testEnv().redisPrefix}:respond`, RUN_WAIT_TIMEOUT_MS: 5000, SSE_HEARTBEAT_MS: 15_000 };
+function app(input: { runId: string; taskId: string; sent?: RunEvent[] }, redis = broken, waitMs = 5000) {
+  const config = { REDIS_PREFIX: `${testEnv().redisPrefix}:respond`, RUN_WAIT_TIMEOUT_MS: waitMs, SSE_HEARTBEAT_MS: 15_000 };
   // Only what respondWithRun reads; the rest of the gateway's dependencies play no part.
-  const deps = { config, prisma, redis: broken, hub } as unknown as GatewayDeps;
+  const deps = { config, prisma, redis, hub } as unknown as GatewayDeps;
   const logger = createLogger({ service: "test", level: "silent", pretty: false });
   const a = express();
   a.use((req, _res, next) => ((req.log = logger), next()));
@@ -56,4 +59,15 @@ describe("respondWithRun (JSON)", () => {
     const res = await request(app({ runId, taskId })).post("/run");
     expect([res.status, res.body.error?.code]).toEqual([503, "unavailable"]);
   });
+
+  // Last: shutdown, once begun, stays begun in this module.
+  it("answers a run accepted once shutdown has begun at once, 202 with its status, rather than waiting for its end", async () => {
+    const runId = await createTestRun(prisma, "queued");
+    const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
+    const started = { seq: 1, type: "run_started", run_id: runId, task_id: taskId } as RunEvent;
+    expect(endAllWaits()).toBe(0);
+    // A wait of 60 s, longer than this test may take: it answers at once or not in time.
+    const res = await request(app({ runId, taskId, sent: [started] }, working, 60_000)).post("/run");
+    expect([res.status, res.body]).toEqual([202, { run_id: runId, task_id: taskId, status: "queued" }]);
+  }, 10_000);
 });

@@ -90,3 +90,13 @@ it("writes what is waiting before an end the caller asks for", async () => {
   stream.send(chunk(51));
   expect(seqsIn(await got)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
 });
+
+it("ends a stream opened once shutdown has begun, after what its opener sent at once", async () => {
+  // (Shutdown began in the test above.)
+  const next = nextStream();
+  const got = readStream();
+  const { stream } = await next;
+  stream.send(chunk(1));
+  expect(seqsIn(await got)).toEqual([1]);
+  expect(endAllStreams()).toBe(0);
+});

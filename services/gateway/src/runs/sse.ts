@@ -22,9 +22,16 @@ const STREAM_CLOSED = new Error("the event stream's response closed");
 
 /** Streams open in this process, so that shutdown can end them cleanly. */
 const openStreams = new Set<SseStream>();
+/** Shutdown has begun: a stream opened from now on (a run still being accepted) ends soon too. */
+let shuttingDown = false;
 
-/** Ends every open stream (no terminal event: clients re-attach with Last-Event-ID). */
+/**
+ * Ends every open stream (no terminal event: clients re-attach with Last-Event-ID), and every
+ * stream opened later, once the events its opener sends in the same turn (a new run's
+ * run_started) are written.
+ */
 export function endAllStreams(): number {
+  shuttingDown = true;
   const n = openStreams.size;
   for (const s of [...openStreams]) s.end();
   return n;
@@ -177,5 +184,6 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
     },
   };
   openStreams.add(stream);
+  if (shuttingDown) setImmediate(() => stream.end());
   return stream;
 }
