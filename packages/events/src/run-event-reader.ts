@@ -114,7 +114,8 @@ export interface FollowRunOptions extends EventStore {
 /**
  * Delivers a run's events from `afterSeq` to the terminal event: subscribes to the live channel
  * first, then reads what is stored, and merges both by seq, so nothing is skipped or sent twice.
- * Resolves with the terminal event, or null when `signal` aborts first. The terminal event is
+ * Resolves with the terminal event, or null when `signal` aborts first or the run turns out to
+ * be gone (its task deleted after the caller looked it up). The terminal event is
  * delivered unless the caller holds its seq already; a caller past it gets it out of order.
  */
 export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
@@ -234,6 +235,9 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         const endKnown = endPending();
         const rows = covered ? [] : await readDbEventsOrEnd(opts, runId, next - 1);
         const read = mergeEvents(rows, log ?? [], next - 1);
+        // Neither store holds anything of a run whose row is gone: its task was deleted (and its
+        // events and log with it) after this reader looked the run up. Nothing more will come.
+        if (read.length === 0 && !log?.length && !(await opts.prisma.run.findUnique({ where: { id: runId }, select: { id: true } }))) return finish(null);
         for (const e of read) add(e, true);
         // The run has ended and neither store has the next seq: it was lost for good (an append
         // that failed, and its worker gone before storing it). Go on past the gap rather than

@@ -1,5 +1,7 @@
-import { apiJson, eventually, runJson, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import type Redis from "ioredis";
+import { apiJson, eventually, runJson, stackWithTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
+import { runLogKey } from "@agentrun/events";
 
 // DELETE /api/tasks/{id} racing the requests that read the task's runs. No worker: every run
 // stays queued until the delete cancels it, which ends it at once and lets the delete go on, so
@@ -7,8 +9,9 @@ import type { PrismaClient } from "@agentrun/db";
 let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
+let redis: Redis;
 
-stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 0 }, tenant: { plan: "enterprise", rpmLimit: 100_000 } });
+stackWithTenant((started) => ({ stack, prisma, tenant, redis } = started as typeof started & { redis: Redis }), { stack: { workers: 0 }, tenant: { plan: "enterprise", rpmLimit: 100_000 }, redis: true });
 
 const ROUNDS = 20;
 
@@ -50,3 +53,23 @@ it("answers GET /tasks/{id}/runs for a task deleted meanwhile with its runs or 4
   }
   expect(outcomes.filter((o) => o !== "200 with 1 run(s)" && o !== "404 task_not_found")).toEqual([]);
 });
+
+it("ends a stream and a JSON wait whose run vanished with its task after they began following it", async () => {
+  // What a delete leaves when it cancels the run, deletes its events and unlinks its log between
+  // a reader's look-up of the run and its first read: both stores empty, the run's row gone.
+  const streamed = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "followed as it vanishes" }, headers: tenant.headers, timeoutMs: 30_000 });
+  await streamed.waitFor((e) => e.type === "run_started");
+  const { run_id: runId, task_id: taskId } = streamed.events[0];
+  const answer = runJson(stack.gatewayUrl, tenant.headers, { query: "waited for as it vanishes", stream: false });
+  const waited = await eventually(() => prisma.run.findFirst({ where: { orgId: tenant.orgId, query: "waited for as it vanishes" } }), { intervalMs: 20 });
+  for (const id of [runId, waited.id]) await redis.del(runLogKey(stack.env.REDIS_PREFIX!, id));
+  await prisma.task.deleteMany({ where: { id: { in: [taskId, waited.taskId] } } });
+  // The stream ends without a terminal event (the signal to re-attach), and re-attaching tells
+  // why; the JSON wait answers 404.
+  const { events } = await streamed.result;
+  expect(events.map((e) => e.data.type)).toEqual(["run_started"]);
+  const reattached = await apiJson(stack.gatewayUrl, "GET", `/tasks/${taskId}/runs/${runId}/events`, tenant.headers);
+  expect([reattached.status, reattached.body.error.code]).toEqual([404, "task_not_found"]);
+  const { status, body } = await answer;
+  expect([status, body.error.code]).toEqual([404, "task_not_found"]);
+}, 40_000);

@@ -103,6 +103,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
       // run was accepted: a database that does not answer now makes this no 503 (which invites a
       // retry, and with it a second run), only a status taken from its events.
       const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true } }).catch(unlessUnavailable);
+      if (run === null) throw new AppError("task_not_found", { message: `Task '${taskId}' was deleted while its run '${runId}' was in progress.` });
       accepted(run?.status ?? (started ? "running" : "queued"));
       return;
     }
