@@ -14,11 +14,16 @@ function response(parts: (string | Uint8Array)[]): StreamedResponse {
   };
 }
 
-/** Every read's chunks, as the consumer sees them. */
-async function reads(parts: (string | Uint8Array)[], maxEventChars?: number) {
+/** Every read's chunks, as the consumer sees them; `empty`: with the reads that completed no event. */
+async function reads(parts: (string | Uint8Array)[], maxEventChars?: number, empty = false) {
   const out: string[][] = [];
-  for await (const chunks of completionChunks(response(parts), maxEventChars)) out.push(chunks.map((c) => c.choices[0]?.delta.content ?? ""));
+  for await (const chunks of completionChunks(response(parts), maxEventChars)) if (empty || chunks.length > 0) out.push(chunks.map((c) => c.choices[0]?.delta.content ?? ""));
   return out;
+}
+
+/** Reads a stream of chunks to its end (or its error). */
+async function drain(chunks: AsyncGenerator<unknown>): Promise<void> {
+  for await (const _ of chunks);
 }
 
 describe("completionChunks", () => {
@@ -30,6 +35,11 @@ describe("completionChunks", () => {
     const bytes = new TextEncoder().encode(event(chunk("héllo 🦊")));
     const cut = bytes.indexOf(0xf0) + 2; // inside the fox's four bytes
     expect(await reads([bytes.slice(0, 10), bytes.slice(10, cut), bytes.slice(cut), event("[DONE]")])).toEqual([["héllo 🦊"]]);
+  });
+
+  it("gives a read that completed no event (a keep-alive comment, part of an event) as an empty array", async () => {
+    const whole = event(chunk("x"));
+    expect(await reads([": keep-alive\n\n", whole.slice(0, 9), whole.slice(9), event("[DONE]")], undefined, true)).toEqual([[], [], ["x"]]);
   });
 
   it("reads CRLF framing and skips comments and events without data", async () => {
@@ -89,9 +99,9 @@ describe("completionChunks", () => {
   it("throws SyntaxError for a body that is not an event stream, naming its content type, and for an empty stream", async () => {
     const completion = { id: "c1", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "The full answer" }, finish_reason: "stop" }] };
     const json = completionChunks({ headers: new Headers({ "content-type": "application/json" }), body: (async function* () { yield JSON.stringify(completion); })() });
-    await expect(json.next()).rejects.toThrow(new SyntaxError("The model answered application/json instead of an event stream."));
+    await expect(drain(json)).rejects.toThrow(new SyntaxError("The model answered application/json instead of an event stream."));
     const empty = completionChunks({ headers: new Headers({ "content-type": "text/event-stream" }), body: (async function* () { yield ": nothing\n\n"; })() });
-    await expect(empty.next()).rejects.toThrow(new SyntaxError("The streamed answer held no chunk."));
+    await expect(drain(empty)).rejects.toThrow(new SyntaxError("The streamed answer held no chunk."));
   });
 
   it("throws SyntaxError for a chunk that is not a JSON object", async () => {

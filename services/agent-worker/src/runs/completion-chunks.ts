@@ -19,7 +19,8 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
 /**
  * The chunks of a streamed chat completion, decoded from the response body as it arrives. The
  * chunks of each read of the body come as one array, so a consumer awaits once per read of the
- * connection rather than once per chunk.
+ * connection rather than once per chunk; a read that completed no event (a comment, part of an
+ * event) comes as an empty one, so that the consumer sees the connection alive.
  *
  * Decoding follows the SDK's own stream (`Stream.fromSSEResponse`), which this replaces on the
  * hot path (the SDK still makes the request: headers, retries, timeouts, error statuses). That
@@ -78,7 +79,12 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
   for await (const part of response.body) {
     parser.feed(typeof part === "string" ? part : decoder.decode(part, { stream: true }));
     if (overflow) throw new SyntaxError(`A streamed event exceeded ${maxEventChars} characters.`, { cause: overflow });
-    if (events.length === 0) continue;
+    // A read without a whole event (a keep-alive comment such as OpenRouter's `: OPENROUTER
+    // PROCESSING`, part of a long chunk) shows the model at work all the same: an empty array.
+    if (events.length === 0) {
+      yield [];
+      continue;
+    }
     const read = take(events);
     events = [];
     // The chunks that came before a bad one in the same read are the model's answer so far:

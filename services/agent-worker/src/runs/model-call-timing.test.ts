@@ -41,6 +41,14 @@ describe("callModel in time", () => {
     expect(usages).toEqual([]);
   });
 
+  it("takes keep-alive comments as the model at work: no idle timeout while they come", async () => {
+    // A provider that keeps the connection alive with SSE comments while its model is slow.
+    provider.script = [": PROCESSING\n\n", ": PROCESSING\n\n", ": PROCESSING\n\n", ": PROCESSING\n\n", chunk({ content: "at last" })];
+    provider.gapMs = 150;
+    const { turn } = await call({ timeoutMs: 5000, idleTimeoutMs: 400 });
+    expect(turn.text).toBe("at last");
+  });
+
   it("ends a call still streaming at timeoutMs with model_timeout, though chunks keep arriving within the idle timeout", async () => {
     provider.script = Array.from({ length: 12 }, (_, i) => chunk({ content: `part ${i} ` }));
     provider.gapMs = 150;
