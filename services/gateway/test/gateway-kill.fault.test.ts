@@ -31,7 +31,9 @@ it("lets a client whose gateway was killed re-attach through another gateway and
       return false;
     },
   }).catch((err: Error) => err);
-  while (first.length < 5) await new Promise((r) => setTimeout(r, 20));
+  for (const deadline = Date.now() + 20_000; first.length < 5; await new Promise((r) => setTimeout(r, 20))) {
+    if (Date.now() > deadline) throw new Error(`the stream brought ${first.length} events in 20 s (${JSON.stringify(await Promise.race([killed, null]))})`);
+  }
   await stack.gateway.kill();
   // The connection breaks mid-stream (fetch reports "terminated"), it does not end normally.
   expect(await killed).toMatchObject({ name: "TypeError", message: "terminated" });
@@ -46,4 +48,6 @@ it("lets a client whose gateway was killed re-attach through another gateway and
   const text = [...first, ...rest.events.map((e) => e.data)].filter((e) => e.type === "text_chunk").map((e) => e.content).join("");
   expect(text).toBe("Echo: survive the gateway");
   expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(all);
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: runId }, include: { task: true } });
+  expect({ status: run.status, output: run.output, active: run.task.activeRunId }).toEqual({ status: "completed", output: "Echo: survive the gateway", active: null });
 });
