@@ -1,4 +1,5 @@
 import type { PrismaClient } from "@agentrun/db";
+import { readDbEvents } from "@agentrun/events";
 import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 
 // The memory service hanging, then gone, while the gateway and the worker keep working. A
@@ -82,6 +83,8 @@ async function expectRunSurvives(): Promise<void> {
   expect(Date.now() - started).toBeLessThan(2 * MEMORY_TIMEOUT_MS + 5000);
   const run = await prisma.run.findUniqueOrThrow({ where: { id: events[0].run_id } });
   expect(run.status).toBe("completed");
+  // Nothing lost: the stream is what was stored.
+  expect(await readDbEvents({ prisma }, run.id)).toEqual(events);
 }
 
 /** The run goes on without the memories: the prompt is the instructions alone. */

@@ -164,6 +164,8 @@ describe("failure paths", () => {
     const { run_id, task_id } = res.events[0]!.data;
     const replay = await readSse(`${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`, { headers: tenant.headers });
     expect(replay.events.map((e) => e.data)).toEqual(res.events.map((e) => e.data));
+    const dbRun = await prisma.run.findUniqueOrThrow({ where: { id: run_id }, include: { task: true } });
+    expect([dbRun.status, dbRun.errorCode, dbRun.task.activeRunId]).toEqual(["failed", "model_bad_response", null]);
   });
 
   it("fails with model_bad_response, free and without an answer in the history, when the stream ends mid-answer", async () => {
