@@ -160,6 +160,8 @@ async function main(): Promise<void> {
   console.log(`\nwritten ${path.relative(process.cwd(), file)}`);
   const misses = results.flatMap((r) => (r.error ? [r.name] : r.metrics.filter((m) => m.pass === false).map((m) => `${r.name}: ${m.name}`)));
   console.log(misses.length ? `${misses.length} target(s) missed` : "every target met");
+  // A missed target fails the command, so that a script or CI job can tell.
+  if (misses.length) process.exitCode = 1;
 }
 
 main()

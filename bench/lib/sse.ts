@@ -104,11 +104,23 @@ export interface RunTiming {
   taskId?: string;
 }
 
-/** `POST /api/run` with `stream: true`, read to its terminal event. ok = a `run_completed`. */
-export async function timedRun(gatewayUrl: string, headers: Record<string, string>, query: string, opts: { dispatcher: Dispatcher; signal: AbortSignal; timeoutMs?: number }): Promise<RunTiming> {
+/**
+ * `POST /api/run` with `stream: true`, read to its terminal event. ok = a `run_completed` after
+ * every event once, in order (seq 1, 2, 3…), whose text chunks make `expectText` when given.
+ */
+export async function timedRun(
+  gatewayUrl: string,
+  headers: Record<string, string>,
+  query: string,
+  opts: { dispatcher: Dispatcher; signal: AbortSignal; timeoutMs?: number; expectText?: string },
+): Promise<RunTiming> {
   const t: RunTiming = { ok: false, runStarted: null, firstText: null, end: null, terminal: null, textChunks: 0 };
+  let seq = 0;
+  let text = "";
   const out = await readSseTimed(`${gatewayUrl}/api/run`, { ...opts, headers, body: { query, stream: true }, timeoutMs: opts.timeoutMs ?? 60_000 }, (data, ms) => {
-    const e = JSON.parse(data) as { type: string; run_id?: string; task_id?: string; error?: { code: string } };
+    const e = JSON.parse(data) as { seq: number; type: string; run_id?: string; task_id?: string; content?: string; error?: { code: string } };
+    if (e.seq !== seq + 1) t.error ??= `event seq ${e.seq} after ${seq}`;
+    seq = e.seq;
     if (e.type === "run_started") {
       t.runStarted ??= ms;
       t.runId = e.run_id;
@@ -116,6 +128,7 @@ export async function timedRun(gatewayUrl: string, headers: Record<string, strin
     } else if (e.type === "text_chunk") {
       t.firstText ??= ms;
       t.textChunks++;
+      text += e.content ?? "";
     } else if (TERMINAL.has(e.type)) {
       t.terminal = e.type;
       t.end = ms;
@@ -125,6 +138,7 @@ export async function timedRun(gatewayUrl: string, headers: Record<string, strin
   });
   if (out.error) t.error = out.error;
   else if (!t.terminal) t.error = "stream ended without a terminal event";
+  else if (opts.expectText !== undefined && t.terminal === "run_completed" && text !== opts.expectText) t.error ??= "streamed text differs from the model's answer";
   t.ok = !t.error && t.terminal === "run_completed";
   return t;
 }

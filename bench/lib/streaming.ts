@@ -93,7 +93,8 @@ export interface GatewayMeasurement {
 /** Streams runs through the gateway (`POST /api/run`, SSE) in a closed loop and times each. */
 export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenant: Tenant, plan: StreamingPlan): Promise<GatewayMeasurement> {
   const dispatcher = createDispatcher();
-  const call = () => timedRun(bench.stack.gatewayUrl, tenant.headers, plan.query, { dispatcher, signal: ctx.signal, timeoutMs: plan.timeoutMs });
+  const expectText = plan.query.endsWith(BENCH_TEXT) ? `Echo: ${BENCH_TEXT}` : undefined;
+  const call = () => timedRun(bench.stack.gatewayUrl, tenant.headers, plan.query, { dispatcher, signal: ctx.signal, timeoutMs: plan.timeoutMs, expectText });
   const procs = {
     gateway: () => [bench.gatewayPid],
     workers: () => bench.workerPids,
@@ -155,7 +156,10 @@ function loopOf(ctx: BenchContext, plan: StreamingPlan) {
   return { concurrency: plan.concurrency, warmup: plan.warmup, maxCount: plan.runs, durationMs: plan.durationMs, rampMs: ctx.args.burst ? 0 : plan.rampMs, signal: ctx.signal };
 }
 
+/** The text of every streaming workload's query; the scripted model answers `Echo: <it>`. */
+const BENCH_TEXT = "The quick brown fox jumps over the lazy dog while the benchmark measures every chunk.";
+
 /** A query whose echoed answer is long enough for `chunks` chunks. */
 export function benchQuery(directives: string): string {
-  return `${directives} The quick brown fox jumps over the lazy dog while the benchmark measures every chunk.`;
+  return `${directives} ${BENCH_TEXT}`;
 }
