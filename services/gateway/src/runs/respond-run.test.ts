@@ -6,6 +6,7 @@ import { createRedis, type Redis } from "@agentrun/redis";
 import { SubscriberHub } from "@agentrun/events";
 import { createTestRun, testEnv, testPrisma } from "@agentrun/testing";
 import type { RunEvent } from "@agentrun/contracts";
+import { failRun } from "@agentrun/run-state";
 import type { GatewayDeps } from "../deps";
 import { errorHandler } from "../middleware/error.middleware";
 import { endAllWaits, respondWithRun } from "./respond-run";
@@ -58,6 +59,15 @@ describe("respondWithRun (JSON)", () => {
     const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
     const res = await request(app({ runId, taskId })).post("/run");
     expect([res.status, res.body.error?.code]).toEqual([503, "unavailable"]);
+  });
+
+  it("answers a replay of a run the queue could not take 503 unavailable, as the first request was: its key is free", async () => {
+    const runId = await createTestRun(prisma, "queued");
+    const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
+    const store = { prisma, redis: working, redisPrefix: `${testEnv().redisPrefix}:respond` };
+    expect(await failRun(store, { id: runId, query: "q" }, { code: "unavailable", message: "The run queue is unavailable." }, { onlyIfQueued: true })).toBe(true);
+    const res = await request(app({ runId, taskId }, working)).post("/run");
+    expect([res.status, res.body.error]).toEqual([503, { code: "unavailable", message: "The run queue is unavailable." }]);
   });
 
   // Last: shutdown, once begun, stays begun in this module.

@@ -1,5 +1,5 @@
 import type { PrismaClient } from "@agentrun/db";
-import { idempotencyConflict } from "../runs/idempotency";
+import { idempotencyConflict, UNQUEUED_CODE } from "../runs/idempotency";
 
 /**
  * Where a widget request's Idempotency-Key is kept: per widget key, and per visitor (`new` for a
@@ -15,8 +15,9 @@ export function widgetKeyScope(widgetKeyId: string, visitorId: string | null, ke
 /**
  * The run that a request without a visitor token started with `key`, when it started `visitorId`:
  * the same visitor's repeat, now with the token from the first answer's headers (the stream was
- * lost before its first event). Null when there is none; 409 `idempotency_conflict` when that
- * request was another (`hash` differs).
+ * lost before its first event). Null when there is none, or when its run never executed for an
+ * outage (the queue could not take it: that does not use up the key); 409 `idempotency_conflict`
+ * when that request was another (`hash` differs).
  */
 export async function newVisitorRun(
   prisma: PrismaClient,
@@ -27,7 +28,8 @@ export async function newVisitorRun(
     JOIN tasks t ON t.id = k.task_id
     JOIN runs r ON r.id = k.run_id
     WHERE k.org_id = ${input.orgId} AND k.key = ${widgetKeyScope(input.widgetKeyId, null, input.key)}
-      AND k.expires_at > now() AND t.visitor_id = ${input.visitorId}`;
+      AND k.expires_at > now() AND t.visitor_id = ${input.visitorId}
+      AND NOT (r.status = 'failed' AND r.error_code = ${UNQUEUED_CODE})`;
   if (!found) return null;
   if (found.request_hash !== input.hash) throw idempotencyConflict();
   return { runId: found.run_id, taskId: found.task_id };
