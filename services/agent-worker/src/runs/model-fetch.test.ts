@@ -3,8 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { Agent } from "undici";
-import { within } from "@agentrun/testing";
-import { createModelFetch } from "./model-fetch";
+import { eventually, within } from "@agentrun/testing";
+import { createModelFetch, ERROR_BODY_MAX_BYTES } from "./model-fetch";
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
@@ -69,6 +69,26 @@ describe("createModelFetch with the openai SDK", () => {
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect(err.status).toBe(400);
     expect(err.message).toContain("bad model");
+  });
+
+  it("reads no more of an error's body than ERROR_BODY_MAX_BYTES, and closes an endless one", async () => {
+    let closed = false;
+    handler = (_req, res) => {
+      res.writeHead(502, { "content-type": "text/html" });
+      // An error page that never ends.
+      const page = "<p>bad gateway</p>".repeat(4096);
+      const more = () => {
+        if (res.destroyed) return;
+        res.write(page, () => setImmediate(more));
+      };
+      res.on("close", () => (closed = true));
+      more();
+    };
+    const err = await create(client({ timeout: 20_000 })).catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI.InternalServerError);
+    expect(err.status).toBe(502);
+    expect(err.message.length).toBeLessThanOrEqual(ERROR_BODY_MAX_BYTES + 100);
+    await eventually(async () => closed);
   });
 
   it("lets the SDK retry a 503 and read the next answer", async () => {

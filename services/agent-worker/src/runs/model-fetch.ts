@@ -5,11 +5,33 @@ import { Agent, request, type Dispatcher } from "undici";
 type SdkResponse = Pick<Response, "ok" | "status" | "statusText" | "url" | "headers" | "text" | "json" | "arrayBuffer"> & { body: Readable | null };
 
 /**
+ * Most of an error answer's body that is read (an error's message, or a proxy's error page, is far
+ * shorter): one endless or huge body must not hold a worker's memory for the call's whole time.
+ */
+export const ERROR_BODY_MAX_BYTES = 64 * 1024;
+
+/** The body's first `maxBytes` bytes as text; the rest is not read (the connection is closed). */
+async function leadingText(body: Dispatcher.ResponseData["body"], maxBytes: number): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const part of body) {
+    const buf = part as Buffer;
+    parts.push(buf.subarray(0, maxBytes - size));
+    size += Math.min(buf.length, maxBytes - size);
+    if (size >= maxBytes) {
+      body.destroy();
+      break;
+    }
+  }
+  return new TextDecoder().decode(Buffer.concat(parts));
+}
+
+/**
  * A `fetch` for the openai SDK on `undici.request`. A successful answer's body is handed to the
  * SDK as the Node stream undici reads it into: the SDK iterates any body that is async-iterable
  * directly, so a streamed completion skips the WHATWG stream layers of the global `fetch`, which
- * cost more CPU than the rest of a run's model call. Answers with an error status are read whole
- * (the SDK reads only their text). Timeouts stay the SDK's (request) and the caller's (idle
+ * cost more CPU than the rest of a run's model call. Answers with an error status are read up
+ * front, their first {@link ERROR_BODY_MAX_BYTES} (the SDK reads only their text). Timeouts stay the SDK's (request) and the caller's (idle
  * stream): undici's own are off.
  */
 export function createModelFetch(dispatcher: Dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 })): typeof fetch {
@@ -51,8 +73,8 @@ export function createModelFetch(dispatcher: Dispatcher = new Agent({ headersTim
       arrayBuffer: read.arrayBuffer,
     });
     if (status < 200 || status >= 300 || status === 204) {
-      // Read whole: the SDK only ever reads an error's text (or retries).
-      const text = await res.body.text();
+      // Read up front: the SDK only ever reads an error's text (or retries).
+      const text = await leadingText(res.body, ERROR_BODY_MAX_BYTES);
       return answer(null, { text: async () => text, json: async () => JSON.parse(text), arrayBuffer: async () => new TextEncoder().encode(text).buffer as ArrayBuffer });
     }
     const body = res.body;
