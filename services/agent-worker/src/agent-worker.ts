@@ -70,8 +70,8 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     }
   });
 
-  // Shutdown cuts short the final-failure handlers' waits and waits for their decisions before
-  // closing the connections they use.
+  // Shutdown, once no job runs here, cuts short the final-failure handlers' waits and waits for
+  // their decisions before closing the connections they use.
   const stopping = new AbortController();
   const failuresDeciding = new Set<Promise<boolean>>();
   const worker = createWorker({
@@ -124,13 +124,14 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     (closing ??= (async () => {
       stopHeartbeat();
       for (const stop of stopSweeps) stop();
-      stopping.abort();
       const grace = setTimeout(() => active.stopAll("shutdown"), graceMs);
       // What is still being closed; whatever is left when the deadline passes is reported.
       const open = ["BullMQ worker", "queue", "Redis connections", "database pool"];
       const closeAll = async () => {
         await worker.close();
         clearTimeout(grace);
+        // No job runs here any more: the decisions still waiting for a renewal are cut short.
+        stopping.abort();
         await Promise.allSettled(failuresDeciding);
         open.shift();
         await queue.close().catch(() => {});

@@ -1,5 +1,6 @@
 import { runCancelKey, runHeartbeatKey } from "@agentrun/events";
 import { requeueRun, type AgentRunJob, type Queue } from "@agentrun/queue";
+import { isUnavailableError } from "@agentrun/errors";
 import { endAbandonedRun, failRun } from "@agentrun/run-state";
 import type { RunDeps } from "./run-deps";
 import { WORKER_LOST } from "./run-failure";
@@ -45,7 +46,8 @@ export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>
     try {
       if (await endIfOrphaned(deps, queue, run, now)) ended++;
     } catch (err) {
-      // One run the sweep cannot handle does not keep it from the others.
+      // One run the sweep cannot handle does not keep it from the others; an outage ends the sweep.
+      if (isUnavailableError(err)) throw err;
       deps.logger.warn({ runId: run.id, err: (err as Error).message }, "could not sweep a run");
     }
   }
@@ -121,6 +123,7 @@ export async function reviveQueuedRuns(deps: RunDeps, queue: Queue<AgentRunJob>)
     try {
       if (await reviveQueuedRun(deps, queue, run, now)) handled++;
     } catch (err) {
+      if (isUnavailableError(err)) throw err;
       deps.logger.warn({ runId: run.id, err: (err as Error).message }, "could not sweep a queued run");
     }
   }
