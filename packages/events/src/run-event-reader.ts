@@ -210,10 +210,13 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       try {
         const key = runLogKey(opts.redisPrefix, runId);
         let log: string[] | null = null;
+        // The run's log is gone from Redis (expired, lost, or deleted with the run's task).
+        let logGone = false;
         try {
           if (periodic) {
             idlePolls++;
             const tail = await opts.redis.lindex(key, -1);
+            logGone = tail === null;
             const tailEvents = tail === null ? [] : parseEvents(tail);
             if (passedEnd(tailEvents)) return;
             const tailSeq = tail === null ? null : Math.max(...tailEvents.map((e) => e.seq));
@@ -221,6 +224,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
             else if (!(idlePolls <= 2 || pollMs >= maxPollMs)) return;
           } else {
             log = await opts.redis.lrange(key, 0, -1);
+            logGone = log.length === 0;
             if (passedEnd(log.length ? parseEvents(log.at(-1)!) : [])) return;
           }
         } catch {
@@ -237,7 +241,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         const read = mergeEvents(rows, log ?? [], next - 1);
         // Neither store holds anything of a run whose row is gone: its task was deleted (and its
         // events and log with it) after this reader looked the run up. Nothing more will come.
-        if (read.length === 0 && !log?.length && !(await opts.prisma.run.findUnique({ where: { id: runId }, select: { id: true } }))) return finish(null);
+        // (Looked at only when the log is gone: a live run's log is there, run_started first.)
+        if (logGone && rows.length === 0 && !(await opts.prisma.run.findUnique({ where: { id: runId }, select: { id: true } }))) return finish(null);
         for (const e of read) add(e, true);
         // The run has ended and neither store has the next seq: it was lost for good (an append
         // that failed, and its worker gone before storing it). Go on past the gap rather than

@@ -80,4 +80,14 @@ describe("respondWithRun (JSON)", () => {
     const res = await request(app({ runId, taskId, sent: [started] }, working, 60_000)).post("/run");
     expect([res.status, res.body]).toEqual([202, { run_id: runId, task_id: taskId, status: "queued" }]);
   }, 10_000);
+
+  it("answers a replay of a run that has ended with its result during shutdown too", async () => {
+    const runId = await createTestRun(prisma, "queued");
+    const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
+    const store = { prisma, redis: working, redisPrefix: `${testEnv().redisPrefix}:respond` };
+    expect(await failRun(store, { id: runId, query: "q" }, { code: "model_error", message: "The model failed." })).toBe(true);
+    expect(endAllWaits()).toBe(0);
+    const res = await request(app({ runId, taskId }, working, 60_000)).post("/run");
+    expect([res.status, res.body.run_id, res.body.status, res.body.error]).toEqual([200, runId, "failed", { code: "model_error", message: "The model failed." }]);
+  }, 10_000);
 });

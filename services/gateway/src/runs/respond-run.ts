@@ -99,20 +99,22 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
       terminal = null;
     }
     if (res.writableEnded || res.destroyed) return;
+    let final = terminal ? FINAL_STATUS[terminal.type] : undefined;
     if (!terminal) {
-      // Past the wait limit: the run goes on; the caller polls the run or follows its events. The
-      // run was accepted: a database that does not answer now makes this no 503 (which invites a
-      // retry, and with it a second run), only a status taken from its events.
+      // Past the wait limit (or shutting down): the run goes on; the caller polls the run or
+      // follows its events. The run was accepted: a database that does not answer now makes this
+      // no 503 (which invites a retry, and with it a second run), only a status taken from its events.
       const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true } }).catch(unlessUnavailable);
       if (run === null) throw new AppError("task_not_found", { message: `Task '${taskId}' was deleted while its run '${runId}' was in progress.` });
-      accepted(run?.status ?? (started ? "running" : "queued"));
-      return;
+      // One that has ended meanwhile (or before a shutdown's wait began) is answered with its result.
+      if (!run || run.status === "queued" || run.status === "running") return void accepted(run?.status ?? (started ? "running" : "queued"));
+      final = run.status;
     }
     const result = await loadRunResult(deps.prisma, runId).catch(unlessUnavailable);
     // Ended, but its result cannot be read right now: 202 with its final status, to be read later.
-    if (result === undefined) accepted(FINAL_STATUS[terminal.type] ?? "running");
+    if (result === undefined) accepted(final ?? "running");
     // Ended because its task was deleted, which took the run with it.
-    else if (result === null) throw new AppError("task_not_found", { message: `Task '${taskId}' was deleted while its run '${runId}' was in progress; the run was ${FINAL_STATUS[terminal.type] ?? "stopped"}.` });
+    else if (result === null) throw new AppError("task_not_found", { message: `Task '${taskId}' was deleted while its run '${runId}' was in progress; the run was ${final ?? "stopped"}.` });
     // A replay (same Idempotency-Key) of a run that never executed for an outage (the queue could
     // not take it): that does not use up the key, and is answered as the first request was.
     else if (!input.sent && result.status === "failed" && result.error?.code === UNQUEUED_CODE && result.started_at === null) throw new AppError("unavailable", { message: result.error.message });

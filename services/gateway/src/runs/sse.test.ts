@@ -92,7 +92,7 @@ it("writes what is waiting before an end the caller asks for", async () => {
 });
 
 it("ends a stream opened once shutdown has begun, after what its opener sent at once", async () => {
-  // (Shutdown began in the test above.)
+  endAllStreams();
   const next = nextStream();
   const got = readStream();
   const { stream } = await next;
