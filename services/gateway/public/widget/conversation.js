@@ -199,7 +199,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
    * Sends a message (`post`, the request of `text`) and streams its answer into `view`. An expired
    * session or a conversation that is gone (401, 403, 404 while the session holds either) starts a
    * new conversation, once. `resent`: the message was sent before (a reload came before its
-   * answer), so a 409 is its first request still being accepted, and waited for.
+   * answer), so a 409 is its first request still being accepted, and waited for, as a 429 is.
    */
   async function start(post, text, view, resent) {
     let res = await post();
@@ -212,7 +212,8 @@ export function createConversation({ key, base, greeting }, session, panel) {
       res = await post();
     }
     // A gateway in trouble is asked again below, with the same request and key, as a lost answer is.
-    if (res && !res.ok && !GATEWAY_TROUBLE[res.status] && !(resent && res.status === 409)) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
+    const waits = res && (GATEWAY_TROUBLE[res.status] || (resent && (res.status === 409 || res.status === 429)));
+    if (res && !res.ok && !waits) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
     // No answer (the request or its answer was lost): sent again, the same request, below.
     await follow(res, view, post);
   }
