@@ -23,14 +23,18 @@ export interface PrivateRedis {
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
   let child: ChildProcess | null = null;
-  const ping = () => spawnSync("redis-cli", ["-p", String(port), "ping"], { encoding: "utf8" }).stdout?.includes("PONG");
+  /** Whether the server answering on the port is the process `pid`. */
+  const answeredBy = (pid: number | undefined) => spawnSync("redis-cli", ["-p", String(port), "info", "server"], { encoding: "utf8" }).stdout?.includes(`process_id:${pid}\r`);
   const server: PrivateRedis = {
     url: `redis://127.0.0.1:${port}`,
     port,
     async start() {
-      child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-      for (let i = 0; i < 100 && !ping(); i++) await new Promise((r) => setTimeout(r, 50));
-      if (!ping()) throw new Error(`private redis on ${port} did not start`);
+      const own = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+      child = own;
+      // Answered by this server, not by another that took the port meanwhile (this one then exits).
+      const up = () => own.exitCode === null && answeredBy(own.pid);
+      for (let i = 0; i < 100 && !up(); i++) await new Promise((r) => setTimeout(r, 50));
+      if (!up()) throw new Error(`private redis on ${port} did not start${own.exitCode !== null ? ` (it exited with ${own.exitCode}: port taken?)` : ""}`);
     },
     async stop() {
       const c = child;

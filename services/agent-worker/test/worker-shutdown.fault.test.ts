@@ -47,8 +47,9 @@ async function startWorker(): Promise<ServiceProcess & { prefix: string }> {
   workers.push(worker);
   const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   try {
-    for (let i = 0; i < 300 && !(await client.zscore(`${prefix}:workers`, "worker-shutdown")); i++) {
+    for (let i = 0; !(await client.zscore(`${prefix}:workers`, "worker-shutdown")); i++) {
       if (worker.child.exitCode !== null) throw new Error(`worker exited:\n${worker.output()}`);
+      if (i === 300) throw new Error(`the worker set no heartbeat in 30 s:\n${worker.output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   } finally {

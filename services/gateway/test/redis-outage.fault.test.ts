@@ -41,15 +41,16 @@ async function expectWhole(res: SseResponse, text: string): Promise<void> {
 it("loses no event of runs streaming through a Redis restart, answers 503 during the outage, and recovers", async () => {
   expect((await postQuery("warm up")).status).toBe(200);
   const watch = (query: string) => watchSse(`${stack.gatewayUrl}/api/run`, { body: { query }, headers: tenant.headers, timeoutMs: 90_000 });
-  // Three runs that end while Redis is down, two that go on after it is back (a chunk a second,
-  // about 25 s), and one that
-  // waits in the queue (every worker slot taken) when it stops: Redis restarts empty, its job lost.
-  const short = [0, 1, 2].map((i) => watch(`[sleep:100][chunks:40] through the outage ${i}`));
-  const long = [0, 1].map((i) => watch(`[sleep:1000][chunks:30] across the restart ${i}`));
+  // Three runs that end while Redis is down (about 8 s each), two that go on after it is back
+  // (about 30 s), and one that waits in the queue (every worker slot taken) when it stops: Redis
+  // restarts empty, its job lost.
+  const short = [0, 1, 2].map((i) => watch(`[sleep:300][chunks:40] through the outage ${i}`));
+  const long = [0, 1].map((i) => watch(`[sleep:1200][chunks:30] across the restart ${i}`));
   for (const w of [...short, ...long]) await w.waitFor((_, all) => all.length >= 3);
   const queued = watch("[chunks:3] queued at the outage");
   await queued.waitFor((e) => e.type === "run_started");
   expect(await prisma.run.findUniqueOrThrow({ where: { id: queued.events[0].run_id }, select: { status: true } })).toEqual({ status: "queued" });
+  for (const w of short) expect(w.events.some((e) => isTerminal(e.type))).toBe(false);
   await redis.stop();
 
   const t0 = Date.now();
