@@ -121,21 +121,50 @@ export interface Plan {
   executionMs: number | null;
 }
 
+/** A parameter as an SQL literal, for `EXECUTE` (which takes no bound parameters). */
+function literal(client: pg.Client, v: unknown): string {
+  if (v === null || v === undefined) return "NULL";
+  if (typeof v === "number" || typeof v === "bigint") return String(v);
+  if (v instanceof Date) return client.escapeLiteral(v.toISOString());
+  return client.escapeLiteral(typeof v === "string" ? v : JSON.stringify(v));
+}
+
+const planLines = (res: pg.QueryResult) => res.rows.map((r: Record<string, string>) => r["QUERY PLAN"]!);
+
+/**
+ * EXPLAIN (ANALYZE, BUFFERS) of one statement with its parameters: planned for their values, or
+ * (`generic`) as the generic plan of a prepared statement, which is what PostgreSQL may switch a
+ * named prepared statement to after five runs.
+ */
+async function explainOne(client: pg.Client, sql: string, params: unknown[], generic: boolean): Promise<string[]> {
+  try {
+    if (!generic) return planLines(await client.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params));
+    await client.query(`PREPARE bench_generic AS ${sql}`);
+    await client.query("SET plan_cache_mode = force_generic_plan");
+    return planLines(await client.query(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_generic(${params.map((v) => literal(client, v)).join(", ")})`));
+  } catch (err) {
+    return [`EXPLAIN failed: ${(err as Error).message}`];
+  } finally {
+    if (generic) {
+      await client.query("RESET plan_cache_mode").catch(() => {});
+      await client.query("DEALLOCATE bench_generic").catch(() => {});
+    }
+  }
+}
+
 /**
  * EXPLAIN (ANALYZE, BUFFERS) of each list statement. A plan "uses indexes" when it reads the
  * big tables (tasks, messages) only through index scans; the per-agent counter rows of
- * `task_counts` are a few pages, where a sequential scan is the planner's right choice.
+ * `task_counts` are a few pages, where a sequential scan is the planner's right choice. The
+ * gateway's statements are explained twice: planned for their parameter values, and as the
+ * generic plan that PostgreSQL may switch its named prepared statements to after five runs;
+ * both must use indexes.
  */
 export async function explainLists(client: pg.Client): Promise<Plan[]> {
   const out: Plan[] = [];
   for (const q of listQueries()) {
-    let plan: string[];
-    try {
-      const res = await client.query(`EXPLAIN (ANALYZE, BUFFERS) ${q.sql}`, q.params);
-      plan = res.rows.map((r: Record<string, string>) => r["QUERY PLAN"]!);
-    } catch (err) {
-      plan = [`EXPLAIN failed: ${(err as Error).message}`];
-    }
+    const custom = await explainOne(client, q.sql, q.params, false);
+    const plan = q.gateway ? [...custom, "-- generic plan:", ...(await explainOne(client, q.sql, q.params, true))] : custom;
     const text = plan.join("\n");
     const exec = /Execution Time: ([\d.]+) ms/.exec(text);
     const scans = plan.map((l) => /((?:Parallel )?(?:Index Only Scan|Index Scan Backward|Index Scan|Bitmap Index Scan|Bitmap Heap Scan|Seq Scan)(?: using \S+)? on \S+)/.exec(l)?.[1]).filter((x): x is string => !!x);

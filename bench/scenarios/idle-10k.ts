@@ -14,10 +14,13 @@ import { round } from "../lib/stats";
 const MiB = 1024 * 1024;
 const WANTED_FDS = 65_536;
 
+/** Runs the streams are spread over: each has a channel subscription and checks of its own. */
+const HANGING_RUNS = 100;
+
 /**
- * 10,000 idle SSE streams on one gateway process. One run hangs (the model never answers) and
- * every stream follows it through `GET /api/tasks/{id}/runs/{run_id}/events`; where that
- * endpoint does not exist yet, each stream is its own `POST /api/run` with `[hang]` instead.
+ * 10,000 idle SSE streams on one gateway process. A hundred runs hang (the model never answers)
+ * and the streams follow them, a hundred each, through `GET /api/tasks/{id}/runs/{run_id}/events`;
+ * where that endpoint does not exist yet, each stream is its own `POST /api/run` with `[hang]`.
  */
 export const idle10k: Scenario = {
   name: "idle-10k",
@@ -49,11 +52,16 @@ export const idle10k: Scenario = {
       const tenant = await benchTenant(bench.prisma);
       const url = bench.stack.gatewayUrl;
 
-      const first = holdStream(`${url}/api/run`, { headers: tenant.headers, body: { query: "[hang] idle benchmark", stream: true }, dispatcher, signal });
-      streams.push(first);
-      const started = await first.ready;
-      if (!started.ok || started.data?.type !== "run_started") throw new Error(`the hanging run did not start: ${started.error ?? JSON.stringify(started.data)}`);
-      const eventsUrl = `${url}/api/tasks/${started.data.task_id}/runs/${started.data.run_id}/events`;
+      const hanging = Math.max(1, Math.min(HANGING_RUNS, ctx.args.workerConcurrency));
+      const eventsUrls: string[] = [];
+      for (let i = 0; i < hanging; i++) {
+        const held = holdStream(`${url}/api/run`, { headers: tenant.headers, body: { query: `[hang] idle benchmark ${i}`, stream: true }, dispatcher, signal });
+        streams.push(held);
+        const started = await held.ready;
+        if (!started.ok || started.data?.type !== "run_started") throw new Error(`a hanging run did not start: ${started.error ?? JSON.stringify(started.data)}`);
+        eventsUrls.push(`${url}/api/tasks/${started.data.task_id}/runs/${started.data.run_id}/events`);
+      }
+      const eventsUrl = eventsUrls[0]!;
 
       const probeAbort = new AbortController();
       const probe = holdStream(eventsUrl, { headers: tenant.headers, dispatcher, signal: AbortSignal.any([signal, probeAbort.signal]) });
@@ -63,7 +71,7 @@ export const idle10k: Scenario = {
       const mode = probed.ok ? "events" : "post-hang";
       ctx.log(
         mode === "events"
-          ? `opening ${target} GET …/runs/${started.data.run_id}/events streams`
+          ? `opening ${target} GET …/runs/{run_id}/events streams over ${hanging} hanging runs`
           : `events endpoint not available (${probed.error?.slice(0, 80)}): opening ${target} POST /api/run [hang] streams instead`,
       );
 
@@ -85,7 +93,7 @@ export const idle10k: Scenario = {
           const own = new AbortController();
           const s =
             mode === "events"
-              ? holdStream(eventsUrl, { headers: tenant.headers, dispatcher, signal: AbortSignal.any([signal, own.signal]) })
+              ? holdStream(eventsUrls[i % hanging]!, { headers: tenant.headers, dispatcher, signal: AbortSignal.any([signal, own.signal]) })
               : holdStream(`${url}/api/run`, { headers: tenant.headers, body: { query: `[hang] idle stream ${i}`, stream: true }, dispatcher, signal: AbortSignal.any([signal, own.signal]) });
           streams.push(s);
           const r = await Promise.race([s.ready, sleep(30_000).then(() => ({ ok: false, error: "no first event within 30 s" }))]);
@@ -117,7 +125,7 @@ export const idle10k: Scenario = {
         metrics: [
           judged({ name: "streams open", unit: "", value: opened - dropped, note: target < wanted ? `capped at ${target} by the open-files limit (self ${selfFds}, gateway ${gwFds}); raise it with ulimit -n` : undefined }, wanted, true),
           info({ name: "gateway RSS before", unit: "MiB", value: round(rssBefore / MiB, 1) }),
-          judged({ name: "gateway RSS with streams open", unit: "MiB", value: round(rssAfter / MiB, 1), baseline: round(rssBefore / MiB, 1), note: `mode ${mode}: ${mode === "events" ? "GET /api/tasks/{id}/runs/{run_id}/events on one hanging run" : "POST /api/run [hang] per stream (events endpoint missing)"}` }, 1024, false, { baselineBound: true }),
+          judged({ name: "gateway RSS with streams open", unit: "MiB", value: round(rssAfter / MiB, 1), baseline: round(rssBefore / MiB, 1), note: `mode ${mode}: ${mode === "events" ? `GET /api/tasks/{id}/runs/{run_id}/events on ${hanging} hanging runs` : "POST /api/run [hang] per stream (events endpoint missing)"}` }, 1024, false, { baselineBound: true }),
           info({ name: "gateway RSS per stream", unit: "KiB", value: opened ? round((rssAfter - rssBefore) / 1024 / opened, 1) : null }),
           info({ name: "time to open all streams", unit: "s", value: round(openMs / 1000, 1) }),
           info({ name: "gateway CPU while idle", unit: "% core", value: round(idleCpu * 100, 1) }),
