@@ -239,9 +239,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         const endKnown = endPending();
         const rows = covered ? [] : await readDbEventsOrEnd(opts, runId, next - 1);
         const read = mergeEvents(rows, log ?? [], next - 1);
-        // Neither store holds anything of a run whose row is gone: its task was deleted (and its
-        // events and log with it) after this reader looked the run up. Nothing more will come.
-        // (Looked at only when the log is gone: a live run's log is there, run_started first.)
+        // A run whose log and row are gone was deleted with its task after this reader looked it
+        // up: nothing more will come. (A live run's log is there, run_started first.)
         if (logGone && rows.length === 0 && !(await opts.prisma.run.findUnique({ where: { id: runId }, select: { id: true } }))) return finish(null);
         for (const e of read) add(e, true);
         // The run has ended and neither store has the next seq: it was lost for good (an append
