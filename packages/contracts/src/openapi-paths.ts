@@ -84,7 +84,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
           requestBody: { required: true, content: { "application/json": { schema: runRequestSchema } } },
           responses: {
             "200": {
-              description: `\`stream: true\` (default): text/event-stream of RunEvent. ${STREAM_FRAMING} \`stream: false\`: the finished run with its tool calls (a failed run is still 200, with \`status: failed\` and \`error\`).`,
+              description: `\`stream: true\` (default): text/event-stream of RunEvent. ${STREAM_FRAMING} \`stream: false\`: the finished run with its tool calls (a failed run is still 200, with \`status: failed\` and \`error\`). The body's \`stream\` decides which, not the Accept header.`,
               headers: streamHeaders,
               content: { "text/event-stream": eventStream, "application/json": { schema: runResultSchema } },
             },
@@ -136,11 +136,21 @@ export function openApiPaths(): ZodOpenApiPathsObject {
         responses: { "200": json(runListSchema, "The runs.") },
       }),
     },
+    "/api/tasks/{task_id}/runs/{run_id}": {
+      get: authed("Runs", {
+        operationId: "getRun",
+        summary: "One run of a task",
+        description: "The run as it is now: what to poll after a `stream: false` request answered 202.",
+        requestParams: { path: runPathSchema },
+        responses: { "200": json(runViewSchema, "The run.") },
+      }),
+    },
     "/api/tasks/{task_id}/runs/{run_id}/events": {
       get: authed("Runs", {
         operationId: "getRunEvents",
         summary: "Replay (and follow) a run's events",
-        description: "Sends what is stored, then follows a run in progress live until its terminal event. Nothing is sent twice and nothing is skipped.",
+        description:
+          "As an event stream (the default): sends what is stored, then follows a run in progress live until its terminal event. Nothing is sent twice and nothing is skipped. With `Accept: application/json`: the events stored after the cursor, at once (for a run in progress, without its terminal event yet).",
         requestParams: {
           path: runPathSchema,
           query: eventsQuerySchema,

@@ -133,6 +133,9 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
           "200": { description: STREAM, headers: widgetStreamHeaders, content: { "text/event-stream": { schema: runEventSchema } } },
           "204": { description: AFTER_THE_END, headers: widgetHeaders },
           ...WIDGET_ERRORS,
+          // A body, whatever the method, must be JSON within the limit.
+          "413": ref("responses", "PayloadTooLarge"),
+          "415": ref("responses", "UnsupportedMediaType"),
         },
       },
       options: preflight("widgetRunEventsPreflight", runPathSchema),

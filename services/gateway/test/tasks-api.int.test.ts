@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { stackWithTenant, apiJson, createTenant, readSse, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
 
@@ -63,6 +64,8 @@ describe("tasks", () => {
     const runs = await api("GET", `/tasks/${id}/runs`);
     expect(runs.body.runs.map((r: any) => r.run_id)).toEqual([r1.body.run_id, r2.body.run_id]);
     expect(runs.body.runs[1].error.code).toBe("model_error");
+    // Each run alone, as listed.
+    for (const listed of runs.body.runs) expect((await api("GET", `/tasks/${id}/runs/${listed.run_id}`)).body).toEqual(listed);
     // Each run summary exactly, with the task's keys first and `runs` last.
     const rows = await prisma.run.findMany({ where: { taskId: id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
     const summary = (r: (typeof rows)[number]) => ({ run_id: r.id, status: r.status, query: r.query, credits_used: r.creditsUsed, duration_ms: r.durationMs, created_at: r.createdAt.toISOString() });
@@ -107,13 +110,14 @@ describe("tasks", () => {
     const sibling = { ...tenant, agentId: newId("agt") };
     await prisma.agent.create({ data: { id: sibling.agentId, orgId: tenant.orgId, name: "sibling", model: "scripted", tools: [] } });
     sibling.headers = { ...tenant.headers, "x-agent-id": sibling.agentId };
-    for (const path of [`/tasks/${body.task_id}`, `/tasks/${body.task_id}/runs`, `/messages?task_id=${body.task_id}`, `/tasks/${body.task_id}/runs/${body.run_id}/events`]) {
+    for (const path of [`/tasks/${body.task_id}`, `/tasks/${body.task_id}/runs`, `/tasks/${body.task_id}/runs/${body.run_id}`, `/messages?task_id=${body.task_id}`, `/tasks/${body.task_id}/runs/${body.run_id}/events`]) {
       expect((await api("GET", path, undefined, other)).body.error.code).toBe("forbidden");
       expect((await api("GET", path, undefined, sibling)).status).toBe(403);
     }
     expect((await api("DELETE", `/tasks/${body.task_id}`, undefined, other)).status).toBe(403);
     expect((await api("GET", "/tasks/task_unknown")).body.error.code).toBe("task_not_found");
     expect((await api("GET", `/tasks/${body.task_id}/runs/run_unknown/events`)).body.error.code).toBe("run_not_found");
+    expect((await api("GET", `/tasks/${body.task_id}/runs/run_unknown`)).body.error.code).toBe("run_not_found");
     expect((await api("POST", `/tasks/${body.task_id}/runs/run_unknown/cancel`)).status).toBe(404);
     expect((await run("x", { task_id: "task_unknown" })).body.error.code).toBe("task_not_found");
   });
@@ -127,7 +131,7 @@ describe("tasks", () => {
     expect(await del.text()).toBe("");
     const res = await w.result;
     expect(res.events.at(-1)!.data.type).toBe("run_cancelled");
-    for (const path of [`/tasks/${taskId}`, `/tasks/${taskId}/runs`, `/messages?task_id=${taskId}`, `/tasks/${taskId}/runs/${runId}/events`]) {
+    for (const path of [`/tasks/${taskId}`, `/tasks/${taskId}/runs`, `/tasks/${taskId}/runs/${runId}`, `/messages?task_id=${taskId}`, `/tasks/${taskId}/runs/${runId}/events`]) {
       expect((await api("GET", path)).status).toBe(404);
     }
     expect(await prisma.run.count({ where: { taskId } })).toBe(0);
@@ -191,6 +195,33 @@ describe("messages", () => {
     expect((await api("GET", `/messages?task_id=${taskId}&limit=201`)).status).toBe(400);
     expect((await api("GET", `/messages?task_id=${taskId}&before=msg_nope`)).status).toBe(400);
   });
+});
+
+describe("messages of many megabytes", () => {
+  it("end a page past MESSAGE_PAGE_MAX_BYTES, with has_more, and the next page goes on from there", async () => {
+    const taskId = (await run("a task with large results")).body.task_id;
+    // Three tool results of 5 MB each (of random text, which PostgreSQL cannot compress), after
+    // the task's two messages.
+    const at = Date.now() + 1000;
+    for (let i = 0; i < 3; i++) {
+      const big = randomBytes(3.75 * 1024 * 1024).toString("base64");
+      await prisma.message.create({ data: { id: newId("msg"), taskId, role: "tool", content: JSON.stringify({ text: big }), tool: "http", action: "get", params: { url: `https://example.com/${i}` }, result: { text: big }, createdAt: new Date(at + i) } });
+    }
+    const first = await api("GET", `/messages?task_id=${taskId}`);
+    expect(first.status).toBe(200);
+    // Each is 10 MB as stored (its content and its result): the page ends after the newest.
+    expect(first.body.messages.map((m: any) => m.params.url)).toEqual(["https://example.com/2"]);
+    expect(first.body.has_more).toBe(true);
+    const second = await api("GET", `/messages?task_id=${taskId}&before=${first.body.messages[0].message_id}`);
+    expect(second.body.messages.map((m: any) => m.params?.url ?? m.role)).toEqual(["https://example.com/1"]);
+    expect(second.body.has_more).toBe(true);
+    const third = await api("GET", `/messages?task_id=${taskId}&before=${second.body.messages[0].message_id}`);
+    expect(third.body.messages.map((m: any) => m.params?.url ?? m.role)).toEqual(["https://example.com/0"]);
+    expect(third.body.has_more).toBe(true);
+    const rest = await api("GET", `/messages?task_id=${taskId}&before=${third.body.messages[0].message_id}`);
+    expect(rest.body.messages.map((m: any) => m.role)).toEqual(["user", "assistant"]);
+    expect(rest.body.has_more).toBe(false);
+  }, 60_000);
 });
 
 describe("the user's message", () => {

@@ -53,6 +53,12 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: deps.config.SSE_HEARTBEAT_MS });
   });
 
+  router.get("/tasks/:task_id/runs/:run_id", async (req, res) => {
+    readsNoQuery(req);
+    const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);
+    res.json(toRunView(run));
+  });
+
   router.post("/tasks/:task_id/runs/:run_id/cancel", async (req, res) => {
     readsNoQuery(req);
     const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);

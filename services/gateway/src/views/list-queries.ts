@@ -80,9 +80,17 @@ interface MessagePageRow {
 }
 
 /**
+ * Most of a page of messages, in bytes of their stored text: a page of large tool results ends
+ * once it passes this (with `has_more`), so that no page of 200 megabyte-sized results is built
+ * whole in PostgreSQL and in the gateway's memory. A page holds at least one message.
+ */
+export const MESSAGE_PAGE_MAX_BYTES = 8 * 1024 * 1024;
+
+/**
  * `{messages, has_more}`: the newest `limit` messages of the task (before the `before` message),
  * oldest first, on the (task_id, created_at, id) index, in the same statement as the task's
  * ownership check: 404 task_not_found / 403 forbidden / 400 for a `before` of another task.
+ * Fewer when they pass {@link MESSAGE_PAGE_MAX_BYTES}.
  */
 export async function messageListBody(prisma: PrismaClient, auth: AuthContext, q: MessageListQuery): Promise<string> {
   const [row] = await prisma.$queryRaw<MessagePageRow[]>(messageListSql(q));
@@ -97,17 +105,23 @@ export function messageListSql(q: MessageListQuery): Prisma.Sql {
   const cursor = q.before
     ? Prisma.sql`AND (m.created_at, m.id) < (SELECT created_at, id FROM messages WHERE id = ${q.before} AND task_id = ${q.task_id})`
     : Prisma.empty;
+  // A message's size: its text, and its tool call's stored params and result (read from their
+  // headers: nothing is decompressed to measure them).
+  const size = Prisma.sql`(octet_length(m.content) + coalesce(pg_column_size(m.params), 0) + coalesce(pg_column_size(m.result), 0))`;
   return Prisma.sql`
     WITH page AS (
-      SELECT m.* FROM messages m WHERE m.task_id = ${q.task_id} ${cursor}
-      ORDER BY m.created_at DESC, m.id DESC LIMIT ${q.limit + 1}
+      SELECT m.*, sum(${size}) OVER (ORDER BY m.created_at DESC, m.id DESC) - ${size} AS bytes_before FROM (
+        SELECT * FROM messages m WHERE m.task_id = ${q.task_id} ${cursor}
+        ORDER BY m.created_at DESC, m.id DESC LIMIT ${q.limit + 1}
+      ) m
+    ), kept AS (
+      SELECT * FROM page WHERE bytes_before <= ${MESSAGE_PAGE_MAX_BYTES} ORDER BY created_at DESC, id DESC LIMIT ${q.limit}
     )
     SELECT t.org_id AS "orgId", t.agent_id AS "agentId",
       ${q.before ? Prisma.sql`EXISTS (SELECT 1 FROM messages WHERE id = ${q.before} AND task_id = ${q.task_id})` : Prisma.sql`true`} AS cursor_found,
       json_build_object(
-        'messages', (SELECT coalesce(json_agg(${messageView} ORDER BY m.created_at, m.id), '[]')
-          FROM (SELECT * FROM page ORDER BY created_at DESC, id DESC LIMIT ${q.limit}) m),
-        'has_more', (SELECT count(*) FROM page) > ${q.limit}
+        'messages', (SELECT coalesce(json_agg(${messageView} ORDER BY m.created_at, m.id), '[]') FROM kept m),
+        'has_more', (SELECT count(*) FROM page) > (SELECT count(*) FROM kept)
       )::text AS body
     FROM (SELECT 1) AS one LEFT JOIN tasks t ON t.id = ${q.task_id}`;
 }
