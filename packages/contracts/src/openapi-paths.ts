@@ -180,6 +180,8 @@ export function openApiPaths(): ZodOpenApiPathsObject {
       get: authed("Messages", {
         operationId: "listMessages",
         summary: "A task's message history, oldest first",
+        description:
+          "The newest `limit` messages (before `before`), oldest first. A page of large messages holds fewer: it ends once the messages after its oldest one pass 8 MB (at least one message), with `has_more: true`; only `has_more: false` means the history has been read to its start.",
         requestParams: { query: messageListQuerySchema },
         responses: { "200": json(messageListSchema, "A page of messages.") },
       }),

@@ -12,6 +12,7 @@ const OPERATIONS: [string, string][] = [
   ["/api/tasks/{task_id}", "get"],
   ["/api/tasks/{task_id}", "delete"],
   ["/api/tasks/{task_id}/runs", "get"],
+  ["/api/tasks/{task_id}/runs/{run_id}", "get"],
   ["/api/tasks/{task_id}/runs/{run_id}/events", "get"],
   ["/api/tasks/{task_id}/runs/{run_id}/cancel", "post"],
   ["/api/messages", "get"],

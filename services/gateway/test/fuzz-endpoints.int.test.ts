@@ -100,6 +100,7 @@ const request = fc.record({
     // Deletes only tasks made during the run, so that KNOWN_TASK stays for the other requests.
     fc.record({ method: fc.constant("DELETE"), path: fc.oneof(pathSegment, fc.constant("RECENT_TASK")).map((t) => `/api/tasks/${t}`), query: anyQuery }),
     fc.record({ method: fc.constant("GET"), path: taskId.map((t) => `/api/tasks/${t}/runs`), query: anyQuery }),
+    fc.record({ method: fc.constant("GET"), path: fc.tuple(taskId, runId).map(([t, r]) => `/api/tasks/${t}/runs/${r}`), query: anyQuery }),
     fc.record({ method: fc.constant("GET"), path: fc.tuple(taskId, runId).map(([t, r]) => `/api/tasks/${t}/runs/${r}/events`), query: params({ after: maybe(intText(20)) }) }),
     fc.record({ method: fc.constant("POST"), path: fc.tuple(taskId, runId).map(([t, r]) => `/api/tasks/${t}/runs/${r}/cancel`), query: anyQuery, body: json }),
     fc.record({ method: fc.constant("GET"), path: fc.constant("/api/messages"), query: params({ task_id: mostly(fc.constant("KNOWN_TASK"), pathSegment), limit: maybe(intText(200)), before: rarely(pathSegment) }) }),

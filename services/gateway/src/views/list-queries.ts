@@ -80,9 +80,11 @@ interface MessagePageRow {
 }
 
 /**
- * Most of a page of messages, in bytes of their stored text: a page of large tool results ends
- * once it passes this (with `has_more`), so that no page of 200 megabyte-sized results is built
- * whole in PostgreSQL and in the gateway's memory. A page holds at least one message.
+ * Most of a page of messages, in bytes of their stored text (content, and params and results as
+ * stored, which may be compressed): a page of large tool results ends once it passes this (with
+ * `has_more`), so that no page of 200 megabyte-sized results is built whole in PostgreSQL and in
+ * the gateway's memory. As sent, a page can be larger (a tool message's content is its result as
+ * text, and JSON escapes it again). A page holds at least one message.
  */
 export const MESSAGE_PAGE_MAX_BYTES = 8 * 1024 * 1024;
 
