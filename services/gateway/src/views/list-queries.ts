@@ -110,20 +110,21 @@ export function messageListSql(q: MessageListQuery): Prisma.Sql {
   // A message's size: its text, and its tool call's stored params and result (read from their
   // headers: nothing is decompressed to measure them).
   const size = Prisma.sql`(octet_length(m.content) + coalesce(pg_column_size(m.params), 0) + coalesce(pg_column_size(m.result), 0))`;
+  // The newest limit + 1 messages, each marked `kept` while within `limit` and the byte budget
+  // (one window pass); a message not kept means there are more.
   return Prisma.sql`
     WITH page AS (
-      SELECT m.*, sum(${size}) OVER (ORDER BY m.created_at DESC, m.id DESC) - ${size} AS bytes_before FROM (
+      SELECT m.*, row_number() OVER w <= ${q.limit} AND sum(${size}) OVER w - ${size} <= ${MESSAGE_PAGE_MAX_BYTES} AS kept FROM (
         SELECT * FROM messages m WHERE m.task_id = ${q.task_id} ${cursor}
         ORDER BY m.created_at DESC, m.id DESC LIMIT ${q.limit + 1}
       ) m
-    ), kept AS (
-      SELECT * FROM page WHERE bytes_before <= ${MESSAGE_PAGE_MAX_BYTES} ORDER BY created_at DESC, id DESC LIMIT ${q.limit}
+      WINDOW w AS (ORDER BY m.created_at DESC, m.id DESC)
     )
     SELECT t.org_id AS "orgId", t.agent_id AS "agentId",
       ${q.before ? Prisma.sql`EXISTS (SELECT 1 FROM messages WHERE id = ${q.before} AND task_id = ${q.task_id})` : Prisma.sql`true`} AS cursor_found,
       json_build_object(
-        'messages', (SELECT coalesce(json_agg(${messageView} ORDER BY m.created_at, m.id), '[]') FROM kept m),
-        'has_more', (SELECT count(*) FROM page) > (SELECT count(*) FROM kept)
+        'messages', (SELECT coalesce(json_agg(${messageView} ORDER BY m.created_at, m.id) FILTER (WHERE m.kept), '[]') FROM page m),
+        'has_more', (SELECT coalesce(bool_or(NOT kept), false) FROM page)
       )::text AS body
     FROM (SELECT 1) AS one LEFT JOIN tasks t ON t.id = ${q.task_id}`;
 }
