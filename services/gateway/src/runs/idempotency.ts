@@ -1,11 +1,21 @@
 import { createHash } from "node:crypto";
 import type { Request } from "express";
-import type { PrismaClient } from "@agentrun/db";
+import { Prisma, type PrismaClient } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import { idempotencyKeySchema, type RunRequest, type WidgetRunRequest } from "@agentrun/contracts";
 
 /** The error code of a run the queue could not take (see start-run.ts). */
 export const UNQUEUED_CODE = "unavailable";
+
+/**
+ * Whether a run frees the Idempotency-Key that names it: it never executed for an outage (the
+ * queue could not take it, or its job was lost until it was too old to start), so the key's next
+ * request starts a run of its own. {@link keyFreedByRunSql} says the same in SQL.
+ */
+export const freesItsKey = (run: { status: string; error?: { code: string } | null }) => run.status === "failed" && run.error?.code === UNQUEUED_CODE;
+
+/** {@link freesItsKey} of the run aliased `r`, as an SQL condition. */
+export const keyFreedByRunSql = Prisma.sql`(r.status = 'failed' AND r.error_code = ${UNQUEUED_CODE})`;
 
 /** How long an Idempotency-Key is remembered. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -74,7 +84,7 @@ export async function claimIdempotencyKey(
     WHERE idempotency_keys.expires_at < now()
       OR (idempotency_keys.created_at < now() - make_interval(secs => ${ABANDONED_CLAIM_MS / 1000})
         AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = idempotency_keys.run_id))
-      OR EXISTS (SELECT 1 FROM runs r WHERE r.id = idempotency_keys.run_id AND r.status = 'failed' AND r.error_code = ${UNQUEUED_CODE})
+      OR EXISTS (SELECT 1 FROM runs r WHERE r.id = idempotency_keys.run_id AND ${keyFreedByRunSql})
     RETURNING run_id, task_id, request_hash`;
   if (rows[0]?.run_id === input.runId) return { owner: true };
   const existing = await prisma.idempotencyKey.findUnique({ where: { orgId_key: { orgId: input.orgId, key: input.key } } });

@@ -5,7 +5,7 @@ import { AppError, isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
-import { UNQUEUED_CODE } from "./idempotency";
+import { freesItsKey } from "./idempotency";
 
 /** A run's status by its terminal event. */
 const FINAL_STATUS: Record<string, string> = { run_completed: "completed", run_failed: "failed", run_cancelled: "cancelled" };
@@ -115,9 +115,9 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     if (result === undefined) accepted(final ?? "running");
     // Ended because its task was deleted, which took the run with it.
     else if (result === null) throw new AppError("task_not_found", { message: `Task '${taskId}' was deleted while its run '${runId}' was in progress; the run was ${final ?? "stopped"}.` });
-    // A replay (same Idempotency-Key) of a run that never executed for an outage (the queue could
-    // not take it): that does not use up the key, and is answered as the first request was.
-    else if (!input.sent && result.status === "failed" && result.error?.code === UNQUEUED_CODE && result.started_at === null) throw new AppError("unavailable", { message: result.error.message });
+    // A replay (same Idempotency-Key) of a run that never executed for an outage: that does not
+    // use up the key, and is answered as the first request was.
+    else if (!input.sent && freesItsKey(result)) throw new AppError("unavailable", { message: result.error!.message });
     else res.status(200).json({ ...result, ...input.extra });
   } finally {
     clearTimeout(timer);

@@ -1,5 +1,5 @@
 import type { PrismaClient } from "@agentrun/db";
-import { idempotencyConflict, UNQUEUED_CODE } from "../runs/idempotency";
+import { idempotencyConflict, keyFreedByRunSql } from "../runs/idempotency";
 
 /**
  * Where a widget request's Idempotency-Key is kept: per widget key, and per visitor (`new` for a
@@ -29,7 +29,7 @@ export async function newVisitorRun(
     JOIN runs r ON r.id = k.run_id
     WHERE k.org_id = ${input.orgId} AND k.key = ${widgetKeyScope(input.widgetKeyId, null, input.key)}
       AND k.expires_at > now() AND t.visitor_id = ${input.visitorId}
-      AND NOT (r.status = 'failed' AND r.error_code = ${UNQUEUED_CODE})`;
+      AND NOT ${keyFreedByRunSql}`;
   if (!found) return null;
   if (found.request_hash !== input.hash) throw idempotencyConflict();
   return { runId: found.run_id, taskId: found.task_id };
