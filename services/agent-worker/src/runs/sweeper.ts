@@ -36,22 +36,29 @@ export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>
       take: PAGE_SIZE,
     }),
   );
-  let ended = 0;
   const now = Date.now();
   // Runs no longer running (or back with a heartbeat) are suspects no more; a sweep cut short
   // by its page limit did not look at every run, and forgets none.
   const seen = new Set(candidates.map((r) => r.id));
   if (complete) for (const id of suspects.keys()) if (!seen.has(id)) suspects.delete(id);
-  for (const run of candidates) {
+  return sweepEach(deps, candidates, "a run", (run) => endIfOrphaned(deps, queue, run, now));
+}
+
+/**
+ * Hands each run to `handle` in turn and counts those it handled. One run it cannot handle does
+ * not keep the sweep from the others (it is logged, as `what`); an outage ends the sweep.
+ */
+async function sweepEach<T extends { id: string }>(deps: RunDeps, runs: T[], what: string, handle: (run: T) => Promise<boolean>): Promise<number> {
+  let handled = 0;
+  for (const run of runs) {
     try {
-      if (await endIfOrphaned(deps, queue, run, now)) ended++;
+      if (await handle(run)) handled++;
     } catch (err) {
-      // One run the sweep cannot handle does not keep it from the others; an outage ends the sweep.
       if (isUnavailableError(err)) throw err;
-      deps.logger.warn({ runId: run.id, err: (err as Error).message }, "could not sweep a run");
+      deps.logger.warn({ runId: run.id, err: (err as Error).message }, `could not sweep ${what}`);
     }
   }
-  return ended;
+  return handled;
 }
 
 async function endIfOrphaned(deps: RunDeps, queue: Queue<AgentRunJob>, run: { id: string; query: string }, now: number): Promise<boolean> {
@@ -118,16 +125,7 @@ export async function reviveQueuedRuns(deps: RunDeps, queue: Queue<AgentRunJob>)
       take: PAGE_SIZE,
     }),
   );
-  let handled = 0;
-  for (const run of stale) {
-    try {
-      if (await reviveQueuedRun(deps, queue, run, now)) handled++;
-    } catch (err) {
-      if (isUnavailableError(err)) throw err;
-      deps.logger.warn({ runId: run.id, err: (err as Error).message }, "could not sweep a queued run");
-    }
-  }
-  return handled;
+  return sweepEach(deps, stale, "a queued run", (run) => reviveQueuedRun(deps, queue, run, now));
 }
 
 /** Ends a queued run too old to start now whose job is gone, or queues it again. */
