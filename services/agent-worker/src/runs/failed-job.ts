@@ -36,13 +36,15 @@ export async function endRunOfFailedJob(
   // Its claim failed for an outage (PostgreSQL slow or away through every attempt): queued again
   // later. Failed otherwise (a claim PostgreSQL refuses each time would fail again): ended now.
   if (run.status === "queued" && isUnavailableError(err)) return false;
-  if (run.status === "running" && (await executedElsewhere(deps, runId, stopping))) {
-    deps.logger.warn({ runId, err: err.message }, "the run's job failed here, but another worker is executing the run: leaving it to that worker");
-    return false;
-  }
-  if (run.status === "running" && stopping?.aborted) {
-    deps.logger.warn({ runId, err: err.message }, "the run's job failed as this worker stops: leaving the run to the orphan sweep");
-    return false;
+  if (run.status === "running") {
+    if (await executedElsewhere(deps, runId, stopping)) {
+      deps.logger.warn({ runId, err: err.message }, "the run's job failed here, but another worker is executing the run: leaving it to that worker");
+      return false;
+    }
+    if (stopping?.aborted) {
+      deps.logger.warn({ runId, err: err.message }, "the run's job failed as this worker stops: leaving the run to the orphan sweep");
+      return false;
+    }
   }
   const ended = await endAbandonedRun({ prisma, redis, redisPrefix }, { id: runId, query: run.query }, finalFailureOf(err));
   if (ended) deps.logger.error({ runId, err: err.message }, "run failed after all attempts");
