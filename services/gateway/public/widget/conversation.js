@@ -199,7 +199,8 @@ export function createConversation({ key, base, greeting }, session, panel) {
    * Sends a message (`post`, the request of `text`) and streams its answer into `view`. An expired
    * session or a conversation that is gone (401, 403, 404 while the session holds either) starts a
    * new conversation, once. `resent`: the message was sent before (a reload came before its
-   * answer), so a 409 is its first request still being accepted, and waited for, as a 429 is.
+   * answer), so its first answer is taken as a repeat's is (see `follow`): a 409 is its first
+   * request still being accepted, waited for as the retried statuses are.
    */
   async function start(post, text, view, resent) {
     let res = await post();
@@ -212,7 +213,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
       res = await post();
     }
     // A gateway in trouble is asked again below, with the same request and key, as a lost answer is.
-    const waits = res && (GATEWAY_TROUBLE[res.status] || (resent && (res.status === 409 || res.status === 429)));
+    const waits = res && (resent ? RETRY_STATUS[res.status] || res.status === 409 : GATEWAY_TROUBLE[res.status]);
     if (res && !res.ok && !waits) return fail(view, STATUS_TEXT[res.status] || TEXT.generic);
     // No answer (the request or its answer was lost): sent again, the same request, below.
     await follow(res, view, post);
