@@ -31,8 +31,8 @@ async function leadingText(body: Dispatcher.ResponseData["body"], maxBytes: numb
  * SDK as the Node stream undici reads it into: the SDK iterates any body that is async-iterable
  * directly, so a streamed completion skips the WHATWG stream layers of the global `fetch`, which
  * cost more CPU than the rest of a run's model call. Answers with an error status are read up
- * front, their first {@link ERROR_BODY_MAX_BYTES} (the SDK reads only their text). Timeouts stay the SDK's (request) and the caller's (idle
- * stream): undici's own are off.
+ * front, their first {@link ERROR_BODY_MAX_BYTES} (the SDK reads only their text). Timeouts stay
+ * the SDK's (request) and the caller's (idle stream): undici's own are off.
  */
 export function createModelFetch(dispatcher: Dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 })): typeof fetch {
   const modelFetch = async (input: string | URL | Request, init: RequestInit = {}): Promise<SdkResponse | Response> => {
