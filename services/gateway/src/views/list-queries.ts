@@ -107,15 +107,15 @@ export function messageListSql(q: MessageListQuery): Prisma.Sql {
   const cursor = q.before
     ? Prisma.sql`AND (m.created_at, m.id) < (SELECT created_at, id FROM messages WHERE id = ${q.before} AND task_id = ${q.task_id})`
     : Prisma.empty;
-  // A message's size: its text, and its tool call's stored params and result (read from their
-  // headers: nothing is decompressed to measure them).
-  const size = Prisma.sql`(octet_length(m.content) + coalesce(pg_column_size(m.params), 0) + coalesce(pg_column_size(m.result), 0))`;
-  // The newest limit + 1 messages, each marked `kept` while within `limit` and the byte budget
-  // (one window pass); a message not kept means there are more.
+  // The newest limit + 1 messages with their sizes (the text, and the tool call's stored params
+  // and result, read from their headers: nothing is decompressed to measure them), each marked
+  // `kept` while within `limit` and the byte budget (one window pass); one not kept means there
+  // are more.
   return Prisma.sql`
     WITH page AS (
-      SELECT m.*, row_number() OVER w <= ${q.limit} AND sum(${size}) OVER w - ${size} <= ${MESSAGE_PAGE_MAX_BYTES} AS kept FROM (
-        SELECT * FROM messages m WHERE m.task_id = ${q.task_id} ${cursor}
+      SELECT m.*, row_number() OVER w <= ${q.limit} AND sum(m.bytes) OVER w - m.bytes <= ${MESSAGE_PAGE_MAX_BYTES} AS kept FROM (
+        SELECT *, octet_length(m.content) + coalesce(pg_column_size(m.params), 0) + coalesce(pg_column_size(m.result), 0) AS bytes
+        FROM messages m WHERE m.task_id = ${q.task_id} ${cursor}
         ORDER BY m.created_at DESC, m.id DESC LIMIT ${q.limit + 1}
       ) m
       WINDOW w AS (ORDER BY m.created_at DESC, m.id DESC)
