@@ -8,6 +8,7 @@ export { EarlyRunSubscription } from "./early-subscription";
 export { RunEventWriter, type RunEventWriterOptions } from "./run-event-writer";
 export { giveBackRunWriter, takeOverRunWriter } from "./run-log-append";
 export { countLiveWorkers, isWorkerLive, newWorkerId, recordWorkerHeartbeat, WORKER_FORGET_AFTER_MS } from "./worker-registry";
-export { followRun, readStoredEvents, readUnstoredEvents, withoutGaps, type EventStore, type FollowRunOptions } from "./run-event-reader";
+export { followRun, type FollowRunOptions } from "./run-event-reader";
+export { readStoredEvents, readUnstoredEvents, withoutGaps, type EventStore } from "./stored-events";
 export { readDbEvents } from "./db-events";
 export { renewRunHeartbeatIfHeld } from "./run-heartbeat";

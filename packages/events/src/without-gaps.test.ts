@@ -1,5 +1,5 @@
 import type { RunEvent } from "@agentrun/contracts";
-import { withoutGaps } from "./run-event-reader";
+import { withoutGaps } from "./stored-events";
 
 const chunk = (seq: number) => ({ seq, type: "text_chunk", content: `c${seq}` }) as RunEvent;
 const end = (seq: number) => ({ seq, type: "run_completed", run_id: "run_1", credits_used: 1 }) as RunEvent;
