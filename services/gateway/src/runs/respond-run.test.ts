@@ -45,35 +45,40 @@ function app(input: { runId: string; taskId: string; sent?: RunEvent[] }, redis 
   return a;
 }
 
+/** A queued run of a task of its own. */
+async function queuedRun(): Promise<{ runId: string; taskId: string }> {
+  const runId = await createTestRun(prisma, "queued");
+  const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
+  return { runId, taskId };
+}
+
+/** The event store of {@link app}'s runs, on the working Redis. */
+const store = () => ({ prisma, redis: working, redisPrefix: `${testEnv().redisPrefix}:respond` });
+
 describe("respondWithRun (JSON)", () => {
   it("answers 202 with the run's status, not an error, when the events of a run it just created cannot be read", async () => {
-    const runId = await createTestRun(prisma, "queued");
-    const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
+    const { runId, taskId } = await queuedRun();
     const started = { seq: 1, type: "run_started", run_id: runId, task_id: taskId } as RunEvent;
     const res = await request(app({ runId, taskId, sent: [started] })).post("/run");
     expect([res.status, res.body]).toEqual([202, { run_id: runId, task_id: taskId, status: "queued" }]);
   });
 
   it("answers a replay's failure as the error it is: the client may ask again with its key", async () => {
-    const runId = await createTestRun(prisma, "queued");
-    const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
+    const { runId, taskId } = await queuedRun();
     const res = await request(app({ runId, taskId })).post("/run");
     expect([res.status, res.body.error?.code]).toEqual([503, "unavailable"]);
   });
 
   it("answers a replay of a run the queue could not take 503 unavailable, as the first request was: its key is free", async () => {
-    const runId = await createTestRun(prisma, "queued");
-    const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
-    const store = { prisma, redis: working, redisPrefix: `${testEnv().redisPrefix}:respond` };
-    expect(await failRun(store, { id: runId, query: "q" }, { code: "unavailable", message: "The run queue is unavailable." }, { onlyIfQueued: true })).toBe(true);
+    const { runId, taskId } = await queuedRun();
+    expect(await failRun(store(), { id: runId, query: "q" }, { code: "unavailable", message: "The run queue is unavailable." }, { onlyIfQueued: true })).toBe(true);
     const res = await request(app({ runId, taskId }, working)).post("/run");
     expect([res.status, res.body.error]).toEqual([503, { code: "unavailable", message: "The run queue is unavailable." }]);
   });
 
   // Last: shutdown, once begun, stays begun in this module.
   it("answers a run accepted once shutdown has begun at once, 202 with its status, rather than waiting for its end", async () => {
-    const runId = await createTestRun(prisma, "queued");
-    const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
+    const { runId, taskId } = await queuedRun();
     const started = { seq: 1, type: "run_started", run_id: runId, task_id: taskId } as RunEvent;
     expect(endAllWaits()).toBe(0);
     // A wait of 60 s, longer than this test may take: it answers at once or not in time.
@@ -82,10 +87,8 @@ describe("respondWithRun (JSON)", () => {
   }, 10_000);
 
   it("answers a replay of a run that has ended with its result during shutdown too", async () => {
-    const runId = await createTestRun(prisma, "queued");
-    const { taskId } = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { taskId: true } });
-    const store = { prisma, redis: working, redisPrefix: `${testEnv().redisPrefix}:respond` };
-    expect(await failRun(store, { id: runId, query: "q" }, { code: "model_error", message: "The model failed." })).toBe(true);
+    const { runId, taskId } = await queuedRun();
+    expect(await failRun(store(), { id: runId, query: "q" }, { code: "model_error", message: "The model failed." })).toBe(true);
     expect(endAllWaits()).toBe(0);
     const res = await request(app({ runId, taskId }, working, 60_000)).post("/run");
     expect([res.status, res.body.run_id, res.body.status, res.body.error]).toEqual([200, runId, "failed", { code: "model_error", message: "The model failed." }]);
