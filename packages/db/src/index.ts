@@ -7,7 +7,7 @@ export { Prisma } from "./generated/prisma/client";
 export type { Organization, ApiKey, Agent, WidgetKey, Task, Run, RunEventBatch, Message, MemoryEntry, CreditLedgerEntry, IdempotencyKey } from "./generated/prisma/client";
 export * from "./generated/prisma/enums";
 export { newId, type IdPrefix } from "./ids";
-export { isStorableText, storableJson, storableJsonText, storableText } from "./storable";
+export { isStorableText, nestsDeeperThan, storableJson, storableJsonText, storableText } from "./storable";
 export { withSessionSettings } from "./session-options";
 export { ensureDatabase, dropDatabase, migrateDeploy, REPO_ROOT } from "./database";
 export { latestMigration, readyCheck, READY_CHECK_TIMEOUT_MS, schemaState, type SchemaState } from "./schema-state";

@@ -51,3 +51,23 @@ export function storableJsonText(value: unknown): string {
   const text = JSON.stringify(value);
   return MAY_BE_UNSTORABLE.test(text) ? JSON.stringify(storableJson(value)) : text;
 }
+
+/**
+ * Whether the JSON text in `buf` nests arrays and objects more than `max` levels deep (a scan, no
+ * parse: a far deeper value would overflow the stack of every recursive step after the parser).
+ */
+export function nestsDeeperThan(buf: Uint8Array, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i];
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next byte is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}

@@ -110,4 +110,16 @@ describe("event writes batched across runs", () => {
     expect(await redis.exists(hb)).toBe(0);
     expect(writer.ended).toBe(true);
   });
+  it("throws for an event it cannot serialize without using up a seq: the run's seqs stay without gaps", async () => {
+    const [{ runId, writer }] = writers(1) as [{ runId: string; writer: RunEventWriter }];
+    const { got, close } = await listen([runId]);
+    writer.emit({ type: "text_chunk", content: "a" });
+    const tooDeep = JSON.parse("[".repeat(20_000) + "]".repeat(20_000)) as unknown;
+    expect(() => writer.emit({ type: "tool_result", tool: "http", action: "get", result: tooDeep })).toThrow(RangeError);
+    writer.emit({ type: "text_chunk", content: "b" });
+    expect(writer.lastSeq).toBe(3);
+    await until(() => got.get(runId)!.length === 2);
+    close();
+    expect(got.get(runId)!.map((e) => [e.seq, e.type])).toEqual([[2, "text_chunk"], [3, "text_chunk"]]);
+  });
 });

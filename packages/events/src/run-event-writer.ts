@@ -95,9 +95,13 @@ export class RunEventWriter implements BatchedWrite {
 
   /** Emits a non-terminal event. */
   emit(input: RunEventInput): RunEvent {
-    const event = { seq: ++this.seq, ...input } as RunEvent;
+    const event = { seq: this.seq + 1, ...input } as RunEvent;
+    // Serialized before its seq is taken: an event that cannot be (a value too deep for the
+    // stack) throws without leaving a gap in the run's seqs.
+    const text = this.refused ? "" : JSON.stringify(event);
+    this.seq++;
     if (this.refused) return event;
-    this.outbox.push(JSON.stringify(event));
+    this.outbox.push(text);
     this.enqueue();
     this.batch.push(event);
     if (!this.timer) {

@@ -1,7 +1,7 @@
 import { isUtf8 } from "node:buffer";
 import type { IncomingMessage } from "node:http";
 import express, { type RequestHandler } from "express";
-import { isStorableText } from "@agentrun/db";
+import { isStorableText, nestsDeeperThan } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import { inexactNumber } from "./inexact-number";
 import { foreignCharset, foreignCharsetRefused, parseUtf8Json } from "./utf8-json";
@@ -29,22 +29,6 @@ type Flagged = { [rawBodyFlags]?: RawBodyFlags };
  */
 export const MAX_JSON_DEPTH = 32;
 
-/** Whether the JSON text in `buf` nests arrays and objects more than `max` levels deep. */
-export function nestsDeeperThan(buf: Uint8Array, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < buf.length; i++) {
-    const c = buf[i];
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: the next byte is escaped
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) return true;
-    } else if (c === 0x7d || c === 0x5d) depth--;
-  }
-  return false;
-}
 
 /**
  * Parses JSON bodies after authentication (so an anonymous caller gets 401, not a parse error).

@@ -59,7 +59,10 @@ describe("a run whose end PostgreSQL refuses", () => {
   });
 });
 
-describe("a run whose tool fetched U+0000 or a lone surrogate", () => {
+/** 12 KB of JSON nested 6,000 levels deep: parsed, it would overflow the stack of storing and sending it. */
+const DEEP_JSON = "[".repeat(6000) + "]".repeat(6000);
+
+describe("a run whose tool fetched U+0000 or a lone surrogate, or JSON nested thousands of levels deep", () => {
   let server: Server;
   let url: string;
 
@@ -67,6 +70,7 @@ describe("a run whose tool fetched U+0000 or a lone surrogate", () => {
     // Text with NUL bytes (declared as text, so the tool returns it): PostgreSQL stores no
     // U+0000 in text or jsonb. JSON with a lone surrogate's escape: jsonb refuses it.
     server = createServer((req, res) => {
+      if (req.url === "/deep") return void res.writeHead(200, { "content-type": "application/json" }).end(DEEP_JSON);
       if (req.url === "/json") return void res.writeHead(200, { "content-type": "application/json" }).end('{"x":"\\ud800","y":["\\udfff"]}');
       res.writeHead(200, { "content-type": "text/plain" }).end(Buffer.from([0x61, 0x00, 0x62, 0x00]));
     });
@@ -98,6 +102,19 @@ describe("a run whose tool fetched U+0000 or a lone surrogate", () => {
     const results = events.filter((e) => e.type === "tool_result");
     expect(results[0]!.result).toMatchObject({ status: 200, body: { x: "\uFFFD", y: ["\uFFFD"] } });
     expect(events.find((e) => e.type === "tool_call" && e.tool === "calc")!.params).toEqual({ expression: "\uFFFD" });
+
+    const runId = events[0]!.run_id as string;
+    expect(await readDbEvents({ prisma }, runId)).toEqual(events);
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "completed" });
+  });
+
+  it("completes with the deeply nested page as text in its tool_result, every seq in order", async () => {
+    const fetcher = await createTenant(prisma, { tools: ["http"], httpAllowlist: ["127.0.0.1"] });
+    const res = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: `[call:http_get {"url":"${url.replace("/bin", "/deep")}"}]` }, headers: fetcher.headers });
+    const events = res.events.map((e) => e.data);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_e, i) => i + 1));
+    expect(events.filter((e) => e.type !== "text_chunk").map((e) => e.type)).toEqual(["run_started", "tool_call", "tool_result", "run_completed"]);
+    expect(events.find((e) => e.type === "tool_result")!.result).toEqual({ status: 200, content_type: "application/json", body: DEEP_JSON, truncated: false });
 
     const runId = events[0]!.run_id as string;
     expect(await readDbEvents({ prisma }, runId)).toEqual(events);

@@ -10,6 +10,13 @@ describe("renderInstructions", () => {
     expect(out).toBe('Hi Ada (u1), plan pro, n={"a":1}, x=, y=.');
   });
 
+  it("fills metadata placeholders from the request's own keys only: inherited names are missing values", () => {
+    const out = renderInstructions("[{{metadata.constructor}}][{{metadata.toString}}][{{metadata.__proto__}}][{{metadata.hasOwnProperty}}][{{metadata.plan}}]", { metadata: { plan: "pro" } });
+    expect(out).toBe("[][][][][pro]");
+    // A key of that name that the request did send is its value.
+    expect(renderInstructions("{{metadata.constructor}}", { metadata: { constructor: "given" } })).toBe("given");
+  });
+
   it("leaves text without placeholders alone and works without context", () => {
     expect(renderInstructions("No {braces} here {{user_name}}", undefined)).toBe("No {braces} here ");
   });

@@ -10,7 +10,12 @@ export function renderInstructions(template: string, ctx: RunContext | undefined
     let value: unknown;
     if (path === "user_name") value = ctx?.user_name;
     else if (path === "user_id") value = ctx?.user_id;
-    else if (path.startsWith("metadata.")) value = ctx?.metadata?.[path.slice("metadata.".length)];
+    else if (path.startsWith("metadata.")) {
+      // Own keys only: `{{metadata.constructor}}` names no value of the request's.
+      const metadata = ctx?.metadata;
+      const key = path.slice("metadata.".length);
+      if (metadata && Object.hasOwn(metadata, key)) value = metadata[key];
+    }
     if (value === undefined || value === null) return "";
     return typeof value === "string" ? value : JSON.stringify(value);
   });

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { addressAllowed, hostAllowed, httpGetAction, type HttpToolLimits } from "./http.tool";
-import { ToolError, type ToolContext } from "./tool";
+import { MAX_TOOL_JSON_DEPTH, ToolError, type ToolContext } from "./tool";
 
 describe("hostAllowed", () => {
   it("matches exact names, ignoring case and a trailing dot", () => {
@@ -208,6 +208,15 @@ describe("http_get against a real server on 127.0.0.1", () => {
     expect(out.truncated).toBe(true);
     // Truncated JSON is not parsed: it is returned as the text it is.
     expect(out.body).toBe("a".repeat(2500));
+  });
+
+  it(`returns JSON nested more than ${MAX_TOOL_JSON_DEPTH} levels deep as text, and parses it up to that depth`, async () => {
+    const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+    handler = (req, res) => void res.writeHead(200, { "content-type": "application/json" }).end(nested(req.url === "/deep" ? 400 : MAX_TOOL_JSON_DEPTH));
+    // Far deeper (6,000 levels), parsed, the value would overflow the stack of storing and sending it.
+    await expect(get(`${base}/deep`)).resolves.toMatchObject({ status: 200, body: nested(400), truncated: false });
+    const shallow = (await get(`${base}/shallow`)) as { body: unknown };
+    expect(shallow.body).toEqual(JSON.parse(nested(MAX_TOOL_JSON_DEPTH)));
   });
 
   it("returns a body of exactly maxBytes whole", async () => {

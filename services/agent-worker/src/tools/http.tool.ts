@@ -5,7 +5,8 @@ import ipaddr from "ipaddr.js";
 import { Agent, request } from "undici";
 import { z } from "zod";
 import { untilAborted } from "../until-aborted";
-import { defineAction, ToolError, type ToolContext } from "./tool";
+import { nestsDeeperThan } from "@agentrun/db";
+import { defineAction, MAX_TOOL_JSON_DEPTH, ToolError, type ToolContext } from "./tool";
 
 export interface HttpToolLimits {
   timeoutMs: number;
@@ -162,8 +163,9 @@ export function httpGetAction(limits: HttpToolLimits) {
         if (textual === null && looksBinary(bytes)) return binary(truncated ? declared : size);
         const text = bodyText(bytes, contentType);
         let body: unknown = text;
-        // (Media types are case-insensitive: Application/JSON is JSON too.)
-        if (!truncated && contentType.toLowerCase().includes("json")) {
+        // (Media types are case-insensitive: Application/JSON is JSON too.) JSON nested too deeply
+        // to handle stays text.
+        if (!truncated && contentType.toLowerCase().includes("json") && !nestsDeeperThan(Buffer.from(text), MAX_TOOL_JSON_DEPTH)) {
           try {
             body = JSON.parse(text);
           } catch {

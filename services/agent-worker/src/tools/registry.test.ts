@@ -4,7 +4,7 @@ import net from "node:net";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { startMemoryService, type MemoryService } from "@agentrun/testing";
 import { BUILT_IN_TOOLS, MAX_TOOL_ERROR_CHARS, ToolRegistry } from "./registry";
-import type { ToolContext } from "./tool";
+import { MAX_TOOL_JSON_DEPTH, type ToolContext } from "./tool";
 
 let memoryUrl: string;
 // A site the http tool may reach (allowPrivate).
@@ -106,6 +106,17 @@ describe("ToolRegistry.call", () => {
     const outcome = await registry.call("calc_evaluate", args, ["calc"], ctxFor(), (c) => started.push(c));
     expect(outcome).toMatchObject({ tool: "calc", action: "evaluate", params: { arguments: args }, ok: false, charged: false, result: { error: { code: "invalid_arguments", message: expect.any(String) } } });
     expect(started).toEqual([{ tool: "calc", action: "evaluate", params: { arguments: args } }]);
+  });
+
+  it(`answers invalid_arguments for arguments nested more than ${MAX_TOOL_JSON_DEPTH} levels deep, announcing the call with them as text`, async () => {
+    const args = `{"expression":${"[".repeat(6000)}${"]".repeat(6000)}}`;
+    const started: unknown[] = [];
+    const outcome = await registry.call("calc_evaluate", args, ["calc"], ctxFor(), (c) => started.push(c));
+    expect(outcome).toMatchObject({ params: { arguments: args }, ok: false, charged: false, result: { error: { code: "invalid_arguments", message: expect.stringContaining("levels deep") } } });
+    expect(started).toEqual([{ tool: "calc", action: "evaluate", params: { arguments: args } }]);
+    // At the limit the arguments are parsed (and then checked against the tool's parameters).
+    const atLimit = await registry.call("calc_evaluate", `{"expression":${"[".repeat(MAX_TOOL_JSON_DEPTH - 1)}${"]".repeat(MAX_TOOL_JSON_DEPTH - 1)}}`, ["calc"], ctxFor());
+    expect(atLimit.result).toMatchObject({ error: { code: "invalid_arguments", message: expect.stringContaining("expression") } });
   });
 
   it.each([

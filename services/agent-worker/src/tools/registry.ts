@@ -1,12 +1,12 @@
 import { z } from "zod";
-import { storableJson, storableText } from "@agentrun/db";
+import { nestsDeeperThan, storableJson, storableText } from "@agentrun/db";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import { calcEvaluate, warmCalcThreads } from "./calc.tool";
 import { clockNow } from "./clock.tool";
 import { cutText } from "./cut-text";
 import { httpGetAction, type HttpToolLimits } from "./http.tool";
 import { memorySave, memorySearch } from "./memory.tool";
-import { ToolError, type ToolAction, type ToolContext } from "./tool";
+import { MAX_TOOL_JSON_DEPTH, ToolError, type ToolAction, type ToolContext } from "./tool";
 
 /** Names an agent can enable; each brings all its actions. */
 
@@ -87,6 +87,11 @@ export class ToolRegistry {
     let params: Record<string, unknown> = {};
     let isObject = true;
     const fail = (code: string, message: string, charged: boolean): ToolCallOutcome => ({ tool, action, params, result: { error: { code, message: cutText(message, MAX_TOOL_ERROR_CHARS) } }, ok: false, charged });
+    if (nestsDeeperThan(Buffer.from(rawArgs), MAX_TOOL_JSON_DEPTH)) {
+      params = { arguments: storableText(rawArgs) };
+      onStart?.({ tool, action, params });
+      return fail("invalid_arguments", `The arguments must not nest arrays and objects more than ${MAX_TOOL_JSON_DEPTH} levels deep.`, false);
+    }
     try {
       // Arguments and results are stored with the run's events: PostgreSQL takes no U+0000.
       const parsed = storableJson(rawArgs.trim() ? JSON.parse(rawArgs) : {});

@@ -1,6 +1,13 @@
 import type { z } from "zod";
 import type { MemoryClient } from "@agentrun/memory-client";
 
+/**
+ * How deeply a tool's arguments or a fetched JSON page may nest arrays and objects. Deeper values
+ * would overflow the stack of the recursive steps after parsing (cleaning for storage,
+ * serialising the run's events) and end the run with an internal error.
+ */
+export const MAX_TOOL_JSON_DEPTH = 64;
+
 /** What a tool may use while it runs: the run's scope and the worker's clients. */
 export interface ToolContext {
   orgId: string;

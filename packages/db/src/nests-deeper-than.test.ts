@@ -1,4 +1,6 @@
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "./index";
+import { nestsDeeperThan } from "./storable";
+
+const MAX_JSON_DEPTH = 32;
 
 const depthOf = (text: string, max = MAX_JSON_DEPTH) => nestsDeeperThan(Buffer.from(text), max);
 
