@@ -28,7 +28,7 @@ export const messageListQuerySchema = z.strictObject({
 });
 
 /** The largest seq a client may name (seqs are stored as 32-bit integers). */
-const MAX_EVENT_SEQ = 1_000_000_000;
+export const MAX_EVENT_SEQ = 1_000_000_000;
 
 /** Query of `GET /api/tasks/{id}/runs/{run_id}/events`. */
 export const eventsQuerySchema = z.strictObject({

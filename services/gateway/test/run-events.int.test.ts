@@ -90,6 +90,15 @@ describe("run events", () => {
     // EventSource resumes after it: the end.
     const again = await fetch(url, { headers: { ...tenant.headers, accept: "text/event-stream", "last-event-id": past.events[0]!.id! } });
     expect(again.status).toBe(204);
+    // The JSON answer says the same: the terminal event past the end, nothing at it.
+    const json = (cursor: string) => fetch(url, { headers: { ...tenant.headers, accept: "application/json", "last-event-id": cursor } }).then(async (r) => [r.status, await r.json()]);
+    expect(await json("500")).toEqual([200, { events: [live.events.at(-1)!.data] }]);
+    expect(await json(past.events[0]!.id!)).toEqual([200, { events: [] }]);
+  });
+
+  it("names the cursor's range when Last-Event-ID is too large", async () => {
+    const res = await api("GET", "/tasks/task_nope/runs/run_nope/events", undefined, tenant, { "last-event-id": "1000000001" });
+    expect(res).toMatchObject({ status: 400, body: { error: { code: "invalid_request", message: expect.stringContaining("from 0 to 1000000000") } } });
   });
 
   it("checks the resume cursor before the task and run: a malformed one is 400 whatever the ids", async () => {

@@ -4,7 +4,7 @@ import { readStoredEvents, withoutGaps } from "@agentrun/events";
 import { AppError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
-import { resumeAfter, streamRunEvents } from "../runs/run-events-stream";
+import { replayFrom, resumeAfter, streamRunEvents } from "../runs/run-events-stream";
 import { cancelRun } from "../tasks/cancel-run";
 import { ownedRun } from "../tasks/task-access";
 import { toRunView } from "../views/run.view";
@@ -47,7 +47,8 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
     // The same URL answers in either format: a cache must key its copies by Accept.
     res.vary("Accept");
     if (wantsJson(req)) {
-      res.json({ events: withoutGaps(await readStoredEvents(store, run.id, afterSeq), afterSeq) });
+      const from = replayFrom(run, afterSeq);
+      res.json({ events: withoutGaps(await readStoredEvents(store, run.id, from), from) });
       return;
     }
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: deps.config.SSE_HEARTBEAT_MS });

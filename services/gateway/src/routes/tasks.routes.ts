@@ -63,8 +63,11 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
     // writes to the task while it is deleted. The task goes only while no run holds it: a run
     // started on it meanwhile is stopped too (a few times at most, then 409).
     for (let attempt = 0; ; attempt++) {
-      const runs = await prisma.run.findMany({ where: { taskId: task.id }, select: { id: true, status: true, query: true } });
-      await Promise.all(runs.map((run) => cancelRunAndWait(store, run)));
+      // Ids of all its runs (for their event logs), queries of those in progress only: a task may
+      // hold thousands of runs, each with a query of up to 32,000 characters.
+      const runs = await prisma.run.findMany({ where: { taskId: task.id }, select: { id: true } });
+      const inProgress = await prisma.run.findMany({ where: { taskId: task.id, status: { in: ["queued", "running"] } }, select: { id: true, status: true, query: true } });
+      await Promise.all(inProgress.map((run) => cancelRunAndWait(store, run)));
       // The Idempotency-Keys of its runs go with the task, in the same statement: a replay of a
       // request that started one of them finds its key free instead of waiting for a run that
       // no longer exists.

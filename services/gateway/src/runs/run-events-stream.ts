@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import { eventsQuerySchema, isTerminalEvent, lastEventIdSchema } from "@agentrun/contracts";
+import { eventsQuerySchema, isTerminalEvent, lastEventIdSchema, MAX_EVENT_SEQ } from "@agentrun/contracts";
 import { AppError } from "@agentrun/errors";
 import { followRun, readStoredEvents, type SubscriberHub } from "@agentrun/events";
 import type { PrismaClient } from "@agentrun/db";
@@ -14,10 +14,21 @@ import { openSse, setSseHeaders } from "./sse";
 export function resumeAfter(req: Request): number {
   const header = req.get("last-event-id");
   const parsed = header === undefined ? undefined : lastEventIdSchema.safeParse(header.trim());
-  if (parsed && !parsed.success) throw new AppError("invalid_request", { message: "Last-Event-ID must be a non-negative integer (an event's seq)." });
+  if (parsed && !parsed.success) throw new AppError("invalid_request", { message: `Last-Event-ID must be an integer from 0 to ${MAX_EVENT_SEQ} (an event's seq).` });
   // The query is checked also when the header wins: a parameter the endpoint does not read is refused.
   const { after } = eventsQuerySchema.parse(req.query);
   return parsed?.data ?? after;
+}
+
+/**
+ * Where a replay of `run` starts reading for a client that has the events up to `afterSeq`. A
+ * cursor past a finished run's end holds events the store lost (the run's worker died with them,
+ * and Redis with its log): that client has not seen how the run ended, so it is answered from
+ * the terminal event on.
+ */
+export function replayFrom(run: { status: string; lastSeq: number }, afterSeq: number): number {
+  const ended = run.status !== "queued" && run.status !== "running";
+  return ended && afterSeq > run.lastSeq ? run.lastSeq - 1 : afterSeq;
 }
 
 export interface RunEventsStreamInput {
@@ -37,10 +48,9 @@ export interface RunEventsStreamInput {
 export async function streamRunEvents(req: Request, res: Response, input: RunEventsStreamInput): Promise<void> {
   const { store, run, afterSeq } = input;
   const ended = run.status !== "queued" && run.status !== "running";
-  // A cursor past a finished run's end holds events the store lost (the run's worker died with
-  // them, and Redis with its log): that client has not seen how the run ended, so it gets the
-  // terminal event. EventSource then resumes after it and gets 204.
-  const stored = !ended ? null : await readStoredEvents(store, run.id, afterSeq > run.lastSeq ? run.lastSeq - 1 : afterSeq);
+  // Past a finished run's end, the terminal event (see replayFrom); EventSource then resumes
+  // after it and gets 204.
+  const stored = !ended ? null : await readStoredEvents(store, run.id, replayFrom(run, afterSeq));
   if (stored?.length === 0) {
     res.status(204).end();
     return;
