@@ -6,6 +6,12 @@ export const runLogKey = (prefix: string, runId: string) => `${prefix}:run:${run
 export const runWriterKey = (prefix: string, runId: string) => `${prefix}:run:${runId}:writer`;
 /** Set when a run must stop; its worker reads it when it claims the run, with each heartbeat and after its subscriber reconnects. */
 export const runCancelKey = (prefix: string, runId: string) => `${prefix}:run:${runId}:cancel`;
+/**
+ * Lifetime of a run's cancel flag: longer than a run waits for a worker (a run queued for more
+ * than QUEUED_MAX_AGE_MS, an hour by default, is ended unstarted), so that a run cancelled while
+ * every worker was down still ends `cancelled` when one takes it over.
+ */
+export const RUN_CANCEL_FLAG_TTL_S = 24 * 3600;
 /** Refreshed by the worker executing the run; its absence means the worker is gone. */
 export const runHeartbeatKey = (prefix: string, runId: string) => `${prefix}:run:${runId}:hb`;
 /** Broadcast to every worker: `{"type":"cancel","run_id":…}`. */

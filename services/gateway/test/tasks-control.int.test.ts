@@ -1,4 +1,6 @@
 import pg from "pg";
+import { Redis } from "ioredis";
+import { runCancelKey } from "@agentrun/events";
 import { createTenant, eventually, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { taskListSql } from "../src/views/list-queries";
@@ -50,6 +52,14 @@ describe("cancel", () => {
     expect(run.creditsUsed).toBe(1 + Math.ceil((run.promptTokens + run.completionTokens) / 1000));
     expect(run.creditsUsed).toBe(2);
     expect(run.task.creditsUsed).toBe(2);
+    // The flag outlives a run's wait for a worker (QUEUED_MAX_AGE_MS, an hour): a run cancelled
+    // while no worker lives still ends cancelled when one takes it over.
+    const flags = new Redis(stack.env.REDIS_URL!);
+    try {
+      expect(await flags.ttl(runCancelKey(stack.env.REDIS_PREFIX!, run_id))).toBeGreaterThan(23 * 3600);
+    } finally {
+      flags.disconnect();
+    }
     // Cancelling again changes nothing.
     const again = await post(`/tasks/${task_id}/runs/${run_id}/cancel`);
     expect(again).toMatchObject({ status: 202, body: { status: "cancelled" } });

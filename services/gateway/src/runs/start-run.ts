@@ -1,6 +1,6 @@
 import type { Request, Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
-import { EarlyRunSubscription, runCancelKey } from "@agentrun/events";
+import { EarlyRunSubscription, RUN_CANCEL_FLAG_TTL_S, runCancelKey } from "@agentrun/events";
 import { AppError, mayHaveBeenCarriedOut } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { enqueueRun } from "@agentrun/queue";
@@ -153,7 +153,7 @@ const ABANDON_RETRY_MS = 60_000;
  * Idempotency-Key).
  */
 async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Promise<void> {
-  await deps.redis.set(runCancelKey(deps.config.REDIS_PREFIX, run.runId), "1", "EX", 3600).catch(() => {});
+  await deps.redis.set(runCancelKey(deps.config.REDIS_PREFIX, run.runId), "1", "EX", RUN_CANCEL_FLAG_TTL_S).catch(() => {});
   try {
     if (await failUnqueuedRun(deps, run, ABANDON_RETRY_MS)) log.warn({ runId: run.runId }, "ended a run committed although its creation went unanswered");
     await run.unqueued?.();

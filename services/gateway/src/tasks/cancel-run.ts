@@ -1,5 +1,5 @@
 import type { Run } from "@agentrun/db";
-import { controlChannel, runCancelKey, runHeartbeatKey } from "@agentrun/events";
+import { controlChannel, RUN_CANCEL_FLAG_TTL_S, runCancelKey, runHeartbeatKey } from "@agentrun/events";
 import { finishRun, type FinishRunDeps } from "@agentrun/run-state";
 
 const IN_PROGRESS = new Set(["queued", "running"]);
@@ -18,7 +18,7 @@ export async function cancelRun(deps: FinishRunDeps, run: Pick<Run, "id" | "stat
   if (IN_PROGRESS.has(run.status)) {
     await deps.redis
       .multi()
-      .set(runCancelKey(deps.redisPrefix, run.id), "1", "EX", 3600)
+      .set(runCancelKey(deps.redisPrefix, run.id), "1", "EX", RUN_CANCEL_FLAG_TTL_S)
       .publish(controlChannel(deps.redisPrefix), JSON.stringify({ type: "cancel", run_id: run.id }))
       .exec();
   }
