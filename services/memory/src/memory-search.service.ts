@@ -6,7 +6,7 @@ import { Prisma } from "@agentrun/db";
 import type { MemoryCategoryValue, MemoryEntryView, MemoryScope } from "@agentrun/contracts";
 import { listMemories, type MemoryServiceDeps } from "./memory.service";
 import { toMemoryView } from "./memory.view";
-import { orTsQuery, searchTerms } from "./search-terms";
+import { mayHoldSearchTerms, searchTermsCte } from "./search-terms";
 
 export interface SearchMemoriesInput extends MemoryScope {
   user_id: string;
@@ -38,9 +38,9 @@ interface SearchRow {
 /**
  * The user's memories relevant to `query`, best first.
  *
- * The query's words (see {@link searchTerms}) are OR-ed into `to_tsquery('english', …)`, so
- * PostgreSQL stems them and drops stop words; an entry matches when its
- * `to_tsvector('english', content)` shares at least one lexeme. Its score is
+ * The query's lexemes (see {@link searchTermsCte}: PostgreSQL's `english` configuration splits,
+ * stems and drops stop words, as it did for the entries) are OR-ed into a tsquery; an entry
+ * matches when its search document shares at least one lexeme. Its score is
  * `distinct query lexemes it contains + r / (r + 1)` with `r = ts_rank_cd(…)`: covering more of
  * the query's words always ranks higher, and among equal coverage the cover density decides
  * (the fraction stays below 1). Ties go to the newest entry, then the highest id. Each entry's
@@ -48,13 +48,9 @@ interface SearchRow {
  * user's entries, which the (org, agent, user) index narrows first, without parsing any again.
  */
 export async function searchMemories({ prisma }: MemoryServiceDeps, input: SearchMemoriesInput): Promise<ScoredMemoryView[]> {
-  const terms = searchTerms(input.query);
-  if (terms.length === 0) return [];
+  if (!mayHoldSearchTerms(input.query)) return [];
   const rows = await prisma.$queryRaw<SearchRow[]>(Prisma.sql`
-    WITH q AS (
-      SELECT to_tsquery('english', ${orTsQuery(terms)}) AS query,
-             tsvector_to_array(to_tsvector('english', ${terms.join(" ")})) AS lexemes
-    ), m AS (
+    WITH ${searchTermsCte(input.query)}, m AS (
       SELECT e.id, e.user_id, e.content, e.category::text AS category, e.created_at,
              e.search_doc AS doc
       FROM memory_entries e

@@ -2,43 +2,52 @@
  * Turns a natural-language query into full-text search terms. Questions such as "what tea does
  * the user like" should match memories sharing any meaningful word, so the words are OR-ed
  * rather than AND-ed as `websearch_to_tsquery` would.
+ *
+ * PostgreSQL splits the query, with the parser and dictionaries that made each entry's search
+ * document (`to_tsvector('english', …)` of the NFC form), so that both sides agree on what a word
+ * is: scripts whose words hold combining marks (Hindi, Thai, Tamil), addresses, host names and
+ * numbers such as `bob@example.com`, `acme.io` or `3.50` (one lexeme each, besides their parts
+ * where the parser gives them), and the same stems and stop words.
  */
+import { Prisma } from "@agentrun/db";
 
 /**
- * Words that appear in almost every memory ("User likes green tea", "The user's dog…") and so
- * say nothing about which memory is relevant. PostgreSQL's `english` configuration removes the
- * ordinary stop words itself.
+ * Lexemes that appear in almost every memory ("User likes green tea", "The user's dog…") and so
+ * say nothing about which memory is relevant ("users" and "user's" stem to "user"). PostgreSQL's
+ * `english` configuration removes the ordinary stop words itself.
  */
-export const DOMAIN_STOP_WORDS: ReadonlySet<string> = new Set(["user", "users"]);
+export const DOMAIN_STOP_WORDS: readonly string[] = ["user"];
 
 /**
- * Most distinct words taken from one query, bounding the SQL's size for a long query.
+ * Most distinct lexemes taken from one query (the first ones in it, stop words not counted),
+ * bounding the search's cost for a long query.
  * @defaultValue 64
  */
 export const MAX_SEARCH_TERMS = 64;
 
-/** Longer "words" are noise (hashes, base64) and PostgreSQL ignores them anyway. */
+/** Longer "words" are noise (hashes, base64). */
 const MAX_TERM_LENGTH = 100;
 
-/** A run of letters or digits; none of these characters is tsquery syntax. */
-const WORD = /[\p{L}\p{N}]+/gu;
-
-/**
- * The query's distinct, lower-cased words in order of first appearance, without domain stop
- * words, at most {@link MAX_SEARCH_TERMS}. Only letters and digits remain, so the words are safe
- * to join into `to_tsquery` syntax.
- */
-export function searchTerms(query: string): string[] {
-  const terms = new Set<string>();
-  for (const [word] of query.toLowerCase().matchAll(WORD)) {
-    if (word.length > MAX_TERM_LENGTH || DOMAIN_STOP_WORDS.has(word)) continue;
-    terms.add(word);
-    if (terms.size >= MAX_SEARCH_TERMS) break;
-  }
-  return [...terms];
+/** Whether `query` holds anything PostgreSQL could take for a word: a letter or a digit. */
+export function mayHoldSearchTerms(query: string): boolean {
+  return /[\p{L}\p{N}]/u.test(query);
 }
 
-/** `to_tsquery` input matching any of the terms, e.g. `tea | like`; empty when there are none. */
-export function orTsQuery(terms: readonly string[]): string {
-  return terms.join(" | ");
+/**
+ * A CTE `q` of one row: `query`, a tsquery OR-ing the query's lexemes (NULL when it has none,
+ * which matches nothing), and `lexemes`, the same as an array. The lexemes are quoted into the
+ * tsquery as they are, not parsed again.
+ */
+export function searchTermsCte(query: string): Prisma.Sql {
+  return Prisma.sql`
+    words AS (
+      SELECT w.lexeme FROM unnest(to_tsvector('english', normalize(${query}, NFC))) AS w
+      WHERE w.lexeme <> ALL (${DOMAIN_STOP_WORDS}::text[]) AND length(w.lexeme) <= ${MAX_TERM_LENGTH}
+      ORDER BY w.positions[1], w.lexeme
+      LIMIT ${MAX_SEARCH_TERMS}
+    ), q AS (
+      SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery AS query,
+             array_agg(lexeme) AS lexemes
+      FROM words
+    )`;
 }

@@ -75,6 +75,40 @@ describe("memory search", () => {
     }
   });
 
+  it("finds words as PostgreSQL splits them: scripts with combining marks, addresses, host names and numbers", async () => {
+    const scope = newScope();
+    const entries = ["मुझे चाय पसंद है", "ชอบชาเขียว ชาเขียว", "தேநீர் பிடிக்கும்", "Email is bob.smith@example.com", "Company site acme.io", "Coffee costs 3.50", "Runs node 20.11.1"];
+    await seed(t.app, scope, "u1", entries);
+    for (const [query, found] of [["चाय", entries[0]], ["ชาเขียว", entries[1]], ["தேநீர்", entries[2]], ["bob.smith@example.com?", entries[3]], ["acme.io", entries[4]], ["3.50", entries[5]], ["20.11.1", entries[6]]] as const) {
+      expect([query, contents((await search({ ...scope, user_id: "u1", query })).body)]).toEqual([query, [found]]);
+    }
+  });
+
+  it("matches the NFC and NFD forms of a word alike, both ways", async () => {
+    const scope = newScope();
+    const [nfc, nfd] = ["Loves trà đá", "Visited Montréal"].map((text, i) => (i === 0 ? text.normalize("NFC") : text.normalize("NFD")));
+    await seed(t.app, scope, "u1", [nfc!, nfd!]);
+    expect(contents((await search({ ...scope, user_id: "u1", query: "trà".normalize("NFD") })).body)).toEqual([nfc]);
+    expect(contents((await search({ ...scope, user_id: "u1", query: "montréal".normalize("NFC") })).body)).toEqual([nfd]);
+  });
+
+  it("counts the query's first 64 lexemes without its stop words: a long message still finds what it asks about", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", ["Drinks green tea every morning", ...Array.from({ length: 5 }, (_, i) => `Unrelated note ${i}`)]);
+    // 80 distinct stop words before the question: none of them takes a place among the terms.
+    const preamble = "i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself it its itself they them their theirs themselves what which who whom this that these those am is are was were be been being have has had having do does did doing a an the and but if or because as until while of at by for with about against between into through during before after above below to from up down in out on off over under again further then once here there when where why how all any both each few more most other some such no nor not only own same so than too very";
+    expect(new Set(preamble.split(" ")).size).toBeGreaterThan(64);
+    expect(contents((await search({ ...scope, user_id: "u1", query: `${preamble} which tea should I buy?` })).body)).toEqual(["Drinks green tea every morning"]);
+  });
+
+  it("takes tsquery syntax, quotes and backslashes in the query as text", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", ["Reads O'Reilly books", "Path is C:\\tea\\cup"]);
+    for (const query of ["o'reilly", "O'Reilly & | ! <-> :* ( )", "\\ tea\\cup '' \\'"]) {
+      expect((await search({ ...scope, user_id: "u1", query })).body.memories.length).toBeGreaterThan(0);
+    }
+  });
+
   it("never returns another user's, agent's or organization's memories", async () => {
     const scope = newScope();
     await seed(t.app, scope, "u2", ["Likes tea"]);
