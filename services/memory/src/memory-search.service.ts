@@ -36,6 +36,14 @@ interface SearchRow {
 }
 
 /**
+ * How many of a user's entries, the newest, a search reads: it reads each one (the (org, agent,
+ * user) index narrows them, the words do not), so this bounds its cost for a user who saved
+ * without end. Older entries stay listed, but are no longer found by relevance.
+ * @defaultValue 10,000
+ */
+export const MAX_SEARCHED_ENTRIES = 10_000;
+
+/**
  * The user's memories relevant to `query`, best first.
  *
  * The query's lexemes (see {@link searchTermsCte}: PostgreSQL's `english` configuration splits,
@@ -45,7 +53,8 @@ interface SearchRow {
  * the query's words always ranks higher, and among equal coverage the cover density decides
  * (the fraction stays below 1). Ties go to the newest entry, then the highest id. Each entry's
  * tsvector is stored with it (`search_doc`, set by a trigger on write), so a search reads the
- * user's entries, which the (org, agent, user) index narrows first, without parsing any again.
+ * user's newest {@link MAX_SEARCHED_ENTRIES} entries, which the (org, agent, user) index narrows
+ * first, without parsing any again.
  */
 export async function searchMemories({ prisma }: MemoryServiceDeps, input: SearchMemoriesInput): Promise<ScoredMemoryView[]> {
   if (!mayHoldSearchTerms(input.query)) return [];
@@ -55,6 +64,8 @@ export async function searchMemories({ prisma }: MemoryServiceDeps, input: Searc
              e.search_doc AS doc
       FROM memory_entries e
       WHERE e.org_id = ${input.org_id} AND e.agent_id = ${input.agent_id} AND e.user_id = ${input.user_id}
+      ORDER BY e.created_at DESC, e.id DESC
+      LIMIT ${MAX_SEARCHED_ENTRIES}
     )
     SELECT m.id, m.user_id, m.content, m.category, m.created_at,
            ((SELECT count(*) FROM unnest(tsvector_to_array(m.doc)) AS l WHERE l = ANY(q.lexemes))

@@ -4,6 +4,7 @@ import supertest from "supertest";
 import { AppError } from "@agentrun/errors";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { AUTH, TOKEN, memoryTestApp, newScope, seed, type MemoryTestApp } from "./memory-app.fixture";
+import { MAX_SEARCHED_ENTRIES } from "../src/memory-search.service";
 
 let t: MemoryTestApp;
 beforeAll(() => {
@@ -107,6 +108,21 @@ describe("memory search", () => {
     for (const query of ["o'reilly", "O'Reilly & | ! <-> :* ( )", "\\ tea\\cup '' \\'"]) {
       expect((await search({ ...scope, user_id: "u1", query })).body.memories.length).toBeGreaterThan(0);
     }
+  });
+
+  it(`reads a user's newest ${MAX_SEARCHED_ENTRIES} entries only, whose search stays bounded however many the user saved`, async () => {
+    const scope = newScope();
+    const [oldest] = await seed(t.app, scope, "u1", ["Collects rare zebra stamps"]);
+    const newer = (n: number) => t.prisma.$executeRaw`
+      INSERT INTO memory_entries (id, org_id, agent_id, user_id, content, content_hash, created_at)
+      SELECT 'mem_bulk_' || ${scope.agent_id} || '_' || g, ${scope.org_id}, ${scope.agent_id}, 'u1', 'Note number ' || g, md5(${scope.agent_id} || g), now() + g * interval '1 ms'
+      FROM generate_series(1, ${n}::int) AS g`;
+    await newer(MAX_SEARCHED_ENTRIES - 1);
+    expect(contents((await search({ ...scope, user_id: "u1", query: "zebra" })).body)).toEqual(["Collects rare zebra stamps"]);
+    await t.prisma.$executeRaw`DELETE FROM memory_entries WHERE org_id = ${scope.org_id} AND id <> ${oldest}`;
+    await newer(MAX_SEARCHED_ENTRIES);
+    expect(contents((await search({ ...scope, user_id: "u1", query: "zebra" })).body)).toEqual([]);
+    expect(await t.prisma.memoryEntry.count({ where: { id: oldest } })).toBe(1);
   });
 
   it("never returns another user's, agent's or organization's memories", async () => {
