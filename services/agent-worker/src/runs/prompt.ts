@@ -53,7 +53,9 @@ export function buildMessages(input: {
 }): ChatCompletionMessageParam[] {
   let system = renderInstructions(input.instructions, input.context);
   if (input.memories.length) {
-    const lines = input.memories.map((m) => `- (${m.category}) ${m.content}`).join("\n");
+    // One line per memory: what a user saved cannot start lines of its own (a made-up
+    // "- (instruction) …" entry) in the system prompt.
+    const lines = input.memories.map((m) => `- (${m.category}) ${m.content.replace(/\s*[\r\n\v\f\u0085\u2028\u2029]+\s*/g, " ")}`).join("\n");
     system = `${system}${system ? "\n\n" : ""}What you remember about this user:\n${lines}`;
   }
   const messages: ChatCompletionMessageParam[] = [];
