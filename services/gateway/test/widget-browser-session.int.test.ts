@@ -228,6 +228,28 @@ describe("pages that embed the widget their own way", () => {
   });
 });
 
+describe("a stored session whose visitor token has expired", () => {
+  const tokenWith = (expSeconds: number) => `v1.${Buffer.from(JSON.stringify({ visitor_id: "vis_old", widget_key_id: "wk_old", exp: expSeconds })).toString("base64url")}.c2ln`;
+  const storedAs = (token: string) => ({ open: true, token, taskId: "task_old", messages: [{ role: "user", text: "earlier question" }, { role: "assistant", text: "earlier answer" }] });
+
+  it.each([
+    ["expired a minute ago: the transcript is dropped, from storage too", -60, ["Hi! How can I help you today?"]],
+    ["valid for another hour: the transcript is shown", 3600, ["Hi! How can I help you today?", "earlier question", "earlier answer"]],
+  ])("%s", async (_name, inSeconds, shown) => {
+    const key = await widgetKeyFor(wb);
+    const stored = storedAs(tokenWith(Math.floor(Date.now() / 1000) + inSeconds));
+    const page = await openDemo(wb, key, { beforeLoad: (p) => p.addInitScript(`if (!sessionStorage.getItem("seeded")) { sessionStorage.setItem("seeded", "1"); localStorage.setItem(${JSON.stringify(`agentrun-widget:${key}`)}, ${JSON.stringify(JSON.stringify(stored))}); }`) });
+    await page.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
+    expect(await page.locator(".msg").allTextContents()).toEqual(shown);
+    const kept = (await page.evaluate(`JSON.parse(localStorage.getItem(${JSON.stringify(`agentrun-widget:${key}`)}))`)) as { token?: string; taskId?: string; messages?: unknown[] };
+    expect((kept.messages ?? []).length).toBe(shown.length - 1);
+    if (inSeconds < 0) expect([kept.token ?? null, kept.taskId ?? null]).toEqual([null, null]);
+    // The next message is answered either way (a new conversation where the stored one is over or unknown).
+    await ask(page, "[chunks:2] fresh start", "Echo: fresh start");
+    await page.close();
+  });
+});
+
 describe("the keyboard", () => {
   it("keeps the focus in the dialog when the Send button sends, and closes it with Escape on the bubble", async () => {
     const page = await openDemo(wb, await widgetKeyFor(wb));

@@ -30,7 +30,15 @@ export function openSession(widgetKey) {
   const storeKey = "agentrun-widget:" + widgetKey;
   const pendingKey = storeKey + ":pending";
   const sendingKey = storeKey + ":sending";
-  const stored = read(storeKey);
+  let stored = read(storeKey);
+  // A session whose visitor token has expired is over: its conversation can no longer be reached
+  // (the next message starts a new one), and its transcript must not greet the next person at
+  // this browser days later.
+  if (stored && isText(stored.token) && tokenExpired(stored.token)) {
+    stored = { open: stored.open === true };
+    write(storeKey, stored);
+    remove(pendingKey);
+  }
   const state = Object.assign(shared(stored), { pending: validPending(read(pendingKey)) || validPending(stored && stored.pending), sending: validSending(read(sendingKey, tabStorage)) });
   let lastPendingSave = 0;
   let pendingTimer = null;
@@ -127,6 +135,16 @@ function remove(key, storage = () => localStorage) {
 }
 
 const isText = (v) => typeof v === "string";
+
+/** Whether the visitor token (`v1.<payload, base64url JSON>.<signature>`) says it has expired; false when it cannot be read. */
+function tokenExpired(token) {
+  try {
+    const payload = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+    return typeof payload.exp === "number" && payload.exp * 1000 <= Date.now();
+  } catch (e) {
+    return false;
+  }
+}
 
 /** The shared fields of a stored session, each checked: what is not as this script writes it is dropped. */
 function shared(s) {
