@@ -238,7 +238,11 @@ describe("a stored session whose visitor token has expired", () => {
   ])("%s", async (_name, inSeconds, shown) => {
     const key = await widgetKeyFor(wb);
     const stored = storedAs(tokenWith(Math.floor(Date.now() / 1000) + inSeconds));
-    const page = await openDemo(wb, key, { beforeLoad: (p) => p.addInitScript(`if (!sessionStorage.getItem("seeded")) { sessionStorage.setItem("seeded", "1"); localStorage.setItem(${JSON.stringify(`agentrun-widget:${key}`)}, ${JSON.stringify(JSON.stringify(stored))}); }`) });
+    const page = await openDemo(wb, key, {
+      beforeLoad: async (p) => {
+        await p.addInitScript(`if (!sessionStorage.getItem("seeded")) { sessionStorage.setItem("seeded", "1"); localStorage.setItem(${JSON.stringify(`agentrun-widget:${key}`)}, ${JSON.stringify(JSON.stringify(stored))}); }`);
+      },
+    });
     await page.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
     expect(await page.locator(".msg").allTextContents()).toEqual(shown);
     const kept = (await page.evaluate(`JSON.parse(localStorage.getItem(${JSON.stringify(`agentrun-widget:${key}`)}))`)) as { token?: string; taskId?: string; messages?: unknown[] };
