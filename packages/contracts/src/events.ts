@@ -64,6 +64,7 @@ export const RUN_ERROR_CODES = [
   "model_rate_limited",
   "model_bad_response",
   "max_steps_exceeded",
+  "run_timeout",
   "worker_lost",
   "worker_shutdown",
   "unavailable",

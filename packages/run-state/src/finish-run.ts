@@ -171,15 +171,18 @@ function storableCount(n: number): number {
  * Stores the end of a run with `pending` (the events not yet in PostgreSQL), through `writer`,
  * and publishes the terminal event. With `writerId`, only while the run is held under that id.
  */
+/** Failures that still pay for what the run consumed: limits its own work ran into. */
+const CHARGED_FAILURES: ReadonlySet<string> = new Set(["max_steps_exceeded", "run_timeout"]);
+
 async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunEventWriter, pending: RunEvent[], writerId: string | undefined): Promise<RunEvent | null> {
   const { prisma } = deps;
   const terminal = writer.takeTerminal(terminalFor(input));
 
   const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0, chargedToolCalls: 0, modelCalls: 0 };
-  // Failed runs are refunded, except one stopped by its agent's own step limit: like a cancelled
-  // one, it pays for what it consumed. A cancelled run that never reached the model pays nothing.
-  const free =
-    (input.status === "failed" && input.error?.code !== "max_steps_exceeded") || (input.status === "cancelled" && usage.modelCalls === 0);
+  // Failed runs are refunded, except one stopped by its agent's own step limit or by the run time
+  // limit: like a cancelled one, it pays for what it consumed. A cancelled run that never reached
+  // the model pays nothing.
+  const free = (input.status === "failed" && !CHARGED_FAILURES.has(input.error?.code ?? "")) || (input.status === "cancelled" && usage.modelCalls === 0);
   const cost = free ? 0 : runCost({ toolCalls: usage.chargedToolCalls, totalTokens: usage.promptTokens + usage.completionTokens }, input.pricing);
   const messages = input.messages.map((m) => ({
     id: newId("msg"),

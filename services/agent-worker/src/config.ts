@@ -50,6 +50,8 @@ export const workerConfigSchema = z.object({
   MODEL_TIMEOUT_MS: timerMs().default(120_000),
   /** Longest wait for the first or next streamed chunk. */
   MODEL_IDLE_TIMEOUT_MS: timerMs().default(30_000),
+  /** Longest a whole run may take once claimed, model calls and tools included (`run_timeout`). */
+  RUN_TIMEOUT_MS: timerMs().default(3_600_000),
   /** Retries of a model call on connection errors, 429 and 5xx before any output was streamed. */
   MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   MEMORY_URL: httpUrl.default("http://127.0.0.1:3002"),

@@ -20,6 +20,7 @@ const FINISH_RETRY_MS = 120_000;
 const STOP_CODES: Record<string, { status: "cancelled" | "failed"; code?: string; message?: string }> = {
   cancel: { status: "cancelled" },
   shutdown: { status: "failed", code: "worker_shutdown", message: "The worker shut down before the run finished." },
+  deadline: { status: "failed", code: "run_timeout", message: "The run took longer than its time limit." },
   // Never stored: the run is someone else's to end (finishRun returns null for a superseded writer).
   superseded: { status: "failed", code: "worker_lost", message: "The run was taken over." },
 };
@@ -51,6 +52,8 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     void redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs).catch(() => {});
     void redis.exists(cancelKey).then((flagged) => flagged && control.stop("cancel"), () => {});
   }, renewalIntervalMs(deps.heartbeatTtlMs));
+  // However many model calls and tools it goes through, a run ends within its time limit.
+  const deadline = setTimeout(() => control.stop("deadline"), deps.config.RUN_TIMEOUT_MS);
   const writer = new RunEventWriter({
     redis,
     prisma,
@@ -101,6 +104,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     }
   } finally {
     clearInterval(heartbeat);
+    clearTimeout(deadline);
     // The heartbeat of a run ended or taken over elsewhere may be its new owner's now.
     if (!writer.ended && !writer.superseded && !endedElsewhere) await redis.del(hbKey).catch(() => {});
   }

@@ -6,8 +6,9 @@ export const WORKER_LOST = { code: "worker_lost", message: "The worker executing
 /**
  * Why a run's work was stopped from outside the model call. `superseded`: someone else ended the
  * run or took it over (its log refused this worker's events); this worker must leave it alone.
+ * `deadline`: the run took longer than RUN_TIMEOUT_MS.
  */
-export type StopReason = "cancel" | "shutdown" | "idle_timeout" | "superseded";
+export type StopReason = "cancel" | "shutdown" | "idle_timeout" | "superseded" | "deadline";
 
 /** BullMQ's reason for failing a job whose lock lapsed more often than it allows (`maxStalledCount`). */
 const STALLED_TOO_OFTEN = /stalled more than allowable limit/;
@@ -44,7 +45,7 @@ export class RunFailure extends Error {
 /** The reason a signal was aborted with, if it is one of ours. */
 export function stopReasonOf(signal: AbortSignal | undefined): StopReason | null {
   const r = signal?.reason;
-  return r === "cancel" || r === "shutdown" || r === "idle_timeout" || r === "superseded" ? r : null;
+  return r === "cancel" || r === "shutdown" || r === "idle_timeout" || r === "superseded" || r === "deadline" ? r : null;
 }
 
 /** A provider's error code is shown to the caller only when it is a short identifier (`invalid_api_key`). */
