@@ -25,12 +25,17 @@ export const toolResultEvent = z.object({
   call_id: z.string().optional(),
 });
 export const runErrorSchema = z.object({ code: z.string(), message: z.string() });
+/** Why a model ended its answer early: at its token limit, or by its content filter. */
+export const CUT_FINISH_REASONS = ["length", "content_filter"] as const;
+export type CutFinishReason = (typeof CUT_FINISH_REASONS)[number];
 export const runCompletedEvent = z.object({
   ...base,
   type: z.literal("run_completed"),
   run_id: z.string(),
   credits_used: z.number().int(),
   duration_ms: z.number().int().optional(),
+  /** Present when the model ended the answer early (the run still completed, with what it said). */
+  finish_reason: z.enum(CUT_FINISH_REASONS).optional(),
 });
 export const runFailedEvent = z.object({ ...base, type: z.literal("run_failed"), run_id: z.string(), error: runErrorSchema });
 export const runCancelledEvent = z.object({ ...base, type: z.literal("run_cancelled"), run_id: z.string() });

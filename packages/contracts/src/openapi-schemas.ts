@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { RUN_STATUSES, TASK_STATUSES } from "./common";
-import { runErrorSchema } from "./events";
+import { CUT_FINISH_REASONS, runErrorSchema } from "./events";
 
 /** An OpenAPI header object for a non-negative integer header. */
 export const intHeader = (description: string) => ({ description, schema: { type: "integer" as const, minimum: 0 } });
@@ -36,6 +36,10 @@ export const runViewSchema = z.object({
   started_at: nullableTimestamp,
   completed_at: nullableTimestamp,
   error: runErrorSchema.optional().meta({ description: "Present when the run failed." }),
+  finish_reason: z
+    .enum(CUT_FINISH_REASONS)
+    .optional()
+    .meta({ description: "Present when the run completed with an answer the model ended early: `length` (its token limit) or `content_filter`; `output` is what it said." }),
 });
 
 export const toolCallViewSchema = z.object({

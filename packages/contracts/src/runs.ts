@@ -47,6 +47,8 @@ export interface RunView {
   started_at: string | null;
   completed_at: string | null;
   error?: { code: string; message: string };
+  /** Present when the model ended the run's answer early: `length` (its token limit) or `content_filter`. */
+  finish_reason?: "length" | "content_filter";
 }
 
 export interface ToolCallView {

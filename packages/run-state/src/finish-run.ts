@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { newId, storableJsonText, type PrismaClient, type MessageRole } from "@agentrun/db";
 import { runCost } from "@agentrun/credits";
-import type { RunEvent, RunEventInput } from "@agentrun/contracts";
+import type { CutFinishReason, RunEvent, RunEventInput } from "@agentrun/contracts";
 import { mayHaveBeenCarriedOut } from "@agentrun/errors";
 import { readUnstoredEvents, runCancelKey, RunEventWriter } from "@agentrun/events";
 import { endStoredBefore, publishStoredTerminal } from "./stored-end";
@@ -45,6 +45,8 @@ export interface FinishRunInput {
   usage?: FinishRunUsage;
   /** The agent's pricing override, if any. */
   pricing?: unknown;
+  /** A completed run whose answer the model ended early: why (sent in `run_completed`, stored on the run). */
+  finishReason?: CutFinishReason;
   /** Messages of this run, in order (the user's query first). */
   messages: MessageRecord[];
   /** The run's event writer, when the caller is the worker executing it. */
@@ -207,10 +209,19 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
       ${JSON.stringify(terminal)}::jsonb, ${storableJsonText(pending)}::jsonb, ${storableJsonText(messages)}::jsonb, ${newId("led")},
       ${input.onlyIfQueued ?? false}, ${writerId ?? null}::text
     ) AS terminal`;
+  // Rare (an answer the model cut short), so a statement of its own rather than an argument of
+  // the function: set while the run still runs, before its end is stored and published.
+  const markCut = () =>
+    input.finishReason && input.status === "completed"
+      ? prisma.$executeRaw`UPDATE runs SET finish_reason = ${input.finishReason} WHERE id = ${input.runId} AND status = 'running' AND (${writerId ?? null}::text IS NULL OR worker_id = ${writerId ?? null}::text)`
+      : Promise.resolve(0);
   let rows: { terminal: RunEvent | null }[];
   let answerLost = false;
   try {
-    rows = await withRetry(input.retryForMs ?? 0, () => store().catch((err: unknown) => ((answerLost ||= mayHaveBeenCarriedOut(err)), Promise.reject(err))));
+    rows = await withRetry(input.retryForMs ?? 0, async () => {
+      await markCut();
+      return store().catch((err: unknown) => ((answerLost ||= mayHaveBeenCarriedOut(err)), Promise.reject(err)));
+    });
   } catch (err) {
     // Nothing was stored: a later attempt must store these events and reuse the terminal's seq.
     writer.giveBack(pending, terminal);
@@ -252,7 +263,7 @@ export async function endAbandonedRun(deps: FinishRunDeps, run: { id: string; qu
 }
 
 function terminalFor(input: FinishRunInput): RunEventInput {
-  if (input.status === "completed") return { type: "run_completed", run_id: input.runId, credits_used: 0 };
+  if (input.status === "completed") return { type: "run_completed", run_id: input.runId, credits_used: 0, ...(input.finishReason && { finish_reason: input.finishReason }) };
   if (input.status === "cancelled") return { type: "run_cancelled", run_id: input.runId };
   return { type: "run_failed", run_id: input.runId, error: input.error ?? { code: "internal_error", message: "The run failed." } };
 }

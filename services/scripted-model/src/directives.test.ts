@@ -25,6 +25,13 @@ describe("parseDirectives", () => {
     expect(directives.sleepMs).toBe(7);
   });
 
+  it("reads [finish:length] and [finish:content_filter], and leaves other finish reasons as text", () => {
+    expect(parseDirectives("[finish:length] a").directives.finish).toBe("length");
+    expect(parseDirectives("a [finish:content_filter]").directives.finish).toBe("content_filter");
+    const other = parseDirectives("[finish:stop] a");
+    expect([other.directives.finish, other.rest]).toEqual([undefined, "[finish:stop] a"]);
+  });
+
   it("reads [stream-error] and [echo-key]", () => {
     const { directives, rest } = parseDirectives("hi [stream-error][echo-key]");
     expect(rest).toBe("hi");

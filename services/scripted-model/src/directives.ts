@@ -43,6 +43,8 @@ export interface Directives {
   cut?: true;
   /** `[echo-key]`: error messages repeat the request's Authorization header, as some providers and proxies do. */
   echoKey?: true;
+  /** `[finish:length]`, `[finish:content_filter]`: the text answer's `finish_reason`, as a provider that cut it reports (default `stop`). */
+  finish?: "length" | "content_filter";
 }
 
 /** The result of {@link parseDirectives}. */
@@ -58,6 +60,7 @@ export const DEFAULT_CHUNKS = 4;
 const FLAG = /^\[(echo-system|history|malformed|hang|no-usage|preface|stream-error|echo-key|cut)\]/;
 const NUMERIC = /^\[(sleep|chunks|error|usage):(\d{1,9})\]/;
 const CALL_HEAD = /^\[call:([A-Za-z0-9_.-]+)\s*/;
+const FINISH = /^\[finish:(length|content_filter)\]/;
 
 /**
  * Extracts the directives from a user message. Bracketed text that is not a well-formed directive
@@ -96,6 +99,11 @@ function matchDirective(s: string, out: Directives, scan: ScanBudget): number {
     else if (name === "cut") out.cut = true;
     else out.hang = true;
     return flag[0].length;
+  }
+  const finish = FINISH.exec(s);
+  if (finish) {
+    out.finish = finish[1] as "length" | "content_filter";
+    return finish[0].length;
   }
   const numeric = NUMERIC.exec(s);
   if (numeric) {

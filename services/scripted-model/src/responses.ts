@@ -27,13 +27,13 @@ export function completionObject(meta: CompletionMeta, plan: Plan): Record<strin
     created: meta.created,
     model: meta.model,
     system_fingerprint: null,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(answer) }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason(plan) }],
     usage: plan.directives.noUsage ? undefined : plan.usage,
   };
 }
 
-export function finishReason(answer: Answer): "stop" | "tool_calls" {
-  return answer.kind === "text" ? "stop" : "tool_calls";
+export function finishReason({ answer, directives }: Plan): "stop" | "tool_calls" | "length" | "content_filter" {
+  return answer.kind === "text" ? (directives.finish ?? "stop") : "tool_calls";
 }
 
 /**

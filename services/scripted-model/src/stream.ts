@@ -80,7 +80,7 @@ export async function streamCompletion(res: Response, meta: CompletionMeta, plan
       if (!(await send(JSON.stringify(chunkObject(meta, { delta, finish_reason: null }, includeUsage)).slice(0, 48)))) return false;
     }
   }
-  if (!(await send(chunkObject(meta, { delta: {}, finish_reason: finishReason(plan.answer) }, includeUsage)))) return false;
+  if (!(await send(chunkObject(meta, { delta: {}, finish_reason: finishReason(plan) }, includeUsage)))) return false;
   if (includeUsage && !(await send(chunkObject(meta, null, true, plan.usage)))) return false;
   if (!(await send("[DONE]"))) return false;
   res.end();

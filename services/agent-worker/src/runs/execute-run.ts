@@ -1,5 +1,5 @@
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
-import { runContextSchema, type RunContext } from "@agentrun/contracts";
+import { runContextSchema, type CutFinishReason, type RunContext } from "@agentrun/contracts";
 import { RunEventWriter, runCancelKey, runHeartbeatKey } from "@agentrun/events";
 import { storableText } from "@agentrun/db";
 import { isUnavailableError } from "@agentrun/errors";
@@ -90,7 +90,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     // A failed run has no output: half an answer must not pass for one. What it streamed stays in its events.
     const output = end.status === "failed" ? "" : progress.output;
     if (output || end.status === "completed") records.push({ role: "assistant", content: output });
-    const finish = { runId, output, usage: progress.usage, pricing: progress.pricing, writer, retryForMs: FINISH_RETRY_MS };
+    const finish = { runId, output, usage: progress.usage, pricing: progress.pricing, finishReason: end.status === "completed" ? progress.finishReason : undefined, writer, retryForMs: FINISH_RETRY_MS };
     try {
       endedElsewhere = (await finishRun(store, { ...finish, ...end, messages: records })) === null;
     } catch (err) {
@@ -117,6 +117,8 @@ interface RunProgress {
   /** The text of the latest model call: the run's output once it ends. */
   output: string;
   pricing: unknown;
+  /** Set when the model ended the run's answer early (see ModelTurn.cutShort). */
+  finishReason?: CutFinishReason;
 }
 
 /**
@@ -179,7 +181,10 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
         usage.completionTokens += used.completionTokens;
       },
     });
-    if (turn.toolCalls.length === 0) return;
+    if (turn.toolCalls.length === 0) {
+      progress.finishReason = turn.cutShort;
+      return;
+    }
     // No model call is left to read what these tools would return: end here, without their effects.
     if (step + 1 >= agent.maxSteps) throw new RunFailure("max_steps_exceeded", `The agent did not answer within ${agent.maxSteps} model calls.`);
     // What the model said before calling tools is a message of its own, before theirs.

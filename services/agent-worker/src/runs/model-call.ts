@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type OpenAI from "openai";
 import { storableText } from "@agentrun/db";
+import { CUT_FINISH_REASONS, type CutFinishReason } from "@agentrun/contracts";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { untilAborted } from "../until-aborted";
 import { completionChunks, type StreamedResponse } from "./completion-chunks";
@@ -13,6 +14,8 @@ export type { ModelToolCall } from "./tool-call-deltas";
 export interface ModelTurn {
   text: string;
   toolCalls: ModelToolCall[];
+  /** Set when the model ended its answer early: at its token limit, or by its content filter. */
+  cutShort?: CutFinishReason;
 }
 
 /** Tokens a call consumed: as the model reported them, or estimated when it was stopped first. */
@@ -153,7 +156,9 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       armIdle();
       for (const chunk of chunks) {
         if (chunk.usage && typeof chunk.usage === "object") reported = chunk.usage;
-        const delta = Array.isArray(chunk.choices) ? chunk.choices[0]?.delta : undefined;
+        const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+        const delta = choice?.delta;
+        if (isCutFinishReason(choice?.finish_reason)) turn.cutShort = choice.finish_reason;
         const text = deltaText(delta?.content);
         if (delta?.tool_calls && !Array.isArray(delta.tool_calls)) throw new RunFailure("model_bad_response", "The model sent tool calls that are not a list.");
         if (text) {
@@ -192,6 +197,8 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   if (turn.toolCalls.some((c) => !c.name)) throw new RunFailure("model_bad_response", "The model requested a tool call without a name.");
   return turn;
 }
+
+const isCutFinishReason = (r: unknown): r is CutFinishReason => (CUT_FINISH_REASONS as readonly unknown[]).includes(r);
 
 /**
  * The text of a delta's `content`: a string, or the `text` parts of a list of parts, as Mistral's

@@ -17,6 +17,7 @@ export function toRunView(run: Run): RunView {
     completed_at: iso(run.completedAt),
   };
   if (run.errorCode) view.error = { code: run.errorCode, message: run.errorMessage ?? "" };
+  if (run.status === "completed" && (run.finishReason === "length" || run.finishReason === "content_filter")) view.finish_reason = run.finishReason;
   return view;
 }
 
