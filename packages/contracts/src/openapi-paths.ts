@@ -4,7 +4,7 @@ import type { ZodOpenApiOperationObject, ZodOpenApiPathsObject, ZodOpenApiRespon
 import { runEventSchema } from "./events";
 import { memoryCreateSchema, memoryEntrySchema, memoryListQuerySchema, memoryListSchema } from "./memory";
 import { runRequestSchema } from "./runs";
-import { eventsQuerySchema, idempotencyKeySchema, lastEventIdSchema, messageListQuerySchema, taskCreateSchema, taskListQuerySchema } from "./tasks";
+import { eventsQuerySchema, idempotencyKeySchema, lastEventIdSchema, messageListQuerySchema, runListQuerySchema, taskCreateSchema, taskListQuerySchema } from "./tasks";
 import {
   AFTER_THE_END,
   memoryPathSchema,
@@ -132,7 +132,8 @@ export function openApiPaths(): ZodOpenApiPathsObject {
       get: authed("Tasks", {
         operationId: "listRuns",
         summary: "List a task's runs, oldest first",
-        requestParams: { path: taskPathSchema },
+        description: "Every run of the task by default, as far as 8 MB of their queries and outputs (at least one run); `has_more` says whether runs were left out, `after` pages on. 400 when `after` names no run of this task.",
+        requestParams: { path: taskPathSchema, query: runListQuerySchema },
         responses: { "200": json(runListSchema, "The runs.") },
       }),
     },

@@ -70,7 +70,10 @@ export const taskViewSchema = z.object({
 export const runSummarySchema = runViewSchema.pick({ run_id: true, status: true, query: true, credits_used: true, duration_ms: true, created_at: true });
 export const taskDetailSchema = taskViewSchema.extend({ runs: z.array(runSummarySchema).meta({ description: "Oldest first." }) });
 export const taskListSchema = z.object({ tasks: z.array(taskViewSchema), total: z.number().int().meta({ description: "Tasks matching the filter, over all pages." }) });
-export const runListSchema = z.object({ runs: z.array(runViewSchema) });
+export const runListSchema = z.object({
+  runs: z.array(runViewSchema).meta({ description: "Oldest first." }),
+  has_more: z.boolean().meta({ description: "True when runs after the last one were left out (by `limit`, or past 8 MB of queries and outputs): ask again with `after` set to the last run's id." }),
+});
 
 export const messageViewSchema = z.object({
   message_id: z.string(),

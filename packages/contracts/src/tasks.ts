@@ -27,6 +27,18 @@ export const messageListQuerySchema = z.strictObject({
   before: idParam.optional(),
 });
 
+/** Query of `GET /api/tasks/{id}/runs`: every run by default; `limit` and `after` page through them. */
+export const runListQuerySchema = z.strictObject({
+  limit: z
+    .string()
+    .regex(/^-?\d+$/, "must be an integer")
+    .transform(Number)
+    .pipe(z.number().min(1, { abort: true }).max(1000, { abort: true }).int())
+    .optional()
+    .meta({ description: "Most runs in the page (1 to 1000); without it, every run, up to 8 MB of queries and outputs." }),
+  after: idParam.optional().meta({ description: "A run of this task: the page starts with the run after it (oldest first)." }),
+});
+
 /** The largest seq a client may name (seqs are stored as 32-bit integers). */
 export const MAX_EVENT_SEQ = 1_000_000_000;
 

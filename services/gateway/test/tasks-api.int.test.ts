@@ -64,6 +64,7 @@ describe("tasks", () => {
     const runs = await api("GET", `/tasks/${id}/runs`);
     expect(runs.body.runs.map((r: any) => r.run_id)).toEqual([r1.body.run_id, r2.body.run_id]);
     expect(runs.body.runs[1].error.code).toBe("model_error");
+    expect(runs.body.has_more).toBe(false);
     // Each run alone, as listed.
     for (const listed of runs.body.runs) expect((await api("GET", `/tasks/${id}/runs/${listed.run_id}`)).body).toEqual(listed);
     // Each run summary exactly, with the task's keys first and `runs` last.
@@ -221,6 +222,39 @@ describe("messages of many megabytes", () => {
     const rest = await api("GET", `/messages?task_id=${taskId}&before=${third.body.messages[0].message_id}`);
     expect(rest.body.messages.map((m: any) => m.role)).toEqual(["user", "assistant"]);
     expect(rest.body.has_more).toBe(false);
+  }, 60_000);
+});
+
+describe("runs of many megabytes", () => {
+  it("are listed in pages past 8 MB of queries and outputs, or of `limit` runs, with has_more; `after` goes on", async () => {
+    const first = (await run("a task with long answers")).body;
+    const task = await prisma.task.findUniqueOrThrow({ where: { id: first.task_id } });
+    // Three runs with 5 MB outputs each (random text), after the task's first run.
+    const at = Date.now() + 1000;
+    const big: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const output = randomBytes(3.75 * 1024 * 1024).toString("base64");
+      const created = await prisma.run.create({ data: { id: newId("run"), taskId: task.id, orgId: task.orgId, agentId: task.agentId, status: "completed", query: `q${i}`, output, createdAt: new Date(at + i) } });
+      big.push(created.id);
+    }
+    const list = async (query = "") => {
+      const res = await api("GET", `/tasks/${task.id}/runs${query}`);
+      expect(res.status).toBe(200);
+      return { ids: res.body.runs.map((r: any) => r.run_id), has_more: res.body.has_more, outputs: res.body.runs.map((r: any) => r.output.length) };
+    };
+    // The page ends once its queries and outputs pass 8 MB: after the second large run.
+    const page = await list();
+    expect({ ids: page.ids, has_more: page.has_more }).toEqual({ ids: [first.run_id, big[0], big[1]], has_more: true });
+    expect(page.outputs.slice(1)).toEqual([5 * 1024 * 1024, 5 * 1024 * 1024]);
+    expect(await list(`?after=${big[1]}`)).toMatchObject({ ids: [big[2]], has_more: false });
+    // By count.
+    expect(await list("?limit=1")).toMatchObject({ ids: [first.run_id], has_more: true });
+    expect(await list(`?limit=1&after=${big[1]}`)).toMatchObject({ ids: [big[2]], has_more: false });
+    // A cursor of another task, or out of range limits: 400.
+    const other = (await run("another task")).body;
+    for (const query of [`?after=${other.run_id}`, "?after=run_nope", "?limit=0", "?limit=1001", "?limit=x", "?page=2"]) {
+      expect([query, (await api("GET", `/tasks/${task.id}/runs${query}`)).status]).toEqual([query, 400]);
+    }
   }, 60_000);
 });
 

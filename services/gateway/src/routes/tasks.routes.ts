@@ -1,13 +1,13 @@
 import { Router } from "express";
 import { Prisma, newId } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
-import { taskCreateSchema, taskListQuerySchema } from "@agentrun/contracts";
+import { runListQuerySchema, taskCreateSchema, taskListQuerySchema } from "@agentrun/contracts";
 import { runLogKey } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
 import { cancelRunAndWait } from "../tasks/cancel-run";
 import { ownedTask } from "../tasks/task-access";
-import { toRunView } from "../views/run.view";
+import { runListPage } from "../views/run-list-query";
 import { taskListBody } from "../views/list-queries";
 import { taskDetailBody } from "../views/task-detail-query";
 import { toTaskView } from "../views/task.view";
@@ -48,12 +48,12 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
   });
 
   router.get("/tasks/:task_id/runs", async (req, res) => {
-    readsNoQuery(req);
+    const q = runListQuerySchema.parse(req.query);
     const task = await ownedTask(prisma, authOf(req), req.params.task_id);
-    const runs = await prisma.run.findMany({ where: { taskId: task.id }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+    const page = await runListPage(prisma, { taskId: task.id, limit: q.limit, after: q.after });
     // None: the task may have been deleted (with its runs) since it was checked; 404 then.
-    if (runs.length === 0) await ownedTask(prisma, authOf(req), req.params.task_id);
-    res.json({ runs: runs.map(toRunView) });
+    if (page.runs.length === 0) await ownedTask(prisma, authOf(req), req.params.task_id);
+    res.json(page);
   });
 
   router.delete("/tasks/:task_id", async (req, res) => {

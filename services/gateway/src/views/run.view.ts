@@ -3,7 +3,10 @@ import type { RunView, ToolCallView } from "@agentrun/contracts";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-export function toRunView(run: Run): RunView {
+/** The columns a run's view shows. */
+export type RunFields = Pick<Run, "id" | "taskId" | "status" | "query" | "output" | "creditsUsed" | "durationMs" | "createdAt" | "startedAt" | "completedAt" | "errorCode" | "errorMessage" | "finishReason">;
+
+export function toRunView(run: RunFields): RunView {
   const view: RunView = {
     run_id: run.id,
     task_id: run.taskId,
