@@ -68,7 +68,7 @@ export const taskViewSchema = z.object({
 });
 
 export const runSummarySchema = runViewSchema.pick({ run_id: true, status: true, query: true, credits_used: true, duration_ms: true, created_at: true });
-export const taskDetailSchema = taskViewSchema.extend({ runs: z.array(runSummarySchema).meta({ description: "Oldest first." }) });
+export const taskDetailSchema = taskViewSchema.extend({ runs: z.array(runSummarySchema).meta({ description: "Oldest first, as far as 8 MB of their queries (at least one run): fewer than `run_count` then; `GET /api/tasks/{task_id}/runs` pages through them all." }) });
 export const taskListSchema = z.object({ tasks: z.array(taskViewSchema), total: z.number().int().meta({ description: "Tasks matching the filter, over all pages." }) });
 export const runListSchema = z.object({
   runs: z.array(runViewSchema).meta({ description: "Oldest first." }),

@@ -250,11 +250,28 @@ describe("runs of many megabytes", () => {
     // By count.
     expect(await list("?limit=1")).toMatchObject({ ids: [first.run_id], has_more: true });
     expect(await list(`?limit=1&after=${big[1]}`)).toMatchObject({ ids: [big[2]], has_more: false });
+    // The task's own run summaries (queries only) are all there: 8 MB of queries is far off.
+    expect((await api("GET", `/tasks/${task.id}`)).body.runs.map((r: any) => r.run_id)).toEqual([first.run_id, ...big]);
     // A cursor of another task, or out of range limits: 400.
     const other = (await run("another task")).body;
     for (const query of [`?after=${other.run_id}`, "?after=run_nope", "?limit=0", "?limit=1001", "?limit=x", "?page=2"]) {
       expect([query, (await api("GET", `/tasks/${task.id}/runs${query}`)).status]).toEqual([query, 400]);
     }
+  }, 60_000);
+
+  it("show in the task's run summaries as far as 8 MB of queries; run_count tells there are more", async () => {
+    const first = (await run("a task with long queries")).body;
+    const task = await prisma.task.findUniqueOrThrow({ where: { id: first.task_id } });
+    const at = Date.now() + 1000;
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const query = randomBytes(3.75 * 1024 * 1024).toString("base64");
+      ids.push((await prisma.run.create({ data: { id: newId("run"), taskId: task.id, orgId: task.orgId, agentId: task.agentId, status: "completed", query, createdAt: new Date(at + i) } })).id);
+    }
+    await prisma.task.update({ where: { id: task.id }, data: { runCount: 4 } });
+    const detail = (await api("GET", `/tasks/${task.id}`)).body;
+    expect(detail.runs.map((r: any) => r.run_id)).toEqual([first.run_id, ids[0], ids[1]]);
+    expect(detail.run_count).toBe(4);
   }, 60_000);
 });
 
