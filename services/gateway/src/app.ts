@@ -52,7 +52,7 @@ export function createApp(deps: GatewayDeps): Express {
 
   const api = Router();
   api.use(authenticate(deps.auth, failures));
-  api.use(orgRateLimitOnAgentRefusal(deps.limiter, deps.config.REDIS_PREFIX, deps.config.AUTH_FAILURE_LIMIT));
+  api.use(orgRateLimitOnAgentRefusal(deps.limiter, deps.config.REDIS_PREFIX));
   api.use(orgRateLimit(deps.limiter, deps.config.REDIS_PREFIX));
   api.use(refuseOptions());
   api.use(jsonBody(deps.config.BODY_LIMIT_BYTES));

@@ -69,7 +69,7 @@ export const gatewayConfigSchema = z.object({
   DB_POOL_SIZE: z.coerce.number().int().positive().default(10),
   DB_PREPARED_STATEMENTS: dbPreparedStatements,
   DB_QUERY_TIMEOUT_MS: dbQueryTimeoutMs,
-  /** Failed authentications per client IP (`req.ip`), and refusals of the agent check (404/403) per organization, in a sliding minute; further ones get 429, valid requests never do. */
+  /** Failed authentications per client IP (`req.ip`) in a sliding minute; further failures get 429, valid keys never do. */
   AUTH_FAILURE_LIMIT: z.coerce.number().int().positive().default(30),
   /** How often the API keys used since the last write get their `last_used_at` (one statement). */
   KEY_LAST_USED_FLUSH_MS: timerMs().default(10_000),

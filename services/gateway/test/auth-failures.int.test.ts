@@ -1,14 +1,12 @@
 import { randomInt } from "node:crypto";
-import type { PrismaClient } from "@agentrun/db";
-import { createTenant, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 
 // TRUST_PROXY lets each test speak from an address of its own through X-Forwarded-For.
 const LIMIT = 5;
 let stack: Stack;
 let tenant: Tenant;
-let prisma: PrismaClient;
 
-stackWithTenant((started) => ({ stack, tenant, prisma } = started), { stack: { workers: 0, gatewayEnv: { TRUST_PROXY: "true", AUTH_FAILURE_LIMIT: String(LIMIT) } }, tenant: { plan: "enterprise", rpmLimit: 100_000 } });
+stackWithTenant((started) => ({ stack, tenant } = started), { stack: { workers: 0, gatewayEnv: { TRUST_PROXY: "true", AUTH_FAILURE_LIMIT: String(LIMIT) } }, tenant: { plan: "enterprise", rpmLimit: 100_000 } });
 
 const newIp = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
 const get = (ip: string, headers: Record<string, string>) => fetch(`${stack.gatewayUrl}/api/memory`, { headers: { ...headers, "x-forwarded-for": ip } });
@@ -49,38 +47,10 @@ describe("failed authentications per client address", () => {
 
   it("counts an agent error after a valid key as no authentication failure", async () => {
     const ip = newIp();
-    const t = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
-    for (let i = 0; i < LIMIT; i++) {
-      const res = await get(ip, { ...t.headers, "x-agent-id": "agt_missing" });
+    for (let i = 0; i < LIMIT + 2; i++) {
+      const res = await get(ip, { ...tenant.headers, "x-agent-id": "agt_missing" });
       expect(res.status).toBe(404);
     }
     expect((await get(ip, badKey)).status).toBe(401);
-  });
-});
-
-describe("refusals of the agent check per organization", () => {
-  it("answers 404/403 up to the limit, then 429 with that limit's headers, without touching the organization's window or other organizations", async () => {
-    const t = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
-    const other = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000 });
-    // Each refusal from an address of its own, and a different unknown agent each time (each one a lookup).
-    for (let i = 0; i < LIMIT; i++) {
-      const res = await get(newIp(), { ...t.headers, "x-agent-id": i % 2 ? other.agentId : `agt_missing_${i}` });
-      expect(res.status).toBe(i % 2 ? 403 : 404);
-      expect(res.headers.get("x-ratelimit-limit")).toBe("100000");
-    }
-    for (const agentId of ["agt_missing_more", other.agentId]) {
-      const res = await get(newIp(), { ...t.headers, "x-agent-id": agentId });
-      expect(res.status).toBe(429);
-      expect(await res.json()).toEqual({ error: { code: "rate_limited", message: expect.stringMatching(/naming agents this API key cannot use/) } });
-      expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(59);
-      expect({ limit: res.headers.get("x-ratelimit-limit"), remaining: res.headers.get("x-ratelimit-remaining") }).toEqual({ limit: String(LIMIT), remaining: "0" });
-    }
-    // The organization's own agent still answers, as does another organization naming an unknown agent.
-    const ok = await get(newIp(), t.headers);
-    expect(ok.status).toBe(200);
-    expect(ok.headers.get("x-ratelimit-remaining")).toBe("99999");
-    expect((await get(newIp(), { ...other.headers, "x-agent-id": "agt_missing" })).status).toBe(404);
-    // A missing X-Agent-Id costs no lookup and is not counted: still 400.
-    expect((await get(newIp(), { authorization: t.headers.authorization! })).status).toBe(400);
   });
 });

@@ -1,5 +1,4 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
-import { AppError } from "@agentrun/errors";
 import type { SlidingWindowLimiter } from "../rate-limit/sliding-window-limiter";
 import { rateLimitedError, setRateLimitHeaders } from "../rate-limit/rate-limit-response";
 import { rpmLimitOf } from "../rate-limit/plan-limits";
@@ -25,35 +24,22 @@ export function orgRateLimit(limiter: SlidingWindowLimiter, redisPrefix: string)
   };
 }
 
-/** Redis key of an organization's refusals of the agent check (unknown agents, other organizations' agents). */
-export const agentRefusalKey = (redisPrefix: string, orgId: string) => `${redisPrefix}:rl:agentfail:${orgId}`;
-
 /**
  * An error handler mounted right after the auth middleware, so it sees only that middleware's
  * refusals. When the key was accepted and the agent check refused the request (400/404/403, which
  * the contract puts before the rate limit), the answer still carries the organization's rate-limit
  * headers: its window as it stands, read without counting the request. Should Redis not answer,
  * the refusal goes out without them rather than turning into a 503.
- *
- * Refusals of the agent looked up (404 unknown, 403 another organization's) do not count against
- * the organization's window, but each may cost a database lookup: beyond `refusalLimit` of them
- * per organization and sliding minute they are answered 429, with this window's headers.
  */
-export function orgRateLimitOnAgentRefusal(limiter: SlidingWindowLimiter, redisPrefix: string, refusalLimit: number): ErrorRequestHandler {
+export function orgRateLimitOnAgentRefusal(limiter: SlidingWindowLimiter, redisPrefix: string): ErrorRequestHandler {
   return async (err, req, res, next) => {
     const key = req.apiKey;
-    if (!key) return next(err);
-    try {
-      if (err instanceof AppError && (err.code === "agent_not_found" || err.code === "forbidden")) {
-        const refusals = await limiter.hit(agentRefusalKey(redisPrefix, key.orgId), refusalLimit);
-        if (!refusals.admitted) {
-          setRateLimitHeaders(res, refusals);
-          return next(rateLimitedError(refusals, `Over the limit of ${refusals.limit} requests per minute naming agents this API key cannot use.`));
-        }
+    if (key) {
+      try {
+        setRateLimitHeaders(res, await limiter.peek(orgRateLimitKey(redisPrefix, key.orgId), rpmLimitOf(key.plan, key.rpmLimit)));
+      } catch (peekErr) {
+        req.log.warn({ err: peekErr }, "rate-limit state unavailable for a refused agent check");
       }
-      setRateLimitHeaders(res, await limiter.peek(orgRateLimitKey(redisPrefix, key.orgId), rpmLimitOf(key.plan, key.rpmLimit)));
-    } catch (limitErr) {
-      req.log.warn({ err: limitErr }, "rate-limit state unavailable for a refused agent check");
     }
     next(err);
   };
