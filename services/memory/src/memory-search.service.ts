@@ -44,6 +44,12 @@ interface SearchRow {
 export const MAX_SEARCHED_ENTRIES = 10_000;
 
 /**
+ * How many of the entries sharing the most words with the query (the newest first among equal
+ * ones) are ranked by cover density: ranking every match of a long query costs seconds.
+ */
+const MIN_RANKED_CANDIDATES = 200;
+
+/**
  * The user's memories relevant to `query`, best first.
  *
  * The query's lexemes (see {@link searchTermsCte}: PostgreSQL's `english` configuration splits,
@@ -51,8 +57,9 @@ export const MAX_SEARCHED_ENTRIES = 10_000;
  * matches when its search document shares at least one lexeme. Its score is
  * `distinct query lexemes it contains + r / (r + 1)` with `r = ts_rank_cd(…)`: covering more of
  * the query's words always ranks higher, and among equal coverage the cover density decides
- * (the fraction stays below 1). Ties go to the newest entry, then the highest id. Each entry's
- * tsvector is stored with it (`search_doc`, set by a trigger on write), so a search reads the
+ * (the fraction stays below 1), within the {@link MIN_RANKED_CANDIDATES} (or five times `limit`)
+ * entries covering the most (the newest first among equal ones). Ties go to the newest entry,
+ * then the highest id. Each entry's tsvector is stored with it (`search_doc`, set by a trigger on write), so a search reads the
  * user's newest {@link MAX_SEARCHED_ENTRIES} entries, which the (org, agent, user) index narrows
  * first, without parsing any again.
  */
@@ -66,13 +73,16 @@ export async function searchMemories({ prisma }: MemoryServiceDeps, input: Searc
       WHERE e.org_id = ${input.org_id} AND e.agent_id = ${input.agent_id} AND e.user_id = ${input.user_id}
       ORDER BY e.created_at DESC, e.id DESC
       LIMIT ${MAX_SEARCHED_ENTRIES}
+    ), covered AS (
+      SELECT m.*, length(m.doc) - length(ts_delete(m.doc, q.lexemes)) AS shared
+      FROM m CROSS JOIN q
+      WHERE m.doc @@ q.query
+      ORDER BY shared DESC, m.created_at DESC, m.id DESC
+      LIMIT ${Math.max(input.limit * 5, MIN_RANKED_CANDIDATES)}
     )
-    SELECT m.id, m.user_id, m.content, m.category, m.created_at,
-           ((SELECT count(*) FROM unnest(tsvector_to_array(m.doc)) AS l WHERE l = ANY(q.lexemes))
-             + ts_rank_cd(m.doc, q.query, 32))::float8 AS score
-    FROM m CROSS JOIN q
-    WHERE m.doc @@ q.query
-    ORDER BY score DESC, m.created_at DESC, m.id DESC
+    SELECT c.id, c.user_id, c.content, c.category, c.created_at, (c.shared + ts_rank_cd(c.doc, q.query, 32))::float8 AS score
+    FROM covered c CROSS JOIN q
+    ORDER BY score DESC, c.created_at DESC, c.id DESC
     LIMIT ${input.limit}
   `);
   return rows

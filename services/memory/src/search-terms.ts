@@ -41,7 +41,7 @@ export function mayHoldSearchTerms(query: string): boolean {
 export function searchTermsCte(query: string): Prisma.Sql {
   return Prisma.sql`
     words AS (
-      SELECT w.lexeme FROM unnest(to_tsvector('english', normalize(${query}, NFC))) AS w
+      SELECT w.lexeme FROM unnest(to_tsvector('english', agentrun_nfc(${query}))) AS w
       WHERE w.lexeme <> ALL (${DOMAIN_STOP_WORDS}::text[]) AND length(w.lexeme) <= ${MAX_TERM_LENGTH}
       ORDER BY w.positions[1], w.lexeme
       LIMIT ${MAX_SEARCH_TERMS}

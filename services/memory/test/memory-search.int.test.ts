@@ -104,7 +104,9 @@ describe("memory search", () => {
 
   it("takes tsquery syntax, quotes and backslashes in the query as text", async () => {
     const scope = newScope();
-    await seed(t.app, scope, "u1", ["Reads O'Reilly books", "Path is C:\\tea\\cup"]);
+    await seed(t.app, scope, "u1", ["Reads O'Reilly books", "Path is C:\\tea\\cup", "Bookmarked http://example.com/it's-here"]);
+    // A URL's path is one term holding a quote: it must reach the tsquery quoted.
+    expect(contents((await search({ ...scope, user_id: "u1", query: "http://example.com/it's-here" })).body)).toEqual(["Bookmarked http://example.com/it's-here"]);
     for (const query of ["o'reilly", "O'Reilly & | ! <-> :* ( )", "\\ tea\\cup '' \\'"]) {
       expect((await search({ ...scope, user_id: "u1", query })).body.memories.length).toBeGreaterThan(0);
     }
