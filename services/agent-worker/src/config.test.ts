@@ -14,4 +14,14 @@ describe("worker config", () => {
     expect(() => loadConfig(workerConfigSchema, { [name]: "3000000000" })).toThrow(new RegExp(name));
     expect(loadConfig(workerConfigSchema, { [name]: "2147483647" })[name as "MODEL_TIMEOUT_MS"]).toBe(2_147_483_647);
   });
+
+  it("refuses a QUEUED_MAX_AGE_MS longer than a run's cancel flag lives (a day)", () => {
+    expect(() => loadConfig(workerConfigSchema, { QUEUED_MAX_AGE_MS: "86400001" })).toThrow(/QUEUED_MAX_AGE_MS/);
+    expect(loadConfig(workerConfigSchema, { QUEUED_MAX_AGE_MS: "86400000" }).QUEUED_MAX_AGE_MS).toBe(86_400_000);
+  });
+
+  it("takes RUN_TIMEOUT_MS, an hour by default", () => {
+    expect(loadConfig(workerConfigSchema, {}).RUN_TIMEOUT_MS).toBe(3_600_000);
+    expect(() => loadConfig(workerConfigSchema, { RUN_TIMEOUT_MS: "0" })).toThrow(/RUN_TIMEOUT_MS/);
+  });
 });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, httpUrl, internalToken, logLevel, redisPrefix, redisUrl, timerMs } from "@agentrun/config";
+import { RUN_CANCEL_FLAG_TTL_S } from "@agentrun/events";
 
 const modelApiKeysSchema = z.record(z.string().url(), z.string().min(1));
 
@@ -78,7 +79,8 @@ export const workerConfigSchema = z.object({
    * A queued run older than this whose job is missing or failed is ended (`unavailable`) instead
    * of being queued again: after a long outage nobody is waiting for it any more.
    */
-  QUEUED_MAX_AGE_MS: timerMs().default(3_600_000),
+  /** At most a day: a run's cancel flag (RUN_CANCEL_FLAG_TTL_S) must outlive its wait. */
+  QUEUED_MAX_AGE_MS: timerMs().max(RUN_CANCEL_FLAG_TTL_S * 1000).default(3_600_000),
   /** On SIGTERM, how long active runs may still finish before they are stopped. */
   SHUTDOWN_GRACE_MS: timerMs(0).default(10_000),
 });

@@ -240,14 +240,19 @@ describe("a stored session whose visitor token has expired", () => {
     const stored = storedAs(tokenWith(Math.floor(Date.now() / 1000) + inSeconds));
     const page = await openDemo(wb, key, {
       beforeLoad: async (p) => {
-        await p.addInitScript(`if (!sessionStorage.getItem("seeded")) { sessionStorage.setItem("seeded", "1"); localStorage.setItem(${JSON.stringify(`agentrun-widget:${key}`)}, ${JSON.stringify(JSON.stringify(stored))}); }`);
+        // Expired: also a message this tab was still sending in that conversation, which goes with it.
+        const sending = inSeconds < 0 ? `sessionStorage.setItem(${JSON.stringify(`agentrun-widget:${key}:sending`)}, ${JSON.stringify(JSON.stringify({ key: "k-old", at: Date.now(), body: { query: "unsent question", task_id: "task_old" } }))});` : "";
+        await p.addInitScript(`if (!sessionStorage.getItem("seeded")) { sessionStorage.setItem("seeded", "1"); ${sending} localStorage.setItem(${JSON.stringify(`agentrun-widget:${key}`)}, ${JSON.stringify(JSON.stringify(stored))}); }`);
       },
     });
     await page.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
     expect(await page.locator(".msg").allTextContents()).toEqual(shown);
     const kept = (await page.evaluate(`JSON.parse(localStorage.getItem(${JSON.stringify(`agentrun-widget:${key}`)}))`)) as { token?: string; taskId?: string; messages?: unknown[] };
     expect((kept.messages ?? []).length).toBe(shown.length - 1);
-    if (inSeconds < 0) expect([kept.token ?? null, kept.taskId ?? null]).toEqual([null, null]);
+    if (inSeconds < 0) {
+      expect([kept.token ?? null, kept.taskId ?? null]).toEqual([null, null]);
+      expect(await page.evaluate(`sessionStorage.getItem(${JSON.stringify(`agentrun-widget:${key}:sending`)})`)).toBeNull();
+    }
     // The next message is answered either way (a new conversation where the stored one is over or unknown).
     await ask(page, "[chunks:2] fresh start", "Echo: fresh start");
     await page.close();

@@ -38,6 +38,8 @@ export function openSession(widgetKey) {
     stored = { open: stored.open === true };
     write(storeKey, stored);
     remove(pendingKey);
+    // A message this tab was sending belongs to that conversation too (its body names the task).
+    remove(sendingKey, tabStorage);
   }
   const state = Object.assign(shared(stored), { pending: validPending(read(pendingKey)) || validPending(stored && stored.pending), sending: validSending(read(sendingKey, tabStorage)) });
   let lastPendingSave = 0;
