@@ -54,6 +54,14 @@ function fail(line: string): never {
 /** SQLSTATEs of a refused login: unknown role or no pg_hba.conf entry (28000), wrong password (28P01). */
 const LOGIN_REFUSED = ["28000", "28P01"];
 
+/**
+ * Where a dev service listens: its *_HOST, or 127.0.0.1 when unset or blank (`MEMORY_HOST=` in a
+ * .env file counts as unset, as everywhere else, and must not open the service to the network).
+ */
+function devHost(name: "MEMORY_HOST" | "SCRIPTED_MODEL_HOST"): string {
+  return process.env[name]?.trim() || "127.0.0.1";
+}
+
 async function checkDependencies(): Promise<void> {
   const admin = new URL(config.DATABASE_URL);
   admin.pathname = "/postgres";
@@ -195,8 +203,8 @@ async function waitReady(url: string): Promise<void> {
 async function main(): Promise<void> {
   await checkPortsFree([
     { name: "PORT", port: config.PORT },
-    { name: "MEMORY_PORT", port: config.MEMORY_PORT, host: process.env.MEMORY_HOST ?? "127.0.0.1" },
-    { name: "SCRIPTED_MODEL_PORT", port: config.SCRIPTED_MODEL_PORT, host: process.env.SCRIPTED_MODEL_HOST ?? "127.0.0.1" },
+    { name: "MEMORY_PORT", port: config.MEMORY_PORT, host: devHost("MEMORY_HOST") },
+    { name: "SCRIPTED_MODEL_PORT", port: config.SCRIPTED_MODEL_PORT, host: devHost("SCRIPTED_MODEL_HOST") },
   ]);
   await checkDependencies();
   if (await ensureDatabase(config.DATABASE_URL)) console.log(`created database ${new URL(config.DATABASE_URL).pathname.slice(1)}`);
@@ -206,8 +214,8 @@ async function main(): Promise<void> {
   const modelUrl = `http://${urlHostFor(process.env.SCRIPTED_MODEL_HOST)}:${config.SCRIPTED_MODEL_PORT}/v1`;
   // The scripted model and the memory service (whose internal token is a published default
   // here) are reached only from this machine, unless the operator says otherwise.
-  start("scripted-model", { SCRIPTED_MODEL_PORT: String(config.SCRIPTED_MODEL_PORT), SCRIPTED_MODEL_HOST: process.env.SCRIPTED_MODEL_HOST ?? "127.0.0.1" });
-  start("memory", { MEMORY_PORT: String(config.MEMORY_PORT), MEMORY_HOST: process.env.MEMORY_HOST ?? "127.0.0.1" });
+  start("scripted-model", { SCRIPTED_MODEL_PORT: String(config.SCRIPTED_MODEL_PORT), SCRIPTED_MODEL_HOST: devHost("SCRIPTED_MODEL_HOST") });
+  start("memory", { MEMORY_PORT: String(config.MEMORY_PORT), MEMORY_HOST: devHost("MEMORY_HOST") });
   for (let i = 0; i < config.WORKERS; i++) start("agent-worker", { MEMORY_URL: memoryUrl, SCRIPTED_MODEL_URL: modelUrl });
   start("gateway", { PORT: String(config.PORT), MEMORY_URL: memoryUrl });
   process.on("SIGINT", () => void stopAll(0));

@@ -1,4 +1,4 @@
-import { readSse, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, readSse, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
@@ -23,6 +23,16 @@ it.each(["length", "content_filter"] as const)("completes a run whose answer the
 
   const view = await fetch(`${stack.gatewayUrl}/api/tasks/${taskId}/runs/${runId}`, { headers: tenant.headers }).then((r) => r.json());
   expect(view).toMatchObject({ status: "completed", output: "Echo: cut short", finish_reason: reason });
+});
+
+it("runs none of the tool calls of an answer cut short while asking for them, and completes with what it said", async () => {
+  const tooling = await createTenant(prisma, { tools: ["clock"], credits: 100 });
+  const res = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[finish:length][preface][call:clock_now] Checking the time" }, headers: tooling.headers });
+  const events = res.events.map((e) => e.data);
+  expect(events.filter((e) => e.type !== "text_chunk").map((e) => e.type)).toEqual(["run_started", "run_completed"]);
+  expect(events.at(-1)).toMatchObject({ finish_reason: "length" });
+  const stored = await prisma.run.findUniqueOrThrow({ where: { id: events[0]!.run_id as string } });
+  expect(stored).toMatchObject({ status: "completed", toolCallCount: 0, finishReason: "length", output: "Checking the time" });
 });
 
 it("says nothing of it for an answer the model finished, and answers it in the JSON form", async () => {

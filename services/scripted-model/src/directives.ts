@@ -43,7 +43,7 @@ export interface Directives {
   cut?: true;
   /** `[echo-key]`: error messages repeat the request's Authorization header, as some providers and proxies do. */
   echoKey?: true;
-  /** `[finish:length]`, `[finish:content_filter]`: the text answer's `finish_reason`, as a provider that cut it reports (default `stop`). */
+  /** `[finish:length]`, `[finish:content_filter]`: the answer's `finish_reason` (text or tool calls), as a provider that cut it reports (default `stop`, or `tool_calls`). */
   finish?: "length" | "content_filter";
 }
 

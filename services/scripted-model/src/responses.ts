@@ -33,7 +33,7 @@ export function completionObject(meta: CompletionMeta, plan: Plan): Record<strin
 }
 
 export function finishReason({ answer, directives }: Plan): "stop" | "tool_calls" | "length" | "content_filter" {
-  return answer.kind === "text" ? (directives.finish ?? "stop") : "tool_calls";
+  return directives.finish ?? (answer.kind === "text" ? "stop" : "tool_calls");
 }
 
 /**

@@ -47,7 +47,7 @@ describe("scripted model via the openai SDK", () => {
     expect(res.usage).toEqual({ prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 });
   });
 
-  it("ends a text answer with the finish_reason [finish:length] or [finish:content_filter] names, streamed or not; tool calls keep theirs", async () => {
+  it("ends an answer with the finish_reason [finish:length] or [finish:content_filter] names, streamed or not, tool calls too", async () => {
     for (const reason of ["length", "content_filter"] as const) {
       const whole = await client.chat.completions.create({ model: "scripted", messages: [{ role: "user", content: `[finish:${reason}] cut me` }] });
       expect([whole.choices[0]?.message.content, whole.choices[0]?.finish_reason]).toEqual(["Echo: cut me", reason]);
@@ -55,7 +55,7 @@ describe("scripted model via the openai SDK", () => {
       expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe(reason);
     }
     const calls = await client.chat.completions.create({ model: "scripted", messages: [{ role: "user", content: "[finish:length][call:clock_now]" }], tools: [{ type: "function", function: { name: "clock_now", parameters: { type: "object" } } }] });
-    expect(calls.choices[0]?.finish_reason).toBe("tool_calls");
+    expect(calls.choices[0]?.finish_reason).toBe("length");
   });
 
   it("streams an echo in exactly [chunks:N] content chunks, then usage when asked", async () => {

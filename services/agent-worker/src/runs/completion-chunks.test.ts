@@ -85,6 +85,13 @@ describe("completionChunks", () => {
     expect(await reads([event(chunk("a")), event(last), 'data: {"id":"c1","usage":{"prompt_'])).toEqual([["a"], [""]]);
   });
 
+  it("reads the usage chunk after a finish_reason that the body ends without its closing blank line", async () => {
+    const last = { ...chunk(""), choices: [{ index: 0, delta: {}, finish_reason: "stop" }] };
+    const out: unknown[] = [];
+    for await (const chunks of completionChunks(response([event(chunk("a")), event(last), 'data: {"id":"c1","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":500}}']))) out.push(...chunks);
+    expect(out.at(-1)).toMatchObject({ usage: { prompt_tokens: 1000, completion_tokens: 500 } });
+  });
+
   it("reports an answer cut inside an event as cut short, not as a model's bad JSON", async () => {
     const err = await reads([event(chunk("a")), 'data: {"id":"c1","choices":[{"delta":{"content":"b']).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SyntaxError);

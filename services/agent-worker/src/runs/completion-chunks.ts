@@ -92,9 +92,10 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
     if (read.chunks.length > 0) yield read.chunks;
     if (read.failure) throw read.failure;
   }
-  if (!done && !finished) {
-    // A last event without its closing blank line (`data: [DONE]` as the body's last bytes) is
-    // read as if its line and event ended there; one cut short is the answer cut short.
+  if (!done) {
+    // A last event without its closing blank line (`data: [DONE]` as the body's last bytes, the
+    // usage chunk after a finish_reason) is read as if its line and event ended there; one cut
+    // short is the answer cut short, unless a finish_reason had ended the answer already.
     parser.feed(`${decoder.decode()}\n\n`);
     const read = take(events);
     if (read.chunks.length > 0) yield read.chunks;

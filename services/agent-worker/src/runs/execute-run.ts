@@ -7,10 +7,9 @@ import { finishRun, type FinishRunUsage, type MessageRecord } from "@agentrun/ru
 import { claimRun, type ClaimedRun } from "./claim-run";
 import { renewalIntervalMs } from "./heartbeat-renewal";
 import { callModel } from "./model-call";
-import { buildMessages, recentHistory, type PromptMemory } from "./prompt";
+import { buildMessages, recentHistory, toolCallMessage, type PromptMemory } from "./prompt";
 import type { RunControl } from "./active-runs";
 import { RunFailure, stopReasonOf } from "./run-failure";
-import { argumentsForModel } from "./tool-call-deltas";
 import type { RunDeps } from "./run-deps";
 import type { ToolCallOutcome } from "../tools/registry";
 
@@ -181,7 +180,9 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
         usage.completionTokens += used.completionTokens;
       },
     });
-    if (turn.toolCalls.length === 0) {
+    // An answer cut short while asking for tools holds a last call cut too: none is run, and the
+    // run ends with what was said, as an answer cut short does.
+    if (turn.toolCalls.length === 0 || turn.cutShort) {
       progress.finishReason = turn.cutShort;
       return;
     }
@@ -192,11 +193,7 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
     // Stored as that message: it is not the run's output, which only a later answer gives.
     progress.output = "";
 
-    messages.push({
-      role: "assistant",
-      content: turn.text || null,
-      tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: argumentsForModel(c.arguments) } })),
-    });
+    messages.push(toolCallMessage(turn));
     for (const call of turn.toolCalls) {
       if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
       let started: Omit<ToolCallOutcome, "result" | "ok" | "charged"> | undefined;

@@ -19,7 +19,9 @@ export interface ProviderScript {
   /** Pause before each part of the script, as a model that streams slowly. */
   gapMs: number;
   /** Answers to give before the script, one per request (e.g. a 503 that asks for a retry). */
-  refusals: { status: number; headers: Record<string, string> }[];
+  refusals: { status: number; headers: Record<string, string>; body?: string }[];
+  /** The JSON bodies of the requests received. */
+  bodies: Record<string, unknown>[];
   /** Pause before the response headers, as a model that has not accepted the request yet. */
   headersAfterMs: number;
   /** Requests received. */
@@ -32,17 +34,20 @@ export interface ProviderScript {
  * (`failure`: how the call failed, and after how long).
  */
 export function scriptedProvider() {
-  const provider: ProviderScript = { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0 };
+  const provider: ProviderScript = { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [] };
   let server: Server;
   let client: OpenAI;
 
   beforeAll(async () => {
-    server = createServer(async (_req, res) => {
+    server = createServer(async (req, res) => {
       provider.requests++;
+      let text = "";
+      for await (const part of req) text += part;
+      provider.bodies.push(JSON.parse(text || "{}") as Record<string, unknown>);
       const refusal = provider.refusals.shift();
       if (refusal) {
         res.writeHead(refusal.status, { "content-type": "application/json", ...refusal.headers });
-        res.end(JSON.stringify({ error: { message: "busy", type: "server_error" } }));
+        res.end(refusal.body ?? JSON.stringify({ error: { message: "busy", type: "server_error" } }));
         return;
       }
       if (provider.headersAfterMs) await new Promise((r) => setTimeout(r, provider.headersAfterMs));
@@ -66,7 +71,7 @@ export function scriptedProvider() {
     await new Promise<void>((r) => server.close(() => r()));
   });
   beforeEach(() => {
-    Object.assign(provider, { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0 });
+    Object.assign(provider, { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [] });
   });
 
   async function call(opts: Partial<ModelCallOptions> = {}) {

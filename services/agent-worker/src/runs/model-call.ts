@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type OpenAI from "openai";
+import OpenAI from "openai";
 import { storableText } from "@agentrun/db";
-import { CUT_FINISH_REASONS, type CutFinishReason } from "@agentrun/contracts";
+import type { CutFinishReason } from "@agentrun/contracts";
+import { FAILED_FINISH_REASONS, isCutFinishReason, reasoningOf, refusesStreamOptions, withoutStreamOptions } from "./provider-quirks";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { untilAborted } from "../until-aborted";
 import { completionChunks, type StreamedResponse } from "./completion-chunks";
@@ -16,7 +17,14 @@ export interface ModelTurn {
   toolCalls: ModelToolCall[];
   /** Set when the model ended its answer early: at its token limit, or by its content filter. */
   cutShort?: CutFinishReason;
+  /**
+   * The reasoning a thinking model streamed beside its answer (DeepSeek's `reasoning_content`,
+   * OpenRouter's and vLLM's `reasoning`), in the field it came in: sent back with the answer's
+   * tool calls, as such models require within a turn. Never part of the run's text.
+   */
+  reasoning?: { field: "reasoning_content" | "reasoning"; text: string };
 }
+
 
 /** Tokens a call consumed: as the model reported them, or estimated when it was stopped first. */
 export interface ModelUsage {
@@ -127,13 +135,13 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     opts.onText(text);
   };
   try {
-    const body = {
+    const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming = {
       model: opts.model,
       messages: opts.messages,
       tools: opts.tools.length ? opts.tools : undefined,
       temperature: opts.temperature ?? undefined,
-      stream: true as const,
-      stream_options: { include_usage: true },
+      stream: true,
+      ...(withoutStreamOptions.has(opts.client) ? {} : { stream_options: { include_usage: true } }),
     };
     let response: Response;
     for (let retry = 0; ; retry++) {
@@ -141,6 +149,13 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
         response = await untilAborted(opts.client.chat.completions.create(body, { signal, timeout: Math.max(1, timeLeft()), maxRetries: 0 }).asResponse(), signal);
         break;
       } catch (err) {
+        // Asked again at once without the field, not counted as a retry.
+        if (body.stream_options && refusesStreamOptions(err)) {
+          withoutStreamOptions.add(opts.client);
+          delete body.stream_options;
+          retry--;
+          continue;
+        }
         const wait = retry < opts.maxRetries && !signal.aborted ? retryWaitMs(err, retry) : null;
         if (wait === null) throw err;
         // A wait the call has no time left for: the model's refusal is the answer.
@@ -158,7 +173,14 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
         if (chunk.usage && typeof chunk.usage === "object") reported = chunk.usage;
         const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
         const delta = choice?.delta;
-        if (isCutFinishReason(choice?.finish_reason)) turn.cutShort = choice.finish_reason;
+        const finish: unknown = choice?.finish_reason;
+        if (finish === "model_length") turn.cutShort = "length";
+        else if (isCutFinishReason(finish)) turn.cutShort = finish;
+        else if (typeof finish === "string" && FAILED_FINISH_REASONS.has(finish)) {
+          throw new RunFailure("model_error", "The model ended its answer with an error.", { detail: `finish_reason: ${finish}` });
+        }
+        const reasoning = reasoningOf(delta);
+        if (reasoning) turn.reasoning = { field: reasoning.field, text: (turn.reasoning?.text ?? "") + reasoning.text };
         const text = deltaText(delta?.content);
         if (delta?.tool_calls && !Array.isArray(delta.tool_calls)) throw new RunFailure("model_bad_response", "The model sent tool calls that are not a list.");
         if (text) {
@@ -198,7 +220,6 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   return turn;
 }
 
-const isCutFinishReason = (r: unknown): r is CutFinishReason => (CUT_FINISH_REASONS as readonly unknown[]).includes(r);
 
 /**
  * The text of a delta's `content`: a string, or the `text` parts of a list of parts, as Mistral's

@@ -71,6 +71,22 @@ describe("createModelFetch with the openai SDK", () => {
     expect(err.message).toContain("bad model");
   });
 
+  it("gives the SDK an error body of another shape whole as its message, with its type and code (Mistral, FastAPI, vLLM)", async () => {
+    const mistral = { object: "error", message: { detail: [{ type: "extra_forbidden", loc: ["body", "stream_options"], msg: "Extra inputs are not permitted" }] }, type: "invalid_request_message_error", code: null };
+    const vllm = { object: "error", message: "This model's maximum context length is 8192 tokens.", type: "BadRequestError", code: 400 };
+    for (const [status, body] of [[422, mistral], [400, vllm], [400, { detail: "Not found" }]] as const) {
+      handler = (_req, res) => void res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+      const err = await create(client()).catch((e) => e);
+      expect(err).toBeInstanceOf(OpenAI.APIError);
+      expect(err.status).toBe(status);
+      expect(err.message).toBe(`${status} ${JSON.stringify(body)}`);
+      expect([err.type, err.code]).toEqual([(body as { type?: string }).type, body === vllm ? 400 : undefined]);
+    }
+    // A body that is not JSON stays the message as it was.
+    handler = (_req, res) => void res.writeHead(502, { "content-type": "text/html" }).end("<html>Bad gateway</html>");
+    expect((await create(client()).catch((e) => e)).message).toBe("502 <html>Bad gateway</html>");
+  });
+
   it("reads no more of an error's body than ERROR_BODY_MAX_BYTES, and closes an endless one", async () => {
     let closed = false;
     handler = (_req, res) => {

@@ -27,6 +27,25 @@ async function leadingText(body: Dispatcher.ResponseData["body"], maxBytes: numb
 }
 
 /**
+ * An error answer's JSON as the SDK reads its message: from an `error` object. A body of another
+ * shape (Mistral's `{"object":"error","message":{…}}`, FastAPI's `{"detail":…}`, older vLLM's
+ * `{"object":"error","message":"…"}`) would leave the SDK's error without its text ("422 status
+ * code (no body)"): it is given whole as the message of an `error` object, with its `type` and
+ * `code`. Anything else is left as it is.
+ */
+function withErrorObject(text: string): string {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  if (!body || typeof body !== "object" || Array.isArray(body) || "error" in body) return text;
+  const { type, code } = body as { type?: unknown; code?: unknown };
+  return JSON.stringify({ error: { message: text, ...(typeof type === "string" && { type }), ...((typeof code === "string" || typeof code === "number") && { code }) } });
+}
+
+/**
  * A `fetch` for the openai SDK on `undici.request`. A successful answer's body is handed to the
  * SDK as the Node stream undici reads it into: the SDK iterates any body that is async-iterable
  * directly, so a streamed completion skips the WHATWG stream layers of the global `fetch`, which
@@ -74,7 +93,7 @@ export function createModelFetch(dispatcher: Dispatcher = new Agent({ headersTim
     });
     if (status < 200 || status >= 300 || status === 204) {
       // Read up front: the SDK only ever reads an error's text (or retries).
-      const text = await leadingText(res.body, ERROR_BODY_MAX_BYTES);
+      const text = withErrorObject(await leadingText(res.body, ERROR_BODY_MAX_BYTES));
       return answer(null, { text: async () => text, json: async () => JSON.parse(text), arrayBuffer: async () => new TextEncoder().encode(text).buffer as ArrayBuffer });
     }
     const body = res.body;

@@ -1,4 +1,4 @@
-import { buildMessages, recentHistory, renderInstructions, type HistoryMessage } from "./prompt";
+import { buildMessages, recentHistory, renderInstructions, toolCallMessage, type HistoryMessage } from "./prompt";
 
 describe("renderInstructions", () => {
   it("fills user fields and metadata keys, empty when missing", () => {
@@ -81,5 +81,23 @@ describe("recentHistory", () => {
     expect(recentHistory(history, 49)).toEqual([]);
     expect(recentHistory(history, 0)).toEqual([]);
     expect(recentHistory([], 10)).toEqual([]);
+  });
+});
+
+describe("toolCallMessage", () => {
+  const calls = [{ id: "call_1", name: "calc_evaluate", arguments: '{"expression":"1+1"}' }];
+
+  it("carries the answer's text and calls, and a thinking model's reasoning in the field it came in", () => {
+    expect(toolCallMessage({ text: "Let me check.", toolCalls: calls, reasoning: { field: "reasoning_content", text: "The user wants a sum." } })).toEqual({
+      role: "assistant",
+      content: "Let me check.",
+      tool_calls: [{ id: "call_1", type: "function", function: { name: "calc_evaluate", arguments: '{"expression":"1+1"}' } }],
+      reasoning_content: "The user wants a sum.",
+    });
+    expect(toolCallMessage({ text: "", toolCalls: calls, reasoning: { field: "reasoning", text: "Hmm." } })).toMatchObject({ content: null, reasoning: "Hmm." });
+  });
+
+  it("has no reasoning field for a model that sent none", () => {
+    expect(Object.keys(toolCallMessage({ text: "", toolCalls: calls }))).toEqual(["role", "content", "tool_calls"]);
   });
 });

@@ -1,5 +1,7 @@
-import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
+import type { ChatCompletionAssistantMessageParam, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { RunContext } from "@agentrun/contracts";
+import type { ModelTurn } from "./model-call";
+import { argumentsForModel } from "./tool-call-deltas";
 
 /**
  * Fills `{{user_name}}`, `{{user_id}}` and `{{metadata.KEY}}` from the run context; a missing
@@ -65,4 +67,18 @@ export function buildMessages(input: {
   for (const h of input.history) if (h.role === "user" || h.content !== "") messages.push({ role: h.role, content: h.content });
   messages.push({ role: "user", content: input.query });
   return messages;
+}
+
+/**
+ * The model's answer that asked for tools, as the next call's messages carry it: its text, its
+ * calls, and a thinking model's reasoning in the field it came in (DeepSeek refuses the next call
+ * of a turn without it).
+ */
+export function toolCallMessage(turn: Pick<ModelTurn, "text" | "toolCalls" | "reasoning">): ChatCompletionAssistantMessageParam {
+  return {
+    role: "assistant",
+    content: turn.text || null,
+    tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: argumentsForModel(c.arguments) } })),
+    ...(turn.reasoning && { [turn.reasoning.field]: turn.reasoning.text }),
+  };
 }

@@ -1,0 +1,63 @@
+import type { ModelUsage } from "./model-call";
+import { chunk, scriptedProvider, toolCall } from "./model-call.fixture";
+import { RunFailure } from "./run-failure";
+
+// What callModel makes of what OpenAI-compatible providers do differently from OpenAI's API.
+const finishing = (finish_reason: string) => `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: {}, finish_reason }] })}\n\n`;
+
+describe("providers' own ways", () => {
+  const { provider, call, failure } = scriptedProvider();
+
+  it("collects a thinking model's reasoning apart from its text, in the field it came in", async () => {
+    provider.script = [chunk({ reasoning_content: "Let me " }), chunk({ reasoning_content: "think." }), chunk({ content: "A" }), toolCall(0, "call_1"), finishing("tool_calls")];
+    const { turn, texts } = await call();
+    expect(texts).toEqual(["A"]);
+    expect(turn.reasoning).toEqual({ field: "reasoning_content", text: "Let me think." });
+    expect(turn.toolCalls).toHaveLength(1);
+    provider.script = [chunk({ reasoning: "Hmm." }), chunk({ content: "B" })];
+    expect((await call()).turn.reasoning).toEqual({ field: "reasoning", text: "Hmm." });
+    provider.script = [chunk({ content: "C" })];
+    expect((await call()).turn.reasoning).toBeUndefined();
+  });
+
+  it("fails with model_error an answer ended by finish_reason error or insufficient_system_resource, reporting what it consumed", async () => {
+    for (const reason of ["error", "insufficient_system_resource"]) {
+      provider.script = [chunk({ content: "Half an ans" }), finishing(reason)];
+      const usages: ModelUsage[] = [];
+      const { err } = await failure({ onUsage: (u) => usages.push(u) });
+      expect(err).toBeInstanceOf(RunFailure);
+      expect(err).toMatchObject({ code: "model_error", message: "The model ended its answer with an error.", detail: `finish_reason: ${reason}` });
+      expect(usages).toHaveLength(1);
+    }
+  });
+
+  it("takes Mistral's model_length as an answer cut at the model's limit", async () => {
+    provider.script = [chunk({ content: "Cut" }), finishing("model_length")];
+    expect((await call()).turn).toMatchObject({ text: "Cut", cutShort: "length" });
+  });
+});
+
+describe("a server that refuses stream_options", () => {
+  // A provider of its own: the client remembers the refusal.
+  const { provider, call } = scriptedProvider();
+
+  it("is asked again at once without it, and from then on never sent it", async () => {
+    provider.refusals = [{ status: 422, headers: {}, body: JSON.stringify({ error: { message: "body.stream_options: Extra inputs are not permitted", type: "invalid_request_message_error" } }) }];
+    provider.script = [chunk({ content: "ok" })];
+    const first = await call({ maxRetries: 0 });
+    expect(first.turn.text).toBe("ok");
+    // Its usage is estimated: none was asked for.
+    expect(first.usages).toEqual([{ promptTokens: 2, completionTokens: 1 }]);
+    expect(provider.bodies.map((b) => "stream_options" in b)).toEqual([true, false]);
+    provider.script = [chunk({ content: "again" })];
+    await call();
+    expect(provider.bodies.map((b) => "stream_options" in b)).toEqual([true, false, false]);
+  });
+
+  it("is not taken for a refusal that does not name the field", async () => {
+    provider.refusals = [{ status: 422, headers: {}, body: JSON.stringify({ error: { message: "unknown model", type: "invalid_request_error" } }) }];
+    const { err } = await call().then(() => ({ err: null }), (e: unknown) => ({ err: e }));
+    expect(err).toMatchObject({ code: "model_error" });
+    expect(provider.requests).toBe(1);
+  });
+});
