@@ -226,17 +226,21 @@ describe("messages of many megabytes", () => {
 });
 
 describe("runs of many megabytes", () => {
-  it("are listed in pages past 8 MB of queries and outputs, or of `limit` runs, with has_more; `after` goes on", async () => {
-    const first = (await run("a task with long answers")).body;
+  /** A task of one run, then three completed runs whose `field` holds 5 MB each (random text, which PostgreSQL cannot compress). */
+  async function taskWithLargeRuns(field: "query" | "output") {
+    const first = (await run(`a task with a long ${field} in its runs`)).body;
     const task = await prisma.task.findUniqueOrThrow({ where: { id: first.task_id } });
-    // Three runs with 5 MB outputs each (random text), after the task's first run.
     const at = Date.now() + 1000;
     const big: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const output = randomBytes(3.75 * 1024 * 1024).toString("base64");
-      const created = await prisma.run.create({ data: { id: newId("run"), taskId: task.id, orgId: task.orgId, agentId: task.agentId, status: "completed", query: `q${i}`, output, createdAt: new Date(at + i) } });
-      big.push(created.id);
+      const data = { query: `q${i}`, [field]: randomBytes(3.75 * 1024 * 1024).toString("base64") };
+      big.push((await prisma.run.create({ data: { id: newId("run"), taskId: task.id, orgId: task.orgId, agentId: task.agentId, status: "completed", ...data, createdAt: new Date(at + i) } })).id);
     }
+    return { first, task, big };
+  }
+
+  it("are listed in pages past 8 MB of queries and outputs, or of `limit` runs, with has_more; `after` goes on", async () => {
+    const { first, task, big } = await taskWithLargeRuns("output");
     const list = async (query = "") => {
       const res = await api("GET", `/tasks/${task.id}/runs${query}`);
       expect(res.status).toBe(200);
@@ -260,14 +264,7 @@ describe("runs of many megabytes", () => {
   }, 60_000);
 
   it("show in the task's run summaries as far as 8 MB of queries; run_count tells there are more", async () => {
-    const first = (await run("a task with long queries")).body;
-    const task = await prisma.task.findUniqueOrThrow({ where: { id: first.task_id } });
-    const at = Date.now() + 1000;
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const query = randomBytes(3.75 * 1024 * 1024).toString("base64");
-      ids.push((await prisma.run.create({ data: { id: newId("run"), taskId: task.id, orgId: task.orgId, agentId: task.agentId, status: "completed", query, createdAt: new Date(at + i) } })).id);
-    }
+    const { first, task, big: ids } = await taskWithLargeRuns("query");
     await prisma.task.update({ where: { id: task.id }, data: { runCount: 4 } });
     const detail = (await api("GET", `/tasks/${task.id}`)).body;
     expect(detail.runs.map((r: any) => r.run_id)).toEqual([first.run_id, ids[0], ids[1]]);
