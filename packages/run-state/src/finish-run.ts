@@ -209,19 +209,10 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
       ${JSON.stringify(terminal)}::jsonb, ${storableJsonText(pending)}::jsonb, ${storableJsonText(messages)}::jsonb, ${newId("led")},
       ${input.onlyIfQueued ?? false}, ${writerId ?? null}::text
     ) AS terminal`;
-  // Rare (an answer the model cut short), so a statement of its own rather than an argument of
-  // the function: set while the run still runs, before its end is stored and published.
-  const markCut = () =>
-    input.finishReason && input.status === "completed"
-      ? prisma.$executeRaw`UPDATE runs SET finish_reason = ${input.finishReason} WHERE id = ${input.runId} AND status = 'running' AND (${writerId ?? null}::text IS NULL OR worker_id = ${writerId ?? null}::text)`
-      : Promise.resolve(0);
   let rows: { terminal: RunEvent | null }[];
   let answerLost = false;
   try {
-    rows = await withRetry(input.retryForMs ?? 0, async () => {
-      await markCut();
-      return store().catch((err: unknown) => ((answerLost ||= mayHaveBeenCarriedOut(err)), Promise.reject(err)));
-    });
+    rows = await withRetry(input.retryForMs ?? 0, () => store().catch((err: unknown) => ((answerLost ||= mayHaveBeenCarriedOut(err)), Promise.reject(err))));
   } catch (err) {
     // Nothing was stored: a later attempt must store these events and reuse the terminal's seq.
     writer.giveBack(pending, terminal);
@@ -232,6 +223,12 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
   // end is stored all the same: readers find it when they poll.)
   const stored = rows[0]?.terminal ?? (answerLost ? await endStoredBefore(deps, input.runId, terminal, writerId).catch(() => null) : null);
   if (!stored) return null;
+  // Rare (an answer the model cut short), so a statement of its own rather than an argument of
+  // the function: on the completed run (which nothing restarts), before its end is published, so
+  // that a reader woken by run_completed finds it on the run too. (Its event carries it anyway.)
+  if (stored.type === "run_completed" && stored.finish_reason) {
+    await withRetry(input.retryForMs ?? 0, () => prisma.$executeRaw`UPDATE runs SET finish_reason = ${stored.finish_reason} WHERE id = ${input.runId} AND status = 'completed'`).catch(() => 0);
+  }
   // Stored already: readers that miss the publish (Redis down) find the event when they poll.
   // The run's own worker waits for the publish; anyone else must not wait out a Redis outage.
   const published = writer.publishStored(stored);

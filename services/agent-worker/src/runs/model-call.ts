@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import OpenAI from "openai";
 import { storableText } from "@agentrun/db";
 import type { CutFinishReason } from "@agentrun/contracts";
-import { FAILED_FINISH_REASONS, isCutFinishReason, reasoningOf, refusesStreamOptions, withoutStreamOptions } from "./provider-quirks";
+import { FAILED_FINISH_REASONS, isCutFinishReason, reasoningOf, refuseStreamOptions, refusesStreamOptions, sendsStreamOptions } from "./provider-quirks";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { untilAborted } from "../until-aborted";
 import { completionChunks, type StreamedResponse } from "./completion-chunks";
@@ -18,11 +18,10 @@ export interface ModelTurn {
   /** Set when the model ended its answer early: at its token limit, or by its content filter. */
   cutShort?: CutFinishReason;
   /**
-   * The reasoning a thinking model streamed beside its answer (DeepSeek's `reasoning_content`,
-   * OpenRouter's and vLLM's `reasoning`), in the field it came in: sent back with the answer's
-   * tool calls, as such models require within a turn. Never part of the run's text.
+   * The reasoning a thinking model streamed beside its answer (`reasoning_content`, DeepSeek):
+   * sent back with the answer's tool calls, as it requires within a turn. Never part of the run's text.
    */
-  reasoning?: { field: "reasoning_content" | "reasoning"; text: string };
+  reasoning?: string;
 }
 
 
@@ -141,7 +140,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       tools: opts.tools.length ? opts.tools : undefined,
       temperature: opts.temperature ?? undefined,
       stream: true,
-      ...(withoutStreamOptions.has(opts.client) ? {} : { stream_options: { include_usage: true } }),
+      ...(sendsStreamOptions(opts.client, opts.model) && { stream_options: { include_usage: true } }),
     };
     let response: Response;
     for (let retry = 0; ; retry++) {
@@ -151,7 +150,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       } catch (err) {
         // Asked again at once without the field, not counted as a retry.
         if (body.stream_options && refusesStreamOptions(err)) {
-          withoutStreamOptions.add(opts.client);
+          refuseStreamOptions(opts.client, opts.model);
           delete body.stream_options;
           retry--;
           continue;
@@ -180,7 +179,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
           throw new RunFailure("model_error", "The model ended its answer with an error.", { detail: `finish_reason: ${finish}` });
         }
         const reasoning = reasoningOf(delta);
-        if (reasoning) turn.reasoning = { field: reasoning.field, text: (turn.reasoning?.text ?? "") + reasoning.text };
+        if (reasoning) turn.reasoning = (turn.reasoning ?? "") + reasoning;
         const text = deltaText(delta?.content);
         if (delta?.tool_calls && !Array.isArray(delta.tool_calls)) throw new RunFailure("model_bad_response", "The model sent tool calls that are not a list.");
         if (text) {

@@ -87,14 +87,14 @@ describe("recentHistory", () => {
 describe("toolCallMessage", () => {
   const calls = [{ id: "call_1", name: "calc_evaluate", arguments: '{"expression":"1+1"}' }];
 
-  it("carries the answer's text and calls, and a thinking model's reasoning in the field it came in", () => {
-    expect(toolCallMessage({ text: "Let me check.", toolCalls: calls, reasoning: { field: "reasoning_content", text: "The user wants a sum." } })).toEqual({
+  it("carries the answer's text and calls, and a thinking model's reasoning_content", () => {
+    expect(toolCallMessage({ text: "Let me check.", toolCalls: calls, reasoning: "The user wants a sum." })).toEqual({
       role: "assistant",
       content: "Let me check.",
       tool_calls: [{ id: "call_1", type: "function", function: { name: "calc_evaluate", arguments: '{"expression":"1+1"}' } }],
       reasoning_content: "The user wants a sum.",
     });
-    expect(toolCallMessage({ text: "", toolCalls: calls, reasoning: { field: "reasoning", text: "Hmm." } })).toMatchObject({ content: null, reasoning: "Hmm." });
+    expect(toolCallMessage({ text: "", toolCalls: calls, reasoning: "Hmm." })).toMatchObject({ content: null, reasoning_content: "Hmm." });
   });
 
   it("has no reasoning field for a model that sent none", () => {

@@ -71,14 +71,14 @@ export function buildMessages(input: {
 
 /**
  * The model's answer that asked for tools, as the next call's messages carry it: its text, its
- * calls, and a thinking model's reasoning in the field it came in (DeepSeek refuses the next call
- * of a turn without it).
+ * calls, and a thinking model's `reasoning_content` (DeepSeek refuses the next call of a turn
+ * without it).
  */
 export function toolCallMessage(turn: Pick<ModelTurn, "text" | "toolCalls" | "reasoning">): ChatCompletionAssistantMessageParam {
   return {
     role: "assistant",
     content: turn.text || null,
     tool_calls: turn.toolCalls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: argumentsForModel(c.arguments) } })),
-    ...(turn.reasoning && { [turn.reasoning.field]: turn.reasoning.text }),
+    ...(turn.reasoning && { reasoning_content: turn.reasoning }),
   };
 }

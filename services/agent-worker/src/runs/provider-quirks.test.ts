@@ -8,14 +8,16 @@ const finishing = (finish_reason: string) => `data: ${JSON.stringify({ id: "c1",
 describe("providers' own ways", () => {
   const { provider, call, failure } = scriptedProvider();
 
-  it("collects a thinking model's reasoning apart from its text, in the field it came in", async () => {
+  it("collects a thinking model's reasoning_content apart from its text, and no other reasoning field", async () => {
     provider.script = [chunk({ reasoning_content: "Let me " }), chunk({ reasoning_content: "think." }), chunk({ content: "A" }), toolCall(0, "call_1"), finishing("tool_calls")];
     const { turn, texts } = await call();
     expect(texts).toEqual(["A"]);
-    expect(turn.reasoning).toEqual({ field: "reasoning_content", text: "Let me think." });
+    expect(turn.reasoning).toBe("Let me think.");
     expect(turn.toolCalls).toHaveLength(1);
+    // Groq's and OpenRouter's `reasoning`: some of them refuse it back.
     provider.script = [chunk({ reasoning: "Hmm." }), chunk({ content: "B" })];
-    expect((await call()).turn.reasoning).toEqual({ field: "reasoning", text: "Hmm." });
+    const other = await call();
+    expect([other.turn.reasoning, other.texts]).toEqual([undefined, ["B"]]);
     provider.script = [chunk({ content: "C" })];
     expect((await call()).turn.reasoning).toBeUndefined();
   });
@@ -54,10 +56,23 @@ describe("a server that refuses stream_options", () => {
     expect(provider.bodies.map((b) => "stream_options" in b)).toEqual([true, false, false]);
   });
 
-  it("is not taken for a refusal that does not name the field", async () => {
-    provider.refusals = [{ status: 422, headers: {}, body: JSON.stringify({ error: { message: "unknown model", type: "invalid_request_error" } }) }];
-    const { err } = await call().then(() => ({ err: null }), (e: unknown) => ({ err: e }));
-    expect(err).toMatchObject({ code: "model_error" });
-    expect(provider.requests).toBe(1);
+  it("is not taken for a refusal that does not name the field, nor for one that only echoes the request", async () => {
+    const echo = JSON.stringify({ detail: [{ type: "missing", loc: ["body", "prompt"], msg: "Field required", input: { model: "m", stream: true, stream_options: { include_usage: true } } }] });
+    for (const body of [JSON.stringify({ error: { message: "unknown model", type: "invalid_request_error" } }), JSON.stringify({ error: { message: echo } })]) {
+      provider.refusals = [{ status: 422, headers: {}, body }];
+      provider.requests = 0;
+      const { err } = await call({ model: "other" }).then(() => ({ err: null }), (e: unknown) => ({ err: e }));
+      expect(err).toMatchObject({ code: "model_error" });
+      expect(provider.requests).toBe(1);
+    }
+  });
+
+  it("takes a validation error located at the field (Mistral's, given whole by the worker's fetch), for that model only", async () => {
+    const mistral = JSON.stringify({ object: "error", message: { detail: [{ type: "extra_forbidden", loc: ["body", "stream_options"], msg: "Extra inputs are not permitted" }] }, type: "invalid_request_message_error" });
+    provider.refusals = [{ status: 422, headers: {}, body: JSON.stringify({ error: { message: mistral } }) }];
+    provider.script = [chunk({ content: "ok" })];
+    expect((await call({ model: "mistral-small" })).turn.text).toBe("ok");
+    await call({ model: "another-model" });
+    expect(provider.bodies.map((b) => [b.model, "stream_options" in b])).toEqual([["mistral-small", true], ["mistral-small", false], ["another-model", true]]);
   });
 });

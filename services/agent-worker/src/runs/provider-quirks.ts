@@ -11,23 +11,51 @@ import { CUT_FINISH_REASONS, type CutFinishReason } from "@agentrun/contracts";
 export const FAILED_FINISH_REASONS: ReadonlySet<string> = new Set(["error", "insufficient_system_resource"]);
 
 /**
- * Clients whose server refused `stream_options` (Mistral answers 422 to fields it does not know):
- * their calls go without it, and their usage is estimated when not reported.
+ * The models, by client (one per base URL), whose server refused `stream_options` (Mistral answers
+ * 422 to fields it does not know): this worker's calls to them go without it, and their usage is
+ * estimated when not reported.
  */
-export const withoutStreamOptions = new WeakSet<OpenAI>();
+const streamOptionsRefused = new WeakMap<OpenAI, Set<string>>();
 
-/** A refusal naming `stream_options`: a server that does not take the field. */
+export const sendsStreamOptions = (client: OpenAI, model: string): boolean => !streamOptionsRefused.get(client)?.has(model);
+
+export function refuseStreamOptions(client: OpenAI, model: string): void {
+  const models = streamOptionsRefused.get(client) ?? new Set<string>();
+  models.add(model);
+  streamOptionsRefused.set(client, models);
+}
+
+/**
+ * A refusal of the `stream_options` field itself: a validation error located at it (pydantic's
+ * `detail[].loc`, as Mistral and FastAPI servers answer), or a provider's own short message naming
+ * it (Azure's "Unrecognized request argument supplied: stream_options"). A body that only echoes
+ * the request (which holds the field) is not one.
+ */
 export function refusesStreamOptions(err: unknown): boolean {
-  return err instanceof OpenAI.APIError && (err.status === 400 || err.status === 422) && /stream_options/.test(err.message);
+  if (!(err instanceof OpenAI.APIError) || (err.status !== 400 && err.status !== 422)) return false;
+  const message = (err.error as { message?: unknown } | undefined)?.message;
+  if (typeof message !== "string") return false;
+  let body: unknown;
+  try {
+    body = JSON.parse(message);
+  } catch {
+    return /stream_options/.test(message) && !message.includes("{");
+  }
+  // A body of another shape, given whole as the message (see model-fetch's withErrorObject).
+  const b = body as { detail?: unknown; message?: { detail?: unknown } } | null;
+  const detail = b?.detail ?? b?.message?.detail;
+  return Array.isArray(detail) && detail.some((d) => Array.isArray(d?.loc) && d.loc.includes("stream_options"));
 }
 
 export const isCutFinishReason = (r: unknown): r is CutFinishReason => (CUT_FINISH_REASONS as readonly unknown[]).includes(r);
 
-/** A delta's reasoning text, and the field it came in. */
-export function reasoningOf(delta: unknown): { field: "reasoning_content" | "reasoning"; text: string } | null {
+/**
+ * A delta's `reasoning_content` (DeepSeek's thinking models, which refuse a turn's next call
+ * without it). The `reasoning` field of others (Groq, OpenRouter, vLLM) is not kept: some of the
+ * servers that send it refuse it back.
+ */
+export function reasoningOf(delta: unknown): string | null {
   if (!delta || typeof delta !== "object") return null;
-  const d = delta as { reasoning_content?: unknown; reasoning?: unknown };
-  if (typeof d.reasoning_content === "string" && d.reasoning_content) return { field: "reasoning_content", text: storableText(d.reasoning_content) };
-  if (typeof d.reasoning === "string" && d.reasoning) return { field: "reasoning", text: storableText(d.reasoning) };
-  return null;
+  const r = (delta as { reasoning_content?: unknown }).reasoning_content;
+  return typeof r === "string" && r ? storableText(r) : null;
 }
