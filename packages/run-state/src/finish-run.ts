@@ -169,13 +169,13 @@ function storableCount(n: number): number {
   return Number.isFinite(n) ? Math.min(Math.max(0, Math.ceil(n)), 2_147_483_647) : 0;
 }
 
+/** Failures that still pay for what the run consumed: limits its own work ran into. */
+const CHARGED_FAILURES: ReadonlySet<string> = new Set(["max_steps_exceeded", "run_timeout"]);
+
 /**
  * Stores the end of a run with `pending` (the events not yet in PostgreSQL), through `writer`,
  * and publishes the terminal event. With `writerId`, only while the run is held under that id.
  */
-/** Failures that still pay for what the run consumed: limits its own work ran into. */
-const CHARGED_FAILURES: ReadonlySet<string> = new Set(["max_steps_exceeded", "run_timeout"]);
-
 async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunEventWriter, pending: RunEvent[], writerId: string | undefined): Promise<RunEvent | null> {
   const { prisma } = deps;
   const terminal = writer.takeTerminal(terminalFor(input));
