@@ -28,6 +28,7 @@ export const runErrorSchema = z.object({ code: z.string(), message: z.string() }
 /** Why a model ended its answer early: at its token limit, or by its content filter. */
 export const CUT_FINISH_REASONS = ["length", "content_filter"] as const;
 export type CutFinishReason = (typeof CUT_FINISH_REASONS)[number];
+export const isCutFinishReason = (r: unknown): r is CutFinishReason => (CUT_FINISH_REASONS as readonly unknown[]).includes(r);
 export const runCompletedEvent = z.object({
   ...base,
   type: z.literal("run_completed"),

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { idParam } from "./common";
+import type { CutFinishReason } from "./events";
 
 export const QUERY_MAX_CHARS = 32_000;
 export const METADATA_MAX_KEYS = 50;
@@ -48,7 +49,7 @@ export interface RunView {
   completed_at: string | null;
   error?: { code: string; message: string };
   /** Present when the model ended the run's answer early: `length` (its token limit) or `content_filter`. */
-  finish_reason?: "length" | "content_filter";
+  finish_reason?: CutFinishReason;
 }
 
 export interface ToolCallView {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import OpenAI from "openai";
 import { storableText } from "@agentrun/db";
 import type { CutFinishReason } from "@agentrun/contracts";
-import { FAILED_FINISH_REASONS, isCutFinishReason, reasoningOf, refuseStreamOptions, refusesStreamOptions, sendsStreamOptions } from "./provider-quirks";
+import { cutReasonOf, FAILED_FINISH_REASONS, reasoningOf, refuseStreamOptions, refusesStreamOptions, sendsStreamOptions } from "./provider-quirks";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { untilAborted } from "../until-aborted";
 import { completionChunks, type StreamedResponse } from "./completion-chunks";
@@ -173,8 +173,8 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
         const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
         const delta = choice?.delta;
         const finish: unknown = choice?.finish_reason;
-        if (finish === "model_length") turn.cutShort = "length";
-        else if (isCutFinishReason(finish)) turn.cutShort = finish;
+        const cut = cutReasonOf(finish);
+        if (cut) turn.cutShort = cut;
         else if (typeof finish === "string" && FAILED_FINISH_REASONS.has(finish)) {
           throw new RunFailure("model_error", "The model ended its answer with an error.", { detail: `finish_reason: ${finish}` });
         }

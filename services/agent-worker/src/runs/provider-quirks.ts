@@ -5,7 +5,7 @@
  */
 import OpenAI from "openai";
 import { storableText } from "@agentrun/db";
-import { CUT_FINISH_REASONS, type CutFinishReason } from "@agentrun/contracts";
+import { isCutFinishReason, type CutFinishReason } from "@agentrun/contracts";
 
 /** `finish_reason` values that end an answer as a failure (Mistral's `error`, DeepSeek's `insufficient_system_resource`). */
 export const FAILED_FINISH_REASONS: ReadonlySet<string> = new Set(["error", "insufficient_system_resource"]);
@@ -47,7 +47,11 @@ export function refusesStreamOptions(err: unknown): boolean {
   return Array.isArray(detail) && detail.some((d) => Array.isArray(d?.loc) && d.loc.includes("stream_options"));
 }
 
-export const isCutFinishReason = (r: unknown): r is CutFinishReason => (CUT_FINISH_REASONS as readonly unknown[]).includes(r);
+/** A `finish_reason` that ends an answer early, as the run reports it (Mistral's `model_length` is `length`). */
+export function cutReasonOf(finish: unknown): CutFinishReason | undefined {
+  if (finish === "model_length") return "length";
+  return isCutFinishReason(finish) ? finish : undefined;
+}
 
 /**
  * A delta's `reasoning_content` (DeepSeek's thinking models, which refuse a turn's next call

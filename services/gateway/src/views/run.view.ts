@@ -1,5 +1,5 @@
 import type { Run, Message } from "@agentrun/db";
-import type { RunView, ToolCallView } from "@agentrun/contracts";
+import { isCutFinishReason, type RunView, type ToolCallView } from "@agentrun/contracts";
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -20,7 +20,7 @@ export function toRunView(run: RunFields): RunView {
     completed_at: iso(run.completedAt),
   };
   if (run.errorCode) view.error = { code: run.errorCode, message: run.errorMessage ?? "" };
-  if (run.status === "completed" && (run.finishReason === "length" || run.finishReason === "content_filter")) view.finish_reason = run.finishReason;
+  if (run.status === "completed" && isCutFinishReason(run.finishReason)) view.finish_reason = run.finishReason;
   return view;
 }
 
