@@ -1,15 +1,17 @@
 import { z } from "zod";
 
-/** An integer query parameter within bounds; non-integers and out-of-range values fail. */
-export const intParam = (min: number, max: number, def: number) =>
+/** An optional integer query parameter within bounds; non-integers and out-of-range values fail. */
+export const optionalIntParam = (min: number, max: number) =>
   z
     .string()
     .regex(/^-?\d+$/, "must be an integer")
     .transform(Number)
     // Bounds first, and a failed one stops there: past 2^53, int() would add a second "too big".
     .pipe(z.number().min(min, { abort: true }).max(max, { abort: true }).int())
-    .optional()
-    .transform((v) => v ?? def);
+    .optional();
+
+/** {@link optionalIntParam}, `def` when absent. */
+export const intParam = (min: number, max: number, def: number) => optionalIntParam(min, max).transform((v) => v ?? def);
 
 /**
  * A list's `offset`: any integer from 0, however large. One past every row reads as `clampAt`

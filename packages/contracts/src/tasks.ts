@@ -1,6 +1,6 @@
 /** Tasks, messages and run events: query and body schemas of the conversation endpoints. */
 import { z } from "zod";
-import { TASK_STATUSES, idParam, intParam, offsetParam } from "./common";
+import { TASK_STATUSES, idParam, intParam, offsetParam, optionalIntParam } from "./common";
 import { runContextSchema } from "./runs";
 
 /** Query of `GET /api/tasks`. */
@@ -29,13 +29,7 @@ export const messageListQuerySchema = z.strictObject({
 
 /** Query of `GET /api/tasks/{id}/runs`: every run by default; `limit` and `after` page through them. */
 export const runListQuerySchema = z.strictObject({
-  limit: z
-    .string()
-    .regex(/^-?\d+$/, "must be an integer")
-    .transform(Number)
-    .pipe(z.number().min(1, { abort: true }).max(1000, { abort: true }).int())
-    .optional()
-    .meta({ description: "Most runs in the page (1 to 1000); without it, every run, up to 8 MB of queries and outputs." }),
+  limit: optionalIntParam(1, 1000).meta({ description: "Most runs in the page (1 to 1000); without it, every run, up to 8 MB of queries and outputs." }),
   after: idParam.optional().meta({ description: "A run of this task: the page starts with the run after it (oldest first)." }),
 });
 
