@@ -14,7 +14,7 @@ const api = (method: string, path: string, body?: unknown) => apiJson(stack.gate
 const run = (query: string) => api("POST", "/run", { query, stream: false });
 
 describe("messages of many megabytes", () => {
-  it("end a page past MESSAGE_PAGE_MAX_BYTES, with has_more, and the next page goes on from there", async () => {
+  it("end a page past 8 MB (PAGE_MAX_BYTES), with has_more, and the next page goes on from there", async () => {
     const taskId = (await run("a task with large results")).body.task_id;
     // Three tool results of 5 MB each (of random text, which PostgreSQL cannot compress), after
     // the task's two messages.

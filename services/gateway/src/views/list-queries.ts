@@ -80,19 +80,20 @@ interface MessagePageRow {
 }
 
 /**
- * Most of a page of messages, in bytes of their stored text (content, and params and results as
- * stored, which may be compressed): a page of large tool results ends once it passes this (with
- * `has_more`), so that no page of 200 megabyte-sized results is built whole in PostgreSQL and in
- * the gateway's memory. As sent, a page can be larger (a tool message's content is its result as
- * text, and JSON escapes it again). A page holds at least one message.
+ * Most of a page of a list whose rows may be megabytes each (messages, runs, a task's run
+ * summaries), in bytes of their stored text: a page ends once its rows pass this (with
+ * `has_more`), so that no page of 200 megabyte-sized rows is built whole in PostgreSQL and in the
+ * gateway's memory. A page holds at least one row, whatever its size. For messages the measure
+ * is their content, and params and results as stored, which may be compressed: as sent, a page
+ * can be larger (a tool message's content is its result as text, and JSON escapes it again).
  */
-export const MESSAGE_PAGE_MAX_BYTES = 8 * 1024 * 1024;
+export const PAGE_MAX_BYTES = 8 * 1024 * 1024;
 
 /**
  * `{messages, has_more}`: the newest `limit` messages of the task (before the `before` message),
  * oldest first, on the (task_id, created_at, id) index, in the same statement as the task's
  * ownership check: 404 task_not_found / 403 forbidden / 400 for a `before` of another task.
- * Fewer when they pass {@link MESSAGE_PAGE_MAX_BYTES}.
+ * Fewer when they pass {@link PAGE_MAX_BYTES}.
  */
 export async function messageListBody(prisma: PrismaClient, auth: AuthContext, q: MessageListQuery): Promise<string> {
   const [row] = await prisma.$queryRaw<MessagePageRow[]>(messageListSql(q));
@@ -113,7 +114,7 @@ export function messageListSql(q: MessageListQuery): Prisma.Sql {
   // are more.
   return Prisma.sql`
     WITH page AS (
-      SELECT m.*, row_number() OVER w <= ${q.limit} AND sum(m.bytes) OVER w - m.bytes <= ${MESSAGE_PAGE_MAX_BYTES} AS kept FROM (
+      SELECT m.*, row_number() OVER w <= ${q.limit} AND sum(m.bytes) OVER w - m.bytes <= ${PAGE_MAX_BYTES} AS kept FROM (
         SELECT *, octet_length(m.content) + coalesce(pg_column_size(m.params), 0) + coalesce(pg_column_size(m.result), 0) AS bytes
         FROM messages m WHERE m.task_id = ${q.task_id} ${cursor}
         ORDER BY m.created_at DESC, m.id DESC LIMIT ${q.limit + 1}

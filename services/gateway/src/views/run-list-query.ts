@@ -1,14 +1,8 @@
 import { Prisma, type PrismaClient } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import type { RunView } from "@agentrun/contracts";
+import { PAGE_MAX_BYTES } from "./list-queries";
 import { toRunView, type RunFields } from "./run.view";
-
-/**
- * Most bytes of queries and outputs one page of `GET /tasks/{id}/runs` holds (the first run
- * counts whatever its size): a task with thousands of long runs is answered in pages (`has_more`)
- * rather than built whole in the gateway's memory.
- */
-export const RUN_PAGE_MAX_BYTES = 8 * 1024 * 1024;
 
 export interface RunListQuery {
   taskId: string;
@@ -23,7 +17,7 @@ interface RunPageRow extends RunFields {
 /**
  * `{runs, has_more}`: the task's runs oldest first, after the run `after` (400 when it names no
  * run of the task), at most `limit` of them and fewer once their queries and outputs pass
- * {@link RUN_PAGE_MAX_BYTES}. The task's ownership is the caller's to check first.
+ * {@link PAGE_MAX_BYTES}. The task's ownership is the caller's to check first.
  */
 export async function runListPage(prisma: PrismaClient, q: RunListQuery): Promise<{ runs: RunView[]; has_more: boolean }> {
   if (q.after) {
@@ -43,7 +37,7 @@ export async function runListPage(prisma: PrismaClient, q: RunListQuery): Promis
       ORDER BY r.created_at, r.id LIMIT ${limit}
     ), marked AS (
       SELECT s.id, (row_number() OVER w <= ${q.limit ?? null}::integer OR ${q.limit ?? null}::integer IS NULL)
-               AND sum(s.bytes) OVER w - s.bytes <= ${RUN_PAGE_MAX_BYTES} AS kept
+               AND sum(s.bytes) OVER w - s.bytes <= ${PAGE_MAX_BYTES} AS kept
       FROM sized s WINDOW w AS (ORDER BY s.created_at, s.id)
     )
     SELECT r.id, r.task_id AS "taskId", r.status::text AS status, r.query, r.output, r.credits_used AS "creditsUsed",

@@ -1,19 +1,18 @@
 import { Prisma, type PrismaClient } from "@agentrun/db";
 import type { AuthContext } from "../request-context";
 import { checkTaskOwner, isIdShaped } from "../tasks/task-access";
-import { iso, taskViewSql } from "./list-queries";
-import { RUN_PAGE_MAX_BYTES } from "./run-list-query";
+import { iso, PAGE_MAX_BYTES, taskViewSql } from "./list-queries";
 
 // A run as the task's `runs` list shows it, in json (see toTaskView for the task's own keys).
 const runSummary = Prisma.sql`json_build_object('run_id', r.id, 'status', r.status, 'query', r.query, 'credits_used', r.credits_used,
   'duration_ms', r.duration_ms, 'created_at', ${iso("r.created_at")})`;
-// Oldest first, as far as RUN_PAGE_MAX_BYTES of their queries (the first one whatever its size):
+// Oldest first, as far as PAGE_MAX_BYTES of their queries (the first one whatever its size):
 // a task of thousands of long queries is not built whole; `run_count` tells there are more, and
 // `GET /tasks/{id}/runs` pages through them all.
 const runs = Prisma.sql`, 'runs', (SELECT coalesce(json_agg(${runSummary} ORDER BY r.created_at, r.id), '[]') FROM (
     SELECT r.*, sum(octet_length(r.query)) OVER (ORDER BY r.created_at, r.id) - octet_length(r.query) AS before
     FROM runs r WHERE r.task_id = t.id
-  ) r WHERE r.before <= ${RUN_PAGE_MAX_BYTES})`;
+  ) r WHERE r.before <= ${PAGE_MAX_BYTES})`;
 
 /**
  * `GET /tasks/{id}`'s body: the task and its runs, oldest first, read in one statement (so one
