@@ -59,9 +59,9 @@ const MIN_RANKED_CANDIDATES = 200;
  * the query's words always ranks higher, and among equal coverage the cover density decides
  * (the fraction stays below 1), within the {@link MIN_RANKED_CANDIDATES} (or five times `limit`)
  * entries covering the most (the newest first among equal ones). Ties go to the newest entry,
- * then the highest id. Each entry's tsvector is stored with it (`search_doc`, set by a trigger on write), so a search reads the
- * user's newest {@link MAX_SEARCHED_ENTRIES} entries, which the (org, agent, user) index narrows
- * first, without parsing any again.
+ * then the highest id. Each entry's tsvector is stored with it (`search_doc`, set by a trigger on
+ * write), so a search reads the user's newest {@link MAX_SEARCHED_ENTRIES} entries, which the
+ * (org, agent, user) index narrows first, without parsing any again.
  */
 export async function searchMemories({ prisma }: MemoryServiceDeps, input: SearchMemoriesInput): Promise<ScoredMemoryView[]> {
   if (!mayHoldSearchTerms(input.query)) return [];

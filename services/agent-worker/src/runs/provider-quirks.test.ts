@@ -41,7 +41,7 @@ describe("providers' own ways", () => {
 
 describe("a server that refuses stream_options", () => {
   // A provider of its own: the client remembers the refusal.
-  const { provider, call } = scriptedProvider();
+  const { provider, call, failure } = scriptedProvider();
 
   it("is asked again at once without it, and from then on never sent it", async () => {
     provider.refusals = [{ status: 422, headers: {}, body: JSON.stringify({ error: { message: "body.stream_options: Extra inputs are not permitted", type: "invalid_request_message_error" } }) }];
@@ -61,7 +61,7 @@ describe("a server that refuses stream_options", () => {
     for (const body of [JSON.stringify({ error: { message: "unknown model", type: "invalid_request_error" } }), JSON.stringify({ error: { message: echo } })]) {
       provider.refusals = [{ status: 422, headers: {}, body }];
       provider.requests = 0;
-      const { err } = await call({ model: "other" }).then(() => ({ err: null }), (e: unknown) => ({ err: e }));
+      const { err } = await failure({ model: "other" });
       expect(err).toMatchObject({ code: "model_error" });
       expect(provider.requests).toBe(1);
     }
