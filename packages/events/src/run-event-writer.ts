@@ -27,7 +27,8 @@ export interface RunEventWriterOptions {
    * Who writes: the id of the worker that claimed the run (its `worker_id`), or the token of
    * whoever took the run over to end it. Once the run is ended or taken over by someone else,
    * this writer's events are refused: by the run's log in Redis, and by PostgreSQL, where a batch
-   * is stored only while the run is `running` under this id. Without it, batches are stored
+   * is stored only while the run is `running` under this id (or `queued` under none: a claim
+   * PostgreSQL lost). Without it, batches are stored
    * whatever the run's state (tests of the store alone).
    */
   writerId?: string;
@@ -126,10 +127,13 @@ export class RunEventWriter implements BatchedWrite {
       if (events.length === 0 || this.refused) return;
       // One row per batch. A batch with the same first seq is there when an earlier write of
       // these events reported an error but committed; this one holds all of its events and more.
-      // With a writer id, only while the run is running under it: the share lock makes whoever
-      // takes the run over (it updates worker_id) wait for this batch, then read it.
+      // With a writer id, only while the run is running under it (or queued without a worker:
+      // PostgreSQL lost the claim, see agentrun_finish_run): the share lock makes whoever takes
+      // the run over (it updates worker_id) wait for this batch, then read it.
       const [result] = await this.opts.prisma.$queryRaw<{ held: boolean }[]>`
-        WITH held AS (SELECT 1 FROM runs WHERE id = ${this.opts.runId} AND status = 'running' AND worker_id = ${writerId}::text FOR SHARE),
+        WITH held AS (
+          SELECT 1 FROM runs WHERE id = ${this.opts.runId}
+            AND (status = 'running' AND worker_id = ${writerId}::text OR status = 'queued' AND worker_id IS NULL) FOR SHARE),
         stored AS (
           INSERT INTO run_event_batches AS b (run_id, first_seq, last_seq, events, created_at)
           SELECT ${this.opts.runId}, ${events[0]!.seq}::integer, ${events.at(-1)!.seq}::integer, ${storableJsonText(events)}::jsonb, now()

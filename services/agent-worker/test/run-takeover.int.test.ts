@@ -125,6 +125,37 @@ describe("a run ended elsewhere while its worker is still executing it", () => {
     expect(run.output).toBe("Echo: outlived the lock");
   });
 
+  it("a worker whose claim PostgreSQL lost (a crash undid its asynchronous commit) still ends the run as its own", async () => {
+    const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:30] claim lost" }, headers: tenant.headers, timeoutMs: 30_000 });
+    await live.waitFor((e, all) => e.type === "text_chunk" && all.length >= 3);
+    const runId: string = live.events[0].run_id;
+    const taskId: string = live.events[0].task_id;
+    const { workerId } = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    // What recovery leaves when the claim's commit had not reached the disk: the run queued
+    // without a worker, its new task pending again; the worker goes on streaming.
+    await prisma.$transaction([
+      prisma.$executeRaw`UPDATE runs SET status = 'queued', worker_id = NULL, started_at = NULL WHERE id = ${runId}`,
+      prisma.$executeRaw`UPDATE tasks SET status = 'pending' WHERE id = ${taskId}`,
+    ]);
+    const streamed = (await live.result).events;
+    const terminal = streamed.at(-1)!.data as RunEvent;
+    expect(terminal).toMatchObject({ type: "run_completed" });
+    expect(streamed.flatMap((e) => (e.data.type === "text_chunk" ? [e.data.content] : [])).join("")).toBe("Echo: claim lost");
+    expect(streamed.map((e) => Number(e.id))).toEqual(streamed.map((_, i) => i + 1));
+    // Every event stored (the batches flushed after the loss too), the answer and the charge kept.
+    await expectEndedOnce(runId, terminal);
+    expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(streamed.map((e) => Number(e.id)));
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
+    expect(run).toMatchObject({ status: "completed", output: "Echo: claim lost", workerId });
+    expect(run.creditsUsed).toBeGreaterThan(0);
+    const charged = await prisma.creditLedgerEntry.aggregate({ where: { runId }, _sum: { amount: true } });
+    expect(charged._sum.amount).toBe(-run.creditsUsed);
+    const task = await prisma.task.findUniqueOrThrow({ where: { id: taskId } });
+    expect(task).toMatchObject({ status: "completed", activeRunId: null, creditsUsed: run.creditsUsed });
+    const answers = await prisma.message.findMany({ where: { runId, role: "assistant" } });
+    expect(answers.map((m) => m.content)).toEqual(["Echo: claim lost"]);
+  });
+
   it("a worker whose run was taken over while it waited leaves the new owner's heartbeat alone", async () => {
     const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:5000] slow model" }, headers: tenant.headers, timeoutMs: 30_000 });
     await live.waitFor((e) => e.type === "run_started");
