@@ -23,6 +23,12 @@ export interface PgRelay {
   cutAfterNextAnswer(match?: string): void;
   /** Cuts made so far. */
   cuts(): number;
+  /**
+   * While down, PostgreSQL is out of reach through the relay: open connections are cut at once
+   * and new ones are closed as they are made (as a server that restarts, or a network that
+   * drops, leaves its clients).
+   */
+  setDown(down: boolean): void;
   close(): Promise<void>;
 }
 
@@ -37,8 +43,10 @@ export async function startPgRelay(databaseUrl: string): Promise<PgRelay> {
   let after: { match?: string } | null = null;
   let cuts = 0;
   const sockets = new Set<net.Socket>();
+  let down = false;
 
   const server = net.createServer((client) => {
+    if (down) return void client.destroy();
     const upstream = net.connect(targetPort, targetHost);
     sockets.add(client).add(upstream);
     const cut = () => {
@@ -111,6 +119,10 @@ export async function startPgRelay(databaseUrl: string): Promise<PgRelay> {
       after = { match };
     },
     cuts: () => cuts,
+    setDown(on) {
+      down = on;
+      if (on) for (const s of sockets) s.destroy();
+    },
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -74,11 +74,13 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   // their decisions before closing the connections they use.
   const stopping = new AbortController();
   const failuresDeciding = new Set<Promise<boolean>>();
+  // The last database check's outcome (below); usable until the first says otherwise.
+  let database: SchemaState | "unavailable" | undefined;
   const worker = createWorker({
     queueName: AGENT_RUNS_QUEUE,
     prefix: bullPrefix(config.REDIS_PREFIX),
     connection: bull,
-    processor: agentRunProcessor(deps, active),
+    processor: agentRunProcessor(deps, active, () => database === undefined || database === "ok"),
     logger: log,
     concurrency: config.WORKER_CONCURRENCY,
     lockDurationMs: config.LOCK_DURATION_MS,
@@ -93,21 +95,27 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     },
   });
 
-  // The worker counts as live (readiness, health checks) only while it reaches its own database,
-  // migrated for this code: one that cannot would take jobs only to fail them.
-  let database: SchemaState | "unavailable" | undefined;
+  // The worker counts as live (readiness, health checks) and takes jobs only while it reaches
+  // its own database, migrated for this code: one that cannot would take jobs only to fail them,
+  // using up their attempts while other workers could run them (a worker refused connections,
+  // "too many clients", beside healthy ones). Runs in progress here go on.
   // A database that hangs stops the heartbeat (no beat starts while one is in progress), as one that refuses does.
   const stopHeartbeat = every(
     5000,
     async () => {
       const now = await schemaState(prisma).catch((): "unavailable" => "unavailable");
       if (now !== database) {
-        if (now === "ok") log.info("database reachable: heartbeating");
-        else log.error({ database: now }, "database not usable: not heartbeating, so not counted as a live worker");
+        if (now === "ok") log.info("database reachable: heartbeating and taking jobs");
+        else log.error({ database: now }, "database not usable: not heartbeating nor taking jobs, so not counted as a live worker");
       }
       database = now;
-      if (now === "ok") await recordWorkerHeartbeat(redis, config.REDIS_PREFIX, workerId).catch(() => {});
-      else await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
+      if (now === "ok") {
+        if (worker.isPaused() && !closing) worker.resume();
+        await recordWorkerHeartbeat(redis, config.REDIS_PREFIX, workerId).catch(() => {});
+      } else {
+        if (!worker.isPaused()) void worker.pause(true).catch((err: Error) => log.warn({ err: err.message }, "could not stop taking jobs"));
+        await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
+      }
     },
     { now: true },
   );
