@@ -13,6 +13,7 @@ import { ModelClients } from "./runs/model-clients";
 import { AgentCache } from "./runs/agent-cache";
 import type { RunDeps } from "./runs/run-deps";
 import { reviveQueuedRuns, sweepOrphanedRuns } from "./runs/sweeper";
+import { deleteExpiredIdempotencyKeys } from "./runs/expired-keys-sweep";
 import { every } from "./every";
 import { endRunOfFailedJob } from "./runs/failed-job";
 import { ToolRegistry } from "./tools/registry";
@@ -124,7 +125,11 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   // Each sweep on its own schedule: one that takes longer than its interval is not started again meanwhile.
   const sweepEveryMs = Math.max(1000, Math.floor(Math.min(config.RUN_STALE_AFTER_MS, config.QUEUED_STALE_AFTER_MS) / 4));
   const sweep = (what: string, run: () => Promise<unknown>) => every(sweepEveryMs, () => run().catch((err: Error) => log.warn({ err: err.message }, `${what} failed`)));
-  const stopSweeps = [sweep("orphan sweep", () => sweepOrphanedRuns(deps, queue)), sweep("queued-run sweep", () => reviveQueuedRuns(deps, queue))];
+  const stopSweeps = [
+    sweep("orphan sweep", () => sweepOrphanedRuns(deps, queue)),
+    sweep("queued-run sweep", () => reviveQueuedRuns(deps, queue)),
+    sweep("expired Idempotency-Key sweep", () => deleteExpiredIdempotencyKeys(prisma)),
+  ];
   log.info({ concurrency: config.WORKER_CONCURRENCY }, "agent worker started");
 
   let closing: Promise<boolean> | null = null;

@@ -2,8 +2,9 @@ import { stackWithTenant, eventually, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
-// Queued runs whose BullMQ job was lost (e.g. Redis lost its data): the workers' sweeper queues
-// a recent one again, and ends one that is too old to start now.
+// The workers' sweeps. Queued runs whose BullMQ job was lost (e.g. Redis lost its data): the
+// sweeper queues a recent one again, and ends one that is too old to start now. Expired
+// Idempotency-Keys are deleted.
 let prisma: PrismaClient;
 let tenant: Tenant;
 
@@ -55,4 +56,14 @@ it("ends a queued run that waited longer than 2^31 ms (a stack stopped for a mon
   expect(run).toMatchObject({ status: "failed", errorCode: "unavailable", durationMs: 2147483647 });
   const events = await readDbEvents({ prisma }, runId);
   expect(events.map((e) => e.type)).toEqual(["run_started", "run_failed"]);
+}, 30_000);
+
+it("deletes Idempotency-Keys whose day has passed, and keeps the others", async () => {
+  const key = (name: string, expiresAt: Date) => ({ orgId: tenant.orgId, key: `${name}-${newId("run")}`, requestHash: "h", runId: newId("run"), taskId: newId("task"), expiresAt });
+  const expired = [key("expired-1", new Date(Date.now() - 60_000)), key("expired-2", new Date(Date.now() - 1))];
+  const live = key("live", new Date(Date.now() + 3600_000));
+  await prisma.idempotencyKey.createMany({ data: [...expired, live] });
+  const left = (k: { key: string }) => prisma.idempotencyKey.count({ where: { orgId: tenant.orgId, key: k.key } });
+  await eventually(async () => (await left(expired[0]!)) + (await left(expired[1]!)) === 0);
+  expect(await left(live)).toBe(1);
 }, 30_000);
