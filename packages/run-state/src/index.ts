@@ -1,2 +1,3 @@
 /** How a run ends: the one path that moves a run to its final state, used by worker and gateway. */
 export { endAbandonedRun, failRun, finishRun, type FinalStatus, type FinishRunDeps, type FinishRunInput, type FinishRunUsage, type MessageRecord } from "./finish-run";
+export { withRetry } from "./with-retry";

@@ -1,7 +1,8 @@
 import { runRequestSchema } from "@agentrun/contracts";
 import { newId, type PrismaClient } from "@agentrun/db";
-import { stackWithTenant, readSse, runJson, type Stack, type Tenant } from "@agentrun/testing";
-import { ABANDONED_CLAIM_MS, IDEMPOTENCY_TTL_MS, requestHash, UNQUEUED_CODE } from "../src/runs/idempotency";
+import { isUnavailableError } from "@agentrun/errors";
+import { stackWithTenant, eventually, readSse, runJson, startPgRelay, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { ABANDONED_CLAIM_MS, IDEMPOTENCY_TTL_MS, releaseIdempotencyKey, requestHash, UNQUEUED_CODE } from "../src/runs/idempotency";
 
 // What a replay of an Idempotency-Key gets when the run it names is gone, or not there yet.
 let stack: Stack;
@@ -126,4 +127,23 @@ it("takes over a key whose run the queue could not take, when its release failed
   // A run that failed otherwise keeps its key.
   await prisma.run.update({ where: { id: replay.body.run_id }, data: { status: "failed", errorCode: "model_error" } });
   expect((await run(key, "queue was down")).body.run_id).toBe(replay.body.run_id);
+}, 30_000);
+
+it("frees a key whose release PostgreSQL could not take at first, once it can (not 2 minutes later)", async () => {
+  const key = `key-${newId("run")}`;
+  const runId = await claimedKey(key, "refused while the pool was out");
+  const relay = await startPgRelay(testEnv().databaseUrl);
+  const unreachable = testPrisma(relay.url);
+  try {
+    relay.setDown(true);
+    const refused = await releaseIdempotencyKey(unreachable, tenant.orgId, key, runId).then(() => null, (err: unknown) => err);
+    expect(isUnavailableError(refused)).toBe(true);
+    relay.setDown(false);
+    await eventually(async () => (await prisma.idempotencyKey.count({ where: { orgId: tenant.orgId, key } })) === 0, { timeoutMs: 10_000 });
+  } finally {
+    await unreachable.$disconnect();
+    await relay.close();
+  }
+  const replay = await run(key, "refused while the pool was out");
+  expect(replay).toMatchObject({ status: 200, body: { status: "completed", output: "Echo: refused while the pool was out" } });
 }, 30_000);

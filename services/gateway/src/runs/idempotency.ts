@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import type { Request } from "express";
 import { Prisma, type PrismaClient } from "@agentrun/db";
-import { AppError } from "@agentrun/errors";
+import { AppError, isUnavailableError } from "@agentrun/errors";
+import { withRetry } from "@agentrun/run-state";
 import { idempotencyKeySchema, type RunRequest, type WidgetRunRequest } from "@agentrun/contracts";
 
 /** The error code of a run the queue could not take (see start-run.ts). */
@@ -93,9 +94,21 @@ export async function claimIdempotencyKey(
   return { owner: false, runId: existing.runId, taskId: existing.taskId };
 }
 
-/** Frees a key whose run could not be created (refused request), so that a retry can use it. */
+/**
+ * Frees a key whose run could not be created (refused request), so that a retry can use it. A
+ * release PostgreSQL cannot take now (the pool exhausted, the server refusing connections: often
+ * the very reason the run could not be created) rejects, and goes on in the background until
+ * the claim would count as abandoned anyway ({@link ABANDONED_CLAIM_MS}); meanwhile a retry with
+ * the key waits for a run that will never exist, and gets 409 `run_in_progress`.
+ */
 export async function releaseIdempotencyKey(prisma: PrismaClient, orgId: string, key: string, runId: string): Promise<void> {
-  await prisma.idempotencyKey.deleteMany({ where: { orgId, key, runId } });
+  const release = () => prisma.idempotencyKey.deleteMany({ where: { orgId, key, runId } });
+  try {
+    await release();
+  } catch (err) {
+    if (isUnavailableError(err)) void withRetry(ABANDONED_CLAIM_MS, release).catch(() => {});
+    throw err;
+  }
 }
 
 /** How often a replay claims a key again that was freed while it waited (see {@link claimKeyForRun}). */
