@@ -106,4 +106,22 @@ describe("POST /api/v1/widget/run with an Idempotency-Key", () => {
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.code).toBe("invalid_request");
   });
+
+  it("keeps visitors' keys out of reach of the organization's API requests, which share the table", async () => {
+    const idem = `k-${randomUUID()}`;
+    const first = await runJson({ query: "mine alone" }, idem);
+    expect(first.status).toBe(200);
+    const stored = await prisma.idempotencyKey.findFirstOrThrow({ where: { orgId: tenant.orgId, runId: first.body.run_id } });
+    expect(stored.key).toContain(idem);
+    // An API request naming the stored key gets neither the visitor's run nor its slot.
+    const res = await fetch(`${stack.gatewayUrl}/api/run`, {
+      method: "POST",
+      headers: { ...tenant.headers, "content-type": "application/json", "idempotency-key": stored.key },
+      body: JSON.stringify({ query: "mine alone", stream: false }),
+    });
+    const body = (await res.json()) as any;
+    expect(body.run_id).toBeUndefined();
+    expect(res.status).toBe(400);
+    expect(body.error.code).toBe("invalid_request");
+  });
 });

@@ -7,9 +7,12 @@ import { idempotencyConflict, keyFreedByRunSql } from "../runs/idempotency";
  * own: another visitor, or a request without a token, never finds them. A new visitor's first
  * request is found by its repeat without a token (the first answer, and the token with it, was
  * lost), and by {@link newVisitorRun} for a repeat that carries the token it started.
+ * Kept with the organization's API keys (one table, keyed by organization and key): its parts
+ * are joined with spaces, which an Idempotency-Key never holds, so that no API request can
+ * name a widget visitor's key (and take its run, or block it).
  */
 export function widgetKeyScope(widgetKeyId: string, visitorId: string | null, key: string): string {
-  return `widget:${widgetKeyId}:${visitorId ?? "new"}:${key}`;
+  return `widget ${widgetKeyId} ${visitorId ?? "new"} ${key}`;
 }
 
 /**
