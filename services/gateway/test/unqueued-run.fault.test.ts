@@ -1,4 +1,4 @@
-import { createTenant, eventually, runJson, startPrivatePostgres, startPrivateRedis, startStack, testPrisma, type PrivatePostgres, type PrivateRedis, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, eventually, readSse, runJson, startPrivatePostgres, startPrivateRedis, startStack, testPrisma, type PrivatePostgres, type PrivateRedis, type Stack, type Tenant } from "@agentrun/testing";
 import { spawnSync } from "node:child_process";
 import { ensureDatabase, migrateDeploy, newId, type PrismaClient } from "@agentrun/db";
 
@@ -59,11 +59,16 @@ async function newTask(): Promise<string> {
  * Redis) before letting it go on. Returns the request's answer, still on its way.
  */
 async function runHeldAtCreate(taskId: string, key: string, query: string, whileHeld: () => Promise<void>): Promise<{ answer: ReturnType<typeof runJson> }> {
-  let answer!: ReturnType<typeof runJson>;
+  return sendHeldAtCreate(taskId, () => runJson(stack.gatewayUrl, keyed(key), { query, task_id: taskId }, 60_000), whileHeld);
+}
+
+/** {@link runHeldAtCreate} for any request on `taskId` that `send` makes. */
+async function sendHeldAtCreate<T>(taskId: string, send: () => Promise<T>, whileHeld: () => Promise<void>): Promise<{ answer: Promise<T> }> {
+  let answer!: Promise<T>;
   await prisma.$transaction(
     async (tx) => {
       await tx.$queryRaw`SELECT id FROM tasks WHERE id = ${taskId} FOR UPDATE`;
-      answer = runJson(stack.gatewayUrl, keyed(key), { query, task_id: taskId }, 60_000);
+      answer = send();
       await eventually(
         async () => {
           const [row] = await prisma.$queryRaw<{ n: number }[]>`
@@ -138,4 +143,23 @@ it("accepts a run it can neither queue nor fail: 202 queued, the key kept, and t
   // Charged once, for that run.
   expect(run.creditsUsed).toBeGreaterThan(0);
   expect(await balance()).toBe(before - run.creditsUsed);
+});
+
+it("streams a run it can neither queue nor fail to its end once the outage is over", async () => {
+  const taskId = await newTask();
+  const key = `key-${newId("run")}`;
+  const send = () => readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "held on a stream", task_id: taskId }, headers: keyed(key), timeoutMs: 90_000 });
+  const { answer } = await sendHeldAtCreate(taskId, send, async () => redisCli("CLIENT", "PAUSE", "20000", "WRITE"));
+  const { id: runId } = await eventually(() => prisma.run.findFirst({ where: { taskId, query: "held on a stream" }, select: { id: true } }), { intervalMs: 20 });
+  await pg.stop();
+  // The queue gives up on the add after 2 s, and failing the run fails too (PostgreSQL is down).
+  await sleep(4000);
+  await pg.start();
+  redisCli("CLIENT", "UNPAUSE");
+  const { status, events } = await answer;
+  expect(status).toBe(200);
+  expect(events[0]!.data).toMatchObject({ type: "run_started", run_id: runId });
+  expect(events.at(-1)!.data).toMatchObject({ type: "run_completed", run_id: runId });
+  expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
+  expect(events.flatMap((e) => (e.data.type === "text_chunk" ? [e.data.content] : [])).join("")).toBe("Echo: held on a stream");
 });

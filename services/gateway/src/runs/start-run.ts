@@ -84,7 +84,10 @@ export async function startRun(deps: GatewayDeps, req: Request, res: Response, r
     taskId,
     stream: run.stream,
     sent: [started],
-    fresh: enqueued === "queued",
+    // Held or queued, the run is this request's own: its events after run_started reach its
+    // Redis log first, so the stream needs no first read of PostgreSQL (which, for a held run,
+    // has just failed to end it and likely fails that read too).
+    fresh: true,
     subscription: listening ? early : undefined,
     sse,
     extra: run.extra,
