@@ -216,7 +216,9 @@ async function main(): Promise<void> {
   // here) are reached only from this machine, unless the operator says otherwise.
   start("scripted-model", { SCRIPTED_MODEL_PORT: String(config.SCRIPTED_MODEL_PORT), SCRIPTED_MODEL_HOST: devHost("SCRIPTED_MODEL_HOST") });
   start("memory", { MEMORY_PORT: String(config.MEMORY_PORT), MEMORY_HOST: devHost("MEMORY_HOST") });
-  for (let i = 0; i < config.WORKERS; i++) start("agent-worker", { MEMORY_URL: memoryUrl, SCRIPTED_MODEL_URL: modelUrl });
+  // A worker's id tells the owner of a run apart from a worker taking it over: each process its own.
+  const workerId = (i: number): Record<string, string> => (process.env.WORKER_ID && config.WORKERS > 1 ? { WORKER_ID: `${process.env.WORKER_ID}-${i + 1}` } : {});
+  for (let i = 0; i < config.WORKERS; i++) start("agent-worker", { MEMORY_URL: memoryUrl, SCRIPTED_MODEL_URL: modelUrl, ...workerId(i) });
   start("gateway", { PORT: String(config.PORT), MEMORY_URL: memoryUrl });
   process.on("SIGINT", () => void stopAll(0));
   process.on("SIGTERM", () => void stopAll(0));

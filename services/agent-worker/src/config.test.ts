@@ -20,6 +20,16 @@ describe("worker config", () => {
     expect(loadConfig(workerConfigSchema, { QUEUED_MAX_AGE_MS: "86400000" }).QUEUED_MAX_AGE_MS).toBe(86_400_000);
   });
 
+  it.each([
+    ["LOCK_DURATION_MS", 1000],
+    ["STALLED_INTERVAL_MS", 500],
+    ["RUN_STALE_AFTER_MS", 1000],
+    ["QUEUED_STALE_AFTER_MS", 1000],
+  ])("refuses a %s below %d ms (heartbeats lapsing between renewals, scripts or sweeps without pause)", (name, min) => {
+    expect(() => loadConfig(workerConfigSchema, { [name]: String(min - 1) })).toThrow(new RegExp(name));
+    expect(loadConfig(workerConfigSchema, { [name]: String(min) })[name as "LOCK_DURATION_MS"]).toBe(min);
+  });
+
   it("takes RUN_TIMEOUT_MS, an hour by default", () => {
     expect(loadConfig(workerConfigSchema, {}).RUN_TIMEOUT_MS).toBe(3_600_000);
     expect(() => loadConfig(workerConfigSchema, { RUN_TIMEOUT_MS: "0" })).toThrow(/RUN_TIMEOUT_MS/);

@@ -17,7 +17,7 @@ export const workerConfigSchema = z.object({
   REDIS_URL: redisUrl,
   REDIS_PREFIX: redisPrefix,
   LOG_LEVEL: logLevel,
-  /** Name of this worker process in heartbeats and on runs (default: host name and a random suffix). */
+  /** Name of this worker process in heartbeats and on runs, one per process (default: host name and a random suffix). */
   WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
   /** Runs executed at once by one worker process. */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
@@ -68,18 +68,22 @@ export const workerConfigSchema = z.object({
   HTTP_TOOL_MAX_BYTES: z.coerce.number().int().positive().default(100_000),
   /** Lets the http tool reach private and loopback addresses (for local development only). */
   HTTP_TOOL_ALLOW_PRIVATE: envBoolean.default(false),
-  /** A job whose worker stops renewing its lock for this long is taken over. */
-  LOCK_DURATION_MS: timerMs().default(10_000),
-  STALLED_INTERVAL_MS: timerMs().default(5_000),
+  /**
+   * A job whose worker stops renewing its lock for this long is taken over; also the run
+   * heartbeat's lifetime. At least a second: a shorter one expires between renewals.
+   */
+  LOCK_DURATION_MS: timerMs(1000).default(10_000),
+  /** How often BullMQ looks for stalled jobs (a script over the active jobs; at least 500 ms). */
+  STALLED_INTERVAL_MS: timerMs(500).default(5_000),
   /** A running run without a heartbeat for this long is ended as failed (`worker_lost`). */
-  RUN_STALE_AFTER_MS: timerMs().default(20_000),
+  RUN_STALE_AFTER_MS: timerMs(1000).default(20_000),
   /** A queued run older than this whose job is missing or failed is put back on the queue. */
-  QUEUED_STALE_AFTER_MS: timerMs().default(15_000),
+  QUEUED_STALE_AFTER_MS: timerMs(1000).default(15_000),
   /**
    * A queued run older than this whose job is missing or failed is ended (`unavailable`) instead
-   * of being queued again: after a long outage nobody is waiting for it any more.
+   * of being queued again: after a long outage nobody is waiting for it any more. At most a day:
+   * a run's cancel flag (RUN_CANCEL_FLAG_TTL_S) must outlive its wait.
    */
-  /** At most a day: a run's cancel flag (RUN_CANCEL_FLAG_TTL_S) must outlive its wait. */
   QUEUED_MAX_AGE_MS: timerMs().max(RUN_CANCEL_FLAG_TTL_S * 1000).default(3_600_000),
   /** On SIGTERM, how long active runs may still finish before they are stopped. */
   SHUTDOWN_GRACE_MS: timerMs(0).default(10_000),
