@@ -57,3 +57,15 @@ it("leaves runs queued, their attempts unused, while its database is out of reac
   expect(run).toMatchObject({ status: "completed", output: "Echo: held back", workerId: "worker-1" });
   expect(await redis.zscore(workersKey(stack.env.REDIS_PREFIX!), "worker-1")).not.toBeNull();
 }, 60_000);
+
+it("shuts down at once on SIGTERM while it has stopped taking jobs", async () => {
+  relay.setDown(true);
+  await eventually(async () => (await redis.zscore(workersKey(stack.env.REDIS_PREFIX!), "worker-1")) === null, { timeoutMs: 20_000 });
+  const worker = stack.workers[0]!;
+  const exited = new Promise<number | null>((resolve) => worker.child.once("exit", (code) => resolve(code)));
+  const t0 = Date.now();
+  worker.child.kill("SIGTERM");
+  expect(await exited).toBe(0);
+  // No run to wait for: well within SHUTDOWN_GRACE_MS (10 s).
+  expect(Date.now() - t0).toBeLessThan(5000);
+}, 40_000);
