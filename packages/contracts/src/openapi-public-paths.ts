@@ -86,6 +86,7 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         security: [{ widgetKey: [] }],
         requestParams: {
           header: z.object({
+            Origin: z.string().meta({ description: "The page's origin, one of the widget key's allowed origins (browsers send it)." }),
             "X-Visitor-Token": z.string().optional().meta({ description: "The token from an earlier answer." }),
             "Idempotency-Key": idempotencyKeySchema.optional().meta({
               description:
@@ -119,12 +120,13 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         operationId: "widgetRunEvents",
         tags: ["Widget"],
         summary: "Replay and follow a run of the visitor's own task",
-        description: "Re-attaches a widget after a page reload: what is stored after `Last-Event-ID` (or `after`), then the live events to the terminal one. Needs the visitor token.",
+        description: "Re-attaches a widget after a page reload (also served under `/api/widget/`): what is stored after `Last-Event-ID` (or `after`), then the live events to the terminal one. Needs the visitor token.",
         security: [{ widgetKey: [] }],
         requestParams: {
           path: runPathSchema,
           query: eventsQuerySchema,
           header: z.object({
+            Origin: z.string().optional().meta({ description: "The page's origin, one of the widget key's allowed origins; not needed on a same-origin request (`Sec-Fetch-Site: same-origin`)." }),
             "X-Visitor-Token": z.string().meta({ description: "The visitor's token." }),
             "Last-Event-ID": lastEventIdSchema.optional().meta({ description: "Resume after this seq." }),
           }),

@@ -28,9 +28,9 @@ Every \`/api/...\` path is also served under \`/api/v1/...\`. Requests authentic
 
 Checks run in this order: authentication (401) → agent (400 missing header / 404 / 403) → rate limit (429) → body and parameters (400/413/415) → resources (404/403/409) → credits (402). An unknown path or method under \`/api\` is 404 \`not_found\` once the key, the agent and the rate limit have passed. With \`REQUIRE_HTTPS\` on, a request that did not arrive over TLS is refused before all of these: 403 \`https_required\`, without rate-limit headers (the health probes excepted).
 
-Rate limit: per organization over a sliding 60-second window (Free 10, Starter 60, Pro 300 requests per minute, Enterprise its own figure). Every response to a request with a valid API key carries X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, the 400/404/403 of the agent check included (such a refusal does not count against the limit); a 429 adds Retry-After. Failed authentications are also limited per client address: beyond that limit they get 429 with Retry-After only, since they belong to no organization.
+Rate limit: per organization over a sliding 60-second window (Free 10, Starter 60, Pro 300 requests per minute, Enterprise its own figure). Every response to a request with a valid API key carries X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, the 400/404/403 of the agent check included (such a refusal does not count against the limit), but for a 503 when the limit cannot be read (Redis out of reach); a 429 adds Retry-After. Failed authentications are also limited per client address: beyond that limit they get 429 with Retry-After only, since they belong to no organization.
 
-Every response carries X-Request-Id: the client's own value when it is printable ASCII (spaces included), 1..200 characters once trimmed; otherwise a generated one. Every error is \`{"error":{"code","message"}}\`, with \`details\` for invalid fields.
+Every response carries X-Request-Id: the client's own value when it is printable ASCII (spaces included), 1..200 characters once trimmed; otherwise a generated one. Every error is \`{"error":{"code","message"}}\`, with \`details\` for invalid fields. What the HTTP layer refuses before any route sees it is \`invalid_request\` too, with its own status on any path: headers over 16 KiB 431, an \`Expect\` other than \`100-continue\` 417, a request not received whole within 30 s (REQUEST_TIMEOUT_MS) 408, malformed framing 400.
 
 Chat widgets embedded in web pages use the widget gateway (\`/api/v1/widget/...\`) instead: a publishable widget key limited to its allowed origins, and a signed token per visitor. The health probes \`/healthz\` and \`/readyz\` need no key.`;
 
@@ -92,7 +92,7 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         NotFound: errorResponse(
           "agent_not_found, task_not_found, run_not_found, memory_not_found (for any id that names nothing, whatever its form), or not_found for an unknown route or method (under /api, once the key and X-Agent-Id are accepted).",
         ),
-        Conflict: errorResponse("run_in_progress: the task already has a queued or running run; idempotency_conflict: Idempotency-Key reused with another body."),
+        Conflict: errorResponse("run_in_progress: the task already has a queued or running run, or the first request with this Idempotency-Key is still being accepted after about 5 s; idempotency_conflict: Idempotency-Key reused with another body."),
         PayloadTooLarge: errorResponse("payload_too_large: the body is over the limit (default 1 MiB)."),
         UnsupportedMediaType: errorResponse("unsupported_media_type: a body that is not application/json."),
         TooManyRequests: errorResponse(
