@@ -99,7 +99,10 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   // The worker counts as live (readiness, health checks) and takes jobs only while it reaches
   // its own database, migrated for this code: one that cannot would take jobs only to fail them,
   // using up their attempts while other workers could run them (a worker refused connections,
-  // "too many clients", beside healthy ones). Runs in progress here go on.
+  // "too many clients", beside healthy ones). Runs in progress here go on. It stops fetching
+  // (BullMQ's pause) only once no run is in progress here: a worker paused with jobs active
+  // fetches again, after resume(), only when one of them ends (its loop waits on them), which
+  // could be an hour; until then the processor hands every job it fetches back.
   // A database that hangs stops the heartbeat (no beat starts while one is in progress), as one that refuses does.
   const stopHeartbeat = every(
     5000,
@@ -114,7 +117,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
         if (worker.isPaused() && !closing) worker.resume();
         await recordWorkerHeartbeat(redis, config.REDIS_PREFIX, workerId).catch(() => {});
       } else {
-        if (!worker.isPaused()) void worker.pause(true).catch((err: Error) => log.warn({ err: err.message }, "could not stop taking jobs"));
+        if (!worker.isPaused() && active.size === 0) void worker.pause(true).catch((err: Error) => log.warn({ err: err.message }, "could not stop taking jobs"));
         await redis.zrem(workersKey(config.REDIS_PREFIX), workerId).catch(() => {});
       }
     },

@@ -58,6 +58,24 @@ it("leaves runs queued, their attempts unused, while its database is out of reac
   expect(await redis.zscore(workersKey(stack.env.REDIS_PREFIX!), "worker-1")).not.toBeNull();
 }, 60_000);
 
+it("takes jobs again as soon as its database is back, while a long run it had goes on", async () => {
+  const long = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:20000][chunks:1] long answer" }, headers: tenant.headers, timeoutMs: 60_000 });
+  await long.waitFor((e) => e.type === "run_started");
+  const longId: string = long.events[0].run_id;
+  await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: longId } })).status === "running");
+  relay.setDown(true);
+  await eventually(async () => (await redis.zscore(workersKey(stack.env.REDIS_PREFIX!), "worker-1")) === null, { timeoutMs: 20_000 });
+  const short = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[chunks:2] while the long one runs" }, headers: tenant.headers, timeoutMs: 40_000 });
+  await short.waitFor((e) => e.type === "run_started");
+  await sleep(2000);
+  relay.setDown(false);
+  const streamed = (await short.result).events;
+  expect(streamed.at(-1)!.data).toMatchObject({ type: "run_completed" });
+  // Not held back until the long run ended.
+  expect((await prisma.run.findUniqueOrThrow({ where: { id: longId } })).status).toBe("running");
+  expect((await long.result).events.at(-1)!.data).toMatchObject({ type: "run_completed" });
+}, 90_000);
+
 it("shuts down at once on SIGTERM while it has stopped taking jobs", async () => {
   relay.setDown(true);
   await eventually(async () => (await redis.zscore(workersKey(stack.env.REDIS_PREFIX!), "worker-1")) === null, { timeoutMs: 20_000 });
