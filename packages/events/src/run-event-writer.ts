@@ -27,8 +27,7 @@ export interface RunEventWriterOptions {
    * Who writes: the id of the worker that claimed the run (its `worker_id`), or the token of
    * whoever took the run over to end it. Once the run is ended or taken over by someone else,
    * this writer's events are refused: by the run's log in Redis, and by PostgreSQL, where a batch
-   * is stored only while the run is `running` under this id (or `queued` under none: a claim
-   * PostgreSQL lost). Without it, batches are stored
+   * is stored only while the run is `running` under this id. Without it, batches are stored
    * whatever the run's state (tests of the store alone).
    */
   writerId?: string;
@@ -114,6 +113,12 @@ export class RunEventWriter implements BatchedWrite {
     return event;
   }
 
+  /** Takes back a run PostgreSQL shows queued without a worker (see `agentrun_reclaim_run`). */
+  private async reclaim(writerId: string): Promise<boolean> {
+    const [row] = await this.opts.prisma.$queryRaw<{ reclaimed: boolean }[]>`SELECT agentrun_reclaim_run(${this.opts.runId}, ${writerId}) AS reclaimed`;
+    return row?.reclaimed === true;
+  }
+
   /** Writes every buffered event to PostgreSQL. Safe to call concurrently; events stay in order. */
   flush(): Promise<void> {
     if (this.timer) {
@@ -127,13 +132,10 @@ export class RunEventWriter implements BatchedWrite {
       if (events.length === 0 || this.refused) return;
       // One row per batch. A batch with the same first seq is there when an earlier write of
       // these events reported an error but committed; this one holds all of its events and more.
-      // With a writer id, only while the run is running under it (or queued without a worker:
-      // PostgreSQL lost the claim, see agentrun_finish_run): the share lock makes whoever takes
-      // the run over (it updates worker_id) wait for this batch, then read it.
-      const [result] = await this.opts.prisma.$queryRaw<{ held: boolean }[]>`
-        WITH held AS (
-          SELECT 1 FROM runs WHERE id = ${this.opts.runId}
-            AND (status = 'running' AND worker_id = ${writerId}::text OR status = 'queued' AND worker_id IS NULL) FOR SHARE),
+      // With a writer id, only while the run is running under it: the share lock makes whoever
+      // takes the run over (it updates worker_id) wait for this batch, then read it.
+      const write = () => this.opts.prisma.$queryRaw<{ held: boolean }[]>`
+        WITH held AS (SELECT 1 FROM runs WHERE id = ${this.opts.runId} AND status = 'running' AND worker_id = ${writerId}::text FOR SHARE),
         stored AS (
           INSERT INTO run_event_batches AS b (run_id, first_seq, last_seq, events, created_at)
           SELECT ${this.opts.runId}, ${events[0]!.seq}::integer, ${events.at(-1)!.seq}::integer, ${storableJsonText(events)}::jsonb, now()
@@ -141,6 +143,11 @@ export class RunEventWriter implements BatchedWrite {
           ON CONFLICT (run_id, first_seq) DO UPDATE SET last_seq = EXCLUDED.last_seq, events = EXCLUDED.events
           WHERE b.last_seq < EXCLUDED.last_seq)
         SELECT ${writerId}::text IS NULL OR EXISTS (SELECT 1 FROM held) AS held`;
+      let [result] = await write();
+      // Queued without a worker: PostgreSQL lost the claim (a crash undid its asynchronous
+      // commit) while the writer went on. The run is the writer's again, as claimed, and so
+      // ended or cancelled as a running run; a run ended or taken over meanwhile is not.
+      if (result && !result.held && (await this.reclaim(writerId!))) [result] = await write();
       // Taken over in PostgreSQL: stop now rather than at the next append to the run's log.
       if (result && !result.held) this.supersede();
     };

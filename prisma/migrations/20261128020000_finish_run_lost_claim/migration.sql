@@ -1,12 +1,30 @@
 -- A worker whose claim PostgreSQL lost (the claim commits asynchronously, see
 -- agentrun_claim_run: a crash within its WAL flush delay undoes it) finds its run back at
 -- `queued` with no worker_id while it is executing it. The run is still the worker's: no one
--- else claimed it (a claim sets worker_id), and its job is still the worker's in the queue. It
--- ends the run as its own, as the claim's design meant (its output, messages and charge kept),
--- instead of taking the run for one ended elsewhere and dropping them. A run taken over (worker_id
--- set by someone else) or ended meanwhile is refused as before; the run ended so records its
--- worker again. (Otherwise as in
+-- else claimed it (a claim sets worker_id), and its job is still the worker's in the queue.
+-- Its first batch of events takes the run back (agentrun_reclaim_run: running again under that
+-- worker, its task with it), so that the run is ended, cancelled and swept as a running run; a
+-- run that ends before any batch is due is ended by its worker all the same (agentrun_finish_run
+-- below), its output, messages and charge kept, instead of being taken for one ended elsewhere
+-- and dropped. A run taken over (worker_id set by someone else) or ended meanwhile is refused as
+-- before; the run ended so records its worker again. (agentrun_finish_run otherwise as in
 -- 20261127150000_long_runs_and_shards.)
+
+CREATE OR REPLACE FUNCTION agentrun_reclaim_run(p_run_id text, p_worker_id text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  t text;
+BEGIN
+  UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), worker_id = p_worker_id
+  WHERE id = p_run_id AND status = 'queued' AND worker_id IS NULL
+  RETURNING task_id INTO t;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  UPDATE tasks SET status = 'running', updated_at = now() WHERE id = t AND active_run_id = p_run_id;
+  RETURN true;
+END;
+$$;
 
 CREATE OR REPLACE FUNCTION agentrun_finish_run(
   p_run_id text,

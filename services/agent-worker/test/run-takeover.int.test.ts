@@ -46,6 +46,17 @@ async function expectEndedOnce(runId: string, terminal: RunEvent) {
   expect(run.lastSeq).toBe(terminal.seq);
 }
 
+/**
+ * What recovery leaves when a claim's commit had not reached the disk: the run queued without a
+ * worker, its new task pending again; the worker goes on streaming.
+ */
+async function loseClaim(runId: string, taskId: string) {
+  await prisma.$transaction([
+    prisma.$executeRaw`UPDATE runs SET status = 'queued', worker_id = NULL, started_at = NULL WHERE id = ${runId}`,
+    prisma.$executeRaw`UPDATE tasks SET status = 'pending' WHERE id = ${taskId}`,
+  ]);
+}
+
 describe("a run ended elsewhere while its worker is still executing it", () => {
   it("keeps exactly one terminal event, last, everywhere, and the worker stops", async () => {
     const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:100][chunks:40] ended by a sweeper" }, headers: tenant.headers });
@@ -131,12 +142,12 @@ describe("a run ended elsewhere while its worker is still executing it", () => {
     const runId: string = live.events[0].run_id;
     const taskId: string = live.events[0].task_id;
     const { workerId } = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
-    // What recovery leaves when the claim's commit had not reached the disk: the run queued
-    // without a worker, its new task pending again; the worker goes on streaming.
-    await prisma.$transaction([
-      prisma.$executeRaw`UPDATE runs SET status = 'queued', worker_id = NULL, started_at = NULL WHERE id = ${runId}`,
-      prisma.$executeRaw`UPDATE tasks SET status = 'pending' WHERE id = ${taskId}`,
-    ]);
+    await loseClaim(runId, taskId);
+    // Its next batch of events takes the run back, as claimed.
+    await eventually(async () => {
+      const [run, task] = await Promise.all([prisma.run.findUniqueOrThrow({ where: { id: runId } }), prisma.task.findUniqueOrThrow({ where: { id: taskId } })]);
+      return run.status === "running" && run.workerId === workerId && run.startedAt !== null && task.status === "running";
+    }, { timeoutMs: 5000, intervalMs: 50 });
     const streamed = (await live.result).events;
     const terminal = streamed.at(-1)!.data as RunEvent;
     expect(terminal).toMatchObject({ type: "run_completed" });
@@ -154,6 +165,24 @@ describe("a run ended elsewhere while its worker is still executing it", () => {
     expect(task).toMatchObject({ status: "completed", activeRunId: null, creditsUsed: run.creditsUsed });
     const answers = await prisma.message.findMany({ where: { runId, role: "assistant" } });
     expect(answers.map((m) => m.content)).toEqual(["Echo: claim lost"]);
+  });
+
+  it("a run whose claim PostgreSQL lost, cancelled before its worker took it back, is cancelled by that worker, its events in one sequence", async () => {
+    const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:200][chunks:30] cancelled after the loss" }, headers: tenant.headers, timeoutMs: 30_000 });
+    await live.waitFor((e, all) => e.type === "text_chunk" && all.length >= 3);
+    const runId: string = live.events[0].run_id;
+    const taskId: string = live.events[0].task_id;
+    await loseClaim(runId, taskId);
+    const res = await fetch(`${stack.gatewayUrl}/api/tasks/${taskId}/runs/${runId}/cancel`, { method: "POST", headers: tenant.headers });
+    expect(res.status).toBe(202);
+    const streamed = (await live.result).events;
+    const terminal = streamed.at(-1)!.data as RunEvent;
+    expect(terminal).toMatchObject({ type: "run_cancelled" });
+    expect(streamed.filter((e) => isTerminalEvent(e.data))).toHaveLength(1);
+    expect(streamed.map((e) => Number(e.id))).toEqual(streamed.map((_, i) => i + 1));
+    await expectEndedOnce(runId, terminal);
+    expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(streamed.map((e) => Number(e.id)));
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "cancelled" });
   });
 
   it("a worker whose run was taken over while it waited leaves the new owner's heartbeat alone", async () => {

@@ -1,5 +1,5 @@
 import type { Run } from "@agentrun/db";
-import { controlChannel, RUN_CANCEL_FLAG_TTL_S, runCancelKey, runHeartbeatKey } from "@agentrun/events";
+import { controlChannel, RUN_CANCEL_FLAG_TTL_S, runCancelKey, runHeartbeatKey, runWriterKey } from "@agentrun/events";
 import { finishRun, type FinishRunDeps } from "@agentrun/run-state";
 
 const IN_PROGRESS = new Set(["queued", "running"]);
@@ -11,7 +11,10 @@ const IN_PROGRESS = new Set(["queued", "running"]);
  * `cancelled`. Runs that already ended are left as they are.
  */
 export async function cancelRun(deps: FinishRunDeps, run: Pick<Run, "id" | "status" | "query">): Promise<void> {
-  if (run.status === "queued") {
+  // A queued run whose log a worker holds is that worker's (PostgreSQL lost its claim, which
+  // the worker takes back with its next batch): ended here, its end would be numbered after
+  // run_started, over events the worker has streamed. (Redis out of reach: as before.)
+  if (run.status === "queued" && !(await deps.redis.exists(runWriterKey(deps.redisPrefix, run.id)).catch(() => 0))) {
     const ended = await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }], onlyIfQueued: true });
     if (ended) return;
   }
