@@ -106,10 +106,20 @@ export async function releaseIdempotencyKey(prisma: PrismaClient, orgId: string,
   try {
     await release();
   } catch (err) {
-    if (isUnavailableError(err)) void withRetry(ABANDONED_CLAIM_MS, release).catch(() => {});
+    // At most MAX_BACKGROUND_RELEASES at once: under a long overload they would add to it. A key
+    // left out is taken over by its next request after ABANDONED_CLAIM_MS, as before.
+    if (isUnavailableError(err) && backgroundReleases < MAX_BACKGROUND_RELEASES) {
+      backgroundReleases++;
+      void withRetry(ABANDONED_CLAIM_MS, release)
+        .catch(() => {})
+        .finally(() => backgroundReleases--);
+    }
     throw err;
   }
 }
+
+const MAX_BACKGROUND_RELEASES = 100;
+let backgroundReleases = 0;
 
 /** How often a replay claims a key again that was freed while it waited (see {@link claimKeyForRun}). */
 const MAX_RECLAIMS = 2;
