@@ -69,20 +69,21 @@ const FINISH = /^\[finish:(length|content_filter)\]/;
 export function parseDirectives(message: string): ParsedMessage {
   const directives: Directives = { calls: [], text: [], malformed: false, hang: false };
   const scan: ScanBudget = { left: 2 * message.length + MAX_CALL_ARGUMENTS_CHARS };
-  let rest = "";
-  let i = 0;
-  while (i < message.length) {
-    if (message[i] === "[") {
-      const consumed = matchDirective(message.slice(i), directives, scan);
-      if (consumed > 0) {
-        i += consumed;
-        continue;
-      }
+  // The text between directives, as slices of the message (a string grown a character at a
+  // time is a chain of millions of pieces for a long message).
+  const rest: string[] = [];
+  let from = 0;
+  let i = message.indexOf("[");
+  while (i >= 0) {
+    const consumed = matchDirective(message.slice(i), directives, scan);
+    if (consumed > 0) {
+      rest.push(message.slice(from, i));
+      from = i + consumed;
     }
-    rest += message[i];
-    i += 1;
+    i = message.indexOf("[", i + Math.max(consumed, 1));
   }
-  return { directives, rest: rest.trim() };
+  rest.push(message.slice(from));
+  return { directives, rest: rest.join("").trim() };
 }
 
 /** Applies the directive at the start of `s` to `out`; returns its length, or 0 if there is none. */
@@ -196,27 +197,37 @@ function findObjectEnd(s: string, start: number, scan: ScanBudget): number {
 /**
  * Splits `text` into `n` roughly equal pieces (earlier pieces take the remainder), never splitting
  * a surrogate pair. A text shorter than `n` characters gives one piece per character; the empty
- * text gives a single empty piece, so that every answer has at least one chunk.
+ * text gives a single empty piece, so that every answer has at least one chunk. Each piece is cut
+ * as it is asked for: a stream of a long text in as many pieces holds one piece at a time.
  */
-export function splitChunks(text: string, n: number = DEFAULT_CHUNKS): string[] {
-  const chars = Array.from(text);
-  if (chars.length === 0) return [""];
-  const count = Math.min(Math.max(1, Math.floor(n)), chars.length);
-  const base = Math.floor(chars.length / count);
-  const extra = chars.length % count;
-  const pieces: string[] = [];
-  let pos = 0;
-  for (let k = 0; k < count; k += 1) {
-    const size = base + (k < extra ? 1 : 0);
-    pieces.push(chars.slice(pos, pos + size).join(""));
-    pos += size;
+export function* chunkPieces(text: string, n: number = DEFAULT_CHUNKS): Generator<string> {
+  const total = charCount(text);
+  if (total === 0) {
+    yield "";
+    return;
   }
-  return pieces;
+  const count = Math.min(Math.max(1, Math.floor(n)), total);
+  const base = Math.floor(total / count);
+  const extra = total % count;
+  let start = 0;
+  for (let k = 0; k < count; k += 1) {
+    let end = start;
+    for (let c = base + (k < extra ? 1 : 0); c > 0; c -= 1) end += text.codePointAt(end)! > 0xffff ? 2 : 1;
+    yield text.slice(start, end);
+    start = end;
+  }
+}
+
+/** {@link chunkPieces}, all of them. */
+export function splitChunks(text: string, n: number = DEFAULT_CHUNKS): string[] {
+  return Array.from(chunkPieces(text, n));
 }
 
 /** Length in characters (code points), the unit of the token estimate. */
 export function charCount(text: string): number {
-  return Array.from(text).length;
+  let n = 0;
+  for (let i = 0; i < text.length; i += text.codePointAt(i)! > 0xffff ? 2 : 1) n += 1;
+  return n;
 }
 
 /** The token estimate used for usage: one token per four characters, rounded up. */

@@ -1,5 +1,5 @@
 /** The OpenAI response objects: the `chat.completion` body and the `chat.completion.chunk`s. */
-import { splitChunks } from "./directives";
+import { chunkPieces } from "./directives";
 import type { Answer, Plan, Usage } from "./script";
 
 /** What every object of one response shares. */
@@ -37,26 +37,33 @@ export function finishReason({ answer, directives }: Plan): "stop" | "tool_calls
 }
 
 /**
- * The deltas that carry the answer, one per stream chunk. Text: the answer split into `chunks`
- * pieces, the first also carrying the role. Tool calls: per call, its arguments split into
- * `chunks` pieces; the first delta of a call carries its id, type and name, as OpenAI streams them.
- * Tool calls with a preface text stream that text first, as text deltas.
+ * The deltas that carry the answer, one per stream chunk, each made as it is asked for. Text: the
+ * answer split into `chunks` pieces, the first also carrying the role. Tool calls: per call, its
+ * arguments split into `chunks` pieces; the first delta of a call carries its id, type and name,
+ * as OpenAI streams them. Tool calls with a preface text stream that text first, as text deltas.
  */
-export function answerDeltas(answer: Answer, chunks: number): Record<string, unknown>[] {
-  const textDeltas = (text: string) => splitChunks(text, chunks).map((content, i) => (i === 0 ? { role: "assistant", content } : { content }));
-  if (answer.kind === "text") return textDeltas(answer.text);
-  const deltas: Record<string, unknown>[] = answer.text ? textDeltas(answer.text) : [];
-  answer.calls.forEach((call, index) => {
-    splitChunks(call.arguments, chunks).forEach((args, i) => {
-      if (i > 0) {
-        deltas.push({ tool_calls: [{ index, function: { arguments: args } }] });
-        return;
+export function* answerDeltas(answer: Answer, chunks: number): Generator<Record<string, unknown>> {
+  function* textDeltas(text: string) {
+    let first = true;
+    for (const content of chunkPieces(text, chunks)) {
+      yield first ? { role: "assistant", content } : { content };
+      first = false;
+    }
+  }
+  if (answer.kind === "text") return yield* textDeltas(answer.text);
+  if (answer.text) yield* textDeltas(answer.text);
+  for (const [index, call] of answer.calls.entries()) {
+    let first = true;
+    for (const args of chunkPieces(call.arguments, chunks)) {
+      if (!first) {
+        yield { tool_calls: [{ index, function: { arguments: args } }] };
+        continue;
       }
+      first = false;
       const head = { tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: args } }] };
-      deltas.push(index === 0 && !answer.text ? { role: "assistant", content: null, ...head } : head);
-    });
-  });
-  return deltas;
+      yield index === 0 && !answer.text ? { role: "assistant", content: null, ...head } : head;
+    }
+  }
 }
 
 /** Wraps a delta (or, with `choices: []`, the usage) into a `chat.completion.chunk`. */

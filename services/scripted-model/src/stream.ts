@@ -67,8 +67,9 @@ export async function streamCompletion(res: Response, meta: CompletionMeta, plan
   };
 
   const { directives } = plan;
-  const deltas = answerDeltas(plan.answer, directives.chunks ?? DEFAULT_CHUNKS);
-  for (const [i, delta] of deltas.entries()) {
+  let i = -1;
+  for (const delta of answerDeltas(plan.answer, directives.chunks ?? DEFAULT_CHUNKS)) {
+    i += 1;
     if (!(await sleep(directives.sleepMs ?? 0, signal))) return false;
     if (!(await send(chunkObject(meta, { delta, finish_reason: null }, includeUsage)))) return false;
     if (i === 0 && directives.cut) {

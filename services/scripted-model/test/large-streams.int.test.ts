@@ -50,3 +50,28 @@ it("streams a [chunks:N] answer of 300,000 one-character chunks whole, at the cl
   // The stream was about 45 MB; held whole, the process grew by several times that.
   expect(peakRssMiB()).toBeLessThan(300);
 }, 120_000);
+
+/** The process's resident memory now, in MiB (VmRSS). */
+const rssMiB = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${model.child.pid}/status`, "utf8"))![1]) / 1024;
+
+it("holds one chunk at a time of a 5,000,000-character answer whose client reads slowly", async () => {
+  const before = rssMiB();
+  const controller = new AbortController();
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "scripted", stream: true, messages: [{ role: "user", content: `[chunks:999999999] ${"y".repeat(5_000_000)}` }] }),
+    signal: controller.signal,
+  });
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  const first = new TextDecoder().decode((await reader.read()).value);
+  expect(first).toContain('"role":"assistant"');
+  // The client stops reading: the model waits for the socket to drain, mid-stream.
+  await new Promise((r) => setTimeout(r, 1500));
+  // The request itself (5 MB of JSON, the message and its echo) takes some MiB (14 here); the
+  // message's text collected a character at a time, and the answer's five million chunks made
+  // up front, took about 230 MiB more.
+  expect(rssMiB() - before).toBeLessThan(80);
+  controller.abort();
+}, 60_000);
