@@ -1,7 +1,7 @@
 import type Redis from "ioredis";
 import { stackWithTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { Agent, PrismaClient } from "@agentrun/db";
-import { runHeartbeatKey } from "@agentrun/events";
+import { runHeartbeatKey, runLogKey, runWriterKey } from "@agentrun/events";
 import { createLogger } from "@agentrun/logger";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { workerConfigSchema } from "../src/config";
@@ -29,8 +29,8 @@ class AgentsLosingOneRead extends AgentCache {
   }
 }
 
-function workerDeps(): RunDeps {
-  const config = workerConfigSchema.parse({ ...stack.env, WORKER_ID: "worker-in-test" });
+function workerDeps(workerId = "worker-in-test", agents: AgentCache = new AgentsLosingOneRead(prisma)): RunDeps {
+  const config = workerConfigSchema.parse({ ...stack.env, WORKER_ID: workerId });
   return {
     config,
     logger: createLogger({ service: "run-start-retry-test", level: "silent" }),
@@ -38,10 +38,10 @@ function workerDeps(): RunDeps {
     redis,
     redisPrefix: config.REDIS_PREFIX,
     models: new ModelClients(config),
-    agents: new AgentsLosingOneRead(prisma),
+    agents,
     tools: new ToolRegistry({ timeoutMs: 1000, maxBytes: 1000, allowPrivate: false }),
     memory: createMemoryClient({ baseUrl: config.MEMORY_URL, token: config.INTERNAL_TOKEN, timeoutMs: 500 }),
-    workerId: "worker-in-test",
+    workerId,
     heartbeatTtlMs: 600,
   };
 }
@@ -64,4 +64,26 @@ it("a run whose start meets PostgreSQL out of reach is tried again, not failed, 
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   expect(events.at(-1)).toMatchObject({ type: "run_completed" });
   expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "completed", output: "Echo: after a lost connection" });
+});
+
+it("a run that could not start, whose claim PostgreSQL then lost, is started by another worker", async () => {
+  const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "claimed twice" }, headers: tenant.headers, timeoutMs: 30_000 });
+  await live.waitFor((e) => e.type === "run_started");
+  const runId: string = live.events[0].run_id;
+  const control = () => ({ signal: new AbortController().signal, stop: () => {} });
+  await expect(executeRun(workerDeps(), runId, control())).rejects.toThrow("Connection terminated");
+  // A PostgreSQL crash undoes the claim (it commits asynchronously): the run is queued again.
+  await prisma.$executeRaw`UPDATE runs SET status = 'queued', worker_id = NULL, started_at = NULL WHERE id = ${runId}`;
+
+  // The job's next attempt goes to another worker, whose claim is a fresh one: the run's log is its to write.
+  await executeRun(workerDeps("worker-other", new AgentCache(prisma)), runId, control());
+  const events = (await live.result).events.map((e) => e.data);
+  expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  expect(events.at(-1)).toMatchObject({ type: "run_completed" });
+  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "completed", output: "Echo: claimed twice", workerId: "worker-other" });
+  // Streamed live through the run's log, which the first worker had left (not refused to the
+  // second, which would have been stopped as superseded, its end found later in PostgreSQL).
+  const logged = (await redis.lrange(runLogKey(stack.env.REDIS_PREFIX!, runId), 0, -1)).flatMap((json) => [JSON.parse(json)].flat() as { type: string }[]);
+  expect(logged.map((e) => e.type)).toEqual(events.slice(1).map((e) => e.type));
+  expect(await redis.get(runWriterKey(stack.env.REDIS_PREFIX!, runId))).toBe("worker-other");
 });

@@ -1,6 +1,6 @@
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { runContextSchema, type CutFinishReason, type RunContext } from "@agentrun/contracts";
-import { RunEventWriter, runCancelKey, runHeartbeatKey } from "@agentrun/events";
+import { giveBackRunWriter, RUN_LOG_TTL_LIVE_S, RunEventWriter, runCancelKey, runHeartbeatKey, runWriterKey } from "@agentrun/events";
 import { storableText } from "@agentrun/db";
 import { isUnavailableError } from "@agentrun/errors";
 import { finishRun, type FinishRunUsage, type MessageRecord } from "@agentrun/run-state";
@@ -76,11 +76,14 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
   try {
     const end = await answer(deps, claim, cancelFlag, writer, signal, progress).then(
       (): RunEnd => ({ status: "completed" }),
-      (err) => {
+      async (err): Promise<RunEnd> => {
         // PostgreSQL or Redis out of reach before the run said anything (reading its agent, say):
         // BullMQ tries the job again, and its claim restarts the run (its heartbeat is gone).
         if (!(err instanceof RunFailure) && !signal.aborted && writer.lastSeq === claim.lastSeq && isUnavailableError(err)) {
           log.warn({ err }, "the run could not start: infrastructure out of reach; it will be tried again");
+          // Its log too, which it has not written: should PostgreSQL have lost the claim, the
+          // next attempt's claim is a fresh one (on any worker), which takes a free log only.
+          await giveBackRunWriter(redis, runWriterKey(redisPrefix, runId), deps.workerId, null, RUN_LOG_TTL_LIVE_S).catch(() => {});
           throw err;
         }
         return endOf(err, signal, log);
