@@ -212,7 +212,7 @@ export function* chunkPieces(text: string, n: number = DEFAULT_CHUNKS): Generato
   let start = 0;
   for (let k = 0; k < count; k += 1) {
     let end = start;
-    for (let c = base + (k < extra ? 1 : 0); c > 0; c -= 1) end += text.codePointAt(end)! > 0xffff ? 2 : 1;
+    for (let c = base + (k < extra ? 1 : 0); c > 0; c -= 1) end += codePointUnits(text, end);
     yield text.slice(start, end);
     start = end;
   }
@@ -226,9 +226,12 @@ export function splitChunks(text: string, n: number = DEFAULT_CHUNKS): string[] 
 /** Length in characters (code points), the unit of the token estimate. */
 export function charCount(text: string): number {
   let n = 0;
-  for (let i = 0; i < text.length; i += text.codePointAt(i)! > 0xffff ? 2 : 1) n += 1;
+  for (let i = 0; i < text.length; i += codePointUnits(text, i)) n += 1;
   return n;
 }
+
+/** UTF-16 units of the character at `i`: 2 for a surrogate pair, else 1 (a lone surrogate too, as `Array.from` counts it). */
+const codePointUnits = (text: string, i: number) => (text.codePointAt(i)! > 0xffff ? 2 : 1);
 
 /** The token estimate used for usage: one token per four characters, rounded up. */
 export function estimateTokens(chars: number): number {
