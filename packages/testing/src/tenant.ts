@@ -74,3 +74,15 @@ export async function createTestRun(prisma: PrismaClient, status: "queued" | "ru
   });
   return runId;
 }
+
+/**
+ * What PostgreSQL's recovery leaves when a run's claim (which commits asynchronously) had not
+ * reached the disk: the run queued without a worker, the new task it started pending again. Its
+ * worker, if alive, goes on.
+ */
+export async function loseClaim(prisma: PrismaClient, runId: string): Promise<void> {
+  await prisma.$transaction([
+    prisma.$executeRaw`UPDATE tasks SET status = 'pending' WHERE id = (SELECT task_id FROM runs WHERE id = ${runId})`,
+    prisma.$executeRaw`UPDATE runs SET status = 'queued', worker_id = NULL, started_at = NULL WHERE id = ${runId}`,
+  ]);
+}

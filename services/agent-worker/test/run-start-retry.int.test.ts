@@ -1,5 +1,5 @@
 import type Redis from "ioredis";
-import { stackWithTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { loseClaim, stackWithTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { Agent, PrismaClient } from "@agentrun/db";
 import { runHeartbeatKey, runLogKey, runWriterKey } from "@agentrun/events";
 import { createLogger } from "@agentrun/logger";
@@ -73,7 +73,7 @@ it("a run that could not start, whose claim PostgreSQL then lost, is started by 
   const control = () => ({ signal: new AbortController().signal, stop: () => {} });
   await expect(executeRun(workerDeps(), runId, control())).rejects.toThrow("Connection terminated");
   // A PostgreSQL crash undoes the claim (it commits asynchronously): the run is queued again.
-  await prisma.$executeRaw`UPDATE runs SET status = 'queued', worker_id = NULL, started_at = NULL WHERE id = ${runId}`;
+  await loseClaim(prisma, runId);
 
   // The job's next attempt goes to another worker, whose claim is a fresh one: the run's log is its to write.
   await executeRun(workerDeps("worker-other", new AgentCache(prisma)), runId, control());

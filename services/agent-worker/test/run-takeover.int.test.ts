@@ -1,5 +1,5 @@
 import Redis from "ioredis";
-import { createTenant, eventually, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, eventually, loseClaim, readSse, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 import type { PrismaClient } from "@agentrun/db";
 import { controlChannel, readDbEvents, RUN_LOG_TTL_LIVE_S, runCancelKey, runHeartbeatKey, runLogKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
@@ -44,17 +44,6 @@ async function expectEndedOnce(runId: string, terminal: RunEvent) {
   expect(log.filter((e) => e.seq >= terminal.seq && !isTerminalEvent(e))).toEqual([]);
   const run = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
   expect(run.lastSeq).toBe(terminal.seq);
-}
-
-/**
- * What recovery leaves when a claim's commit had not reached the disk: the run queued without a
- * worker, its new task pending again; the worker goes on streaming.
- */
-async function loseClaim(runId: string, taskId: string) {
-  await prisma.$transaction([
-    prisma.$executeRaw`UPDATE runs SET status = 'queued', worker_id = NULL, started_at = NULL WHERE id = ${runId}`,
-    prisma.$executeRaw`UPDATE tasks SET status = 'pending' WHERE id = ${taskId}`,
-  ]);
 }
 
 describe("a run ended elsewhere while its worker is still executing it", () => {
@@ -142,7 +131,7 @@ describe("a run ended elsewhere while its worker is still executing it", () => {
     const runId: string = live.events[0].run_id;
     const taskId: string = live.events[0].task_id;
     const { workerId } = await prisma.run.findUniqueOrThrow({ where: { id: runId } });
-    await loseClaim(runId, taskId);
+    await loseClaim(prisma, runId);
     // Its next batch of events takes the run back, as claimed.
     await eventually(async () => {
       const [run, task] = await Promise.all([prisma.run.findUniqueOrThrow({ where: { id: runId } }), prisma.task.findUniqueOrThrow({ where: { id: taskId } })]);
@@ -172,7 +161,7 @@ describe("a run ended elsewhere while its worker is still executing it", () => {
     await live.waitFor((e, all) => e.type === "text_chunk" && all.length >= 3);
     const runId: string = live.events[0].run_id;
     const taskId: string = live.events[0].task_id;
-    await loseClaim(runId, taskId);
+    await loseClaim(prisma, runId);
     const res = await fetch(`${stack.gatewayUrl}/api/tasks/${taskId}/runs/${runId}/cancel`, { method: "POST", headers: tenant.headers });
     expect(res.status).toBe(202);
     const streamed = (await live.result).events;
