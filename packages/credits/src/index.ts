@@ -5,4 +5,4 @@
  * ends (`agentrun_finish_run`); grants and the cost rule live here.
  */
 export { grantCredits, grantCreditsInTransaction, getBalance } from "./credits.service";
-export { runCost, parsePricing, type Pricing, type RunUsage, DEFAULT_PRICING, MAX_RUN_COST } from "./pricing";
+export { runCost, runReservation, parsePricing, type Pricing, type RunUsage, DEFAULT_PRICING, MAX_RUN_COST } from "./pricing";

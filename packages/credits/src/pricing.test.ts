@@ -1,4 +1,4 @@
-import { MAX_RUN_COST, runCost } from "./pricing";
+import { MAX_RUN_COST, runCost, runReservation } from "./pricing";
 
 describe("runCost", () => {
   it("charges 1 + tool calls + started thousands of tokens by default", () => {
@@ -26,5 +26,21 @@ describe("runCost", () => {
   it("never costs less than the base price, whatever counts it is given", () => {
     expect(runCost({ toolCalls: -5, totalTokens: -10_000 })).toBe(1);
     expect(runCost({ toolCalls: 0, totalTokens: -10_000 }, { base: 3, per_tool_call: 1, per_1k_tokens: 1 })).toBe(3);
+  });
+});
+
+describe("runReservation", () => {
+  it("reserves the base price, 1 by default", () => {
+    expect(runReservation(undefined)).toBe(1);
+    expect(runReservation({ base: 10, per_tool_call: 1, per_1k_tokens: 1 })).toBe(10);
+  });
+
+  it("reserves 1 credit for an agent with base price 0 that charges for tool calls or tokens", () => {
+    expect(runReservation({ base: 0, per_tool_call: 0, per_1k_tokens: 1 })).toBe(1);
+    expect(runReservation({ base: 0, per_tool_call: 5, per_1k_tokens: 0 })).toBe(1);
+  });
+
+  it("reserves nothing for an agent that charges nothing", () => {
+    expect(runReservation({ base: 0, per_tool_call: 0, per_1k_tokens: 0 })).toBe(0);
   });
 });

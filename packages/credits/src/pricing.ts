@@ -21,6 +21,17 @@ export function parsePricing(raw: unknown): Pricing {
 }
 
 /**
+ * Credits reserved when a run is accepted: the agent's base price. An agent whose base price is 0
+ * but that charges for tool calls or tokens reserves 1 credit all the same (refunded at the end
+ * when the run cost nothing), so that its concurrent runs cannot all start on the same credit; only
+ * an agent that charges nothing at all reserves nothing.
+ */
+export function runReservation(raw: unknown): number {
+  const p = parsePricing(raw);
+  return p.base > 0 || (p.per_tool_call === 0 && p.per_1k_tokens === 0) ? p.base : 1;
+}
+
+/**
  * Most credits one run can cost. Costs, charges and balances are PostgreSQL `integer`s; with this
  * ceiling one run's figures stay far inside that range whatever pricing an agent has stored.
  */

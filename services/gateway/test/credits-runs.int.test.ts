@@ -182,6 +182,25 @@ it("reserves the agent's own base price: concurrent runs cannot spend more than 
   expect(balance).toBe(25 - 22);
 });
 
+it("reserves a credit for an agent with base price 0 that charges for tokens: concurrent runs cannot all start on one credit", async () => {
+  const t = await createTenant(prisma, { credits: 1, pricing: { base: 0, per_tool_call: 0, per_1k_tokens: 1 } });
+  const results = await Promise.all(Array.from({ length: 6 }, (_, i) => runOf(t, `[sleep:300] z${i}`)));
+  const accepted = results.filter((r) => r.status === 200);
+  expect(accepted).toHaveLength(1);
+  expect(results.filter((r) => r.status === 402)).toHaveLength(5);
+  expect(accepted[0]!.body).toMatchObject({ status: "completed", credits_used: 1 });
+  const { ledger, balance } = await expectBooksBalanced(t.orgId);
+  expect(ledger.filter((e) => e.reason === "run_reservation").map((e) => e.amount)).toEqual([-1]);
+  expect(balance).toBe(0);
+
+  // A run that cost nothing gets its reserved credit back; an agent that charges nothing reserves none.
+  const free = await createTenant(prisma, { credits: 1, pricing: { base: 0, per_tool_call: 0, per_1k_tokens: 0 } });
+  const both = await Promise.all([runOf(free, "[sleep:300] a"), runOf(free, "[sleep:300] b")]);
+  expect(both.map((r) => r.status)).toEqual([200, 200]);
+  expect(await balanceOf(free.orgId)).toBe(1);
+  await expectBooksBalanced(free.orgId);
+});
+
 it("charges only the tool calls whose tool ran: not unknown or disabled tools, nor arguments the tool refused", async () => {
   const t = await createTenant(prisma, { credits: 100, tools: ["calc", "clock"] });
   const res = await runOf(

@@ -1,5 +1,5 @@
 import type { PrismaClient, Plan } from "@agentrun/db";
-import { parsePricing } from "@agentrun/credits";
+import { runReservation } from "@agentrun/credits";
 import { LookupCache } from "./lookup-cache";
 
 export interface ApiKeyRecord {
@@ -50,7 +50,7 @@ export class AuthCache {
   agent(agentId: string): Promise<AgentRecord | null> {
     return this.agents.getOrLoad(agentId, async () => {
       const row = await this.prisma.agent.findUnique({ where: { id: agentId }, select: { id: true, orgId: true, pricing: true } });
-      return row ? { id: row.id, orgId: row.orgId, runReservation: parsePricing(row.pricing).base } : null;
+      return row ? { id: row.id, orgId: row.orgId, runReservation: runReservation(row.pricing) } : null;
     });
   }
 

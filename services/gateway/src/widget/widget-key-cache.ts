@@ -1,5 +1,5 @@
 import type { PrismaClient, Plan } from "@agentrun/db";
-import { parsePricing } from "@agentrun/credits";
+import { runReservation } from "@agentrun/credits";
 import { LookupCache } from "../auth/lookup-cache";
 
 /** A widget key as the widget routes need it. */
@@ -65,7 +65,7 @@ export class WidgetKeyCache {
         orgId: row.agent.orgId,
         plan: row.agent.org.plan,
         rpmLimit: row.agent.org.rpmLimit,
-        runReservation: parsePricing(row.agent.pricing).base,
+        runReservation: runReservation(row.agent.pricing),
         allowedOrigins: new Set(row.allowedOrigins.map(normalizeOrigin).filter((o): o is string => o !== null)),
         revoked: row.revokedAt !== null,
       };
