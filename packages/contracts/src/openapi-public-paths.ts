@@ -90,7 +90,7 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
             "X-Visitor-Token": z.string().optional().meta({ description: "The token from an earlier answer." }),
             "Idempotency-Key": idempotencyKeySchema.optional().meta({
               description:
-                "Kept per widget key and per visitor (requests without a token count as one more visitor), for 24 h: the same key with the same body returns the run the first request started instead of starting another, with that run's visitor token (a new visitor's first request is also found by its repeat with the token it started); another body is 409 `idempotency_conflict`. Another visitor's request with the same key starts its own run. Use unguessable keys: a repeat without a token gets the token of the visitor its first request started.",
+                "Kept per widget key and per visitor (requests without a token count as one more visitor), for 24 h: the same key with the same body returns the run the first request started instead of starting another, with that run's visitor token (a new visitor's first request is also found by its repeat with the token it started); another body is 409 `idempotency_conflict`. Another visitor's request with the same key starts its own run. Use unguessable keys: a repeat without a token gets the token of the visitor its first request started, within 10 minutes of that request and while that visitor has no other run (otherwise 409 `idempotency_conflict`).",
             }),
           }),
         },

@@ -95,6 +95,30 @@ describe("POST /api/v1/widget/run with an Idempotency-Key", () => {
     expect(await runsOfTask(first.body.task_id)).toBe(1);
   });
 
+  it("repeats a new visitor's first request without a token only for 10 minutes, and only until that visitor goes on", async () => {
+    const spent = (res: { status: number; headers: Headers; body: any }) => {
+      expect(res.status).toBe(409);
+      expect(res.body.error.code).toBe("idempotency_conflict");
+      expect(res.headers.get("x-visitor-token")).toBeNull();
+    };
+    // The visitor went on with its token: a repeat without one is not the visitor's.
+    const idem = `k-${randomUUID()}`;
+    const first = await runJson({ query: "my secret plans" }, idem);
+    const next = await runJson({ query: "more", task_id: first.body.task_id }, `k-${randomUUID()}`, { token: first.body.visitor_token });
+    expect(next.status).toBe(200);
+    spent(await runJson({ query: "my secret plans" }, idem));
+    // The visitor's own repeat, with its token, still finds its run.
+    expect((await runJson({ query: "my secret plans" }, idem, { token: first.body.visitor_token })).body.run_id).toBe(first.body.run_id);
+
+    // Past the widget's 10 minutes of resends.
+    const late = `k-${randomUUID()}`;
+    const once = await runJson({ query: "hello there" }, late);
+    expect((await runJson({ query: "hello there" }, late)).body.run_id).toBe(once.body.run_id);
+    await prisma.idempotencyKey.updateMany({ where: { runId: once.body.run_id }, data: { createdAt: new Date(Date.now() - 11 * 60_000) } });
+    spent(await runJson({ query: "hello there" }, late));
+    expect(await runsOfTask(once.body.task_id)).toBe(1);
+  });
+
   it("does not use up the key of a refused request, and refuses a malformed key", async () => {
     const idem = `k-${randomUUID()}`;
     const refused = await runJson({ query: "continue", task_id: "task_00000000000000000000000000" }, idem);

@@ -1,4 +1,5 @@
 import type { PrismaClient } from "@agentrun/db";
+import { AppError } from "@agentrun/errors";
 import { idempotencyConflict, keyFreedByRunSql } from "../runs/idempotency";
 
 /**
@@ -37,3 +38,32 @@ export async function newVisitorRun(
   if (found.request_hash !== input.hash) throw idempotencyConflict();
   return { runId: found.run_id, taskId: found.task_id };
 }
+
+/**
+ * How long a new visitor's first request can be repeated without a token: the widget sends a
+ * message again for at most 10 minutes (its SENDING_RESUME_MS).
+ */
+export const NEW_VISITOR_REPEAT_MS = 10 * 60 * 1000;
+
+/**
+ * Whether a request without a visitor token that repeats `scopedKey` may have the run (and the
+ * visitor, whose token comes with it) that the first request without a token started: only within
+ * {@link NEW_VISITOR_REPEAT_MS} of that request, and only while its visitor has that one run (a
+ * visitor who went on has its token, so the repeat is not its own). Otherwise anyone holding the
+ * key would have the visitor's whole conversation for the key's 24 hours. True while the first
+ * request is still being accepted (its task not there yet): the repeat then waits like any other.
+ */
+export async function newVisitorRepeatAllowed(prisma: PrismaClient, input: { orgId: string; scopedKey: string; taskId: string }): Promise<boolean> {
+  const [row] = await prisma.$queryRaw<{ allowed: boolean }[]>`
+    SELECT t.id IS NULL OR (k.created_at > now() - make_interval(secs => ${NEW_VISITOR_REPEAT_MS / 1000})
+      AND (SELECT sum(v.run_count) FROM tasks v WHERE v.visitor_id = t.visitor_id) = 1) AS allowed
+    FROM idempotency_keys k LEFT JOIN tasks t ON t.id = ${input.taskId}
+    WHERE k.org_id = ${input.orgId} AND k.key = ${input.scopedKey}`;
+  return row?.allowed !== false;
+}
+
+/** 409 `idempotency_conflict` for a repeat without a token that {@link newVisitorRepeatAllowed} refuses. */
+export const newVisitorKeySpent = () =>
+  new AppError("idempotency_conflict", {
+    message: "This Idempotency-Key started a visitor's conversation that a request without a visitor token can no longer repeat; send a new key.",
+  });

@@ -18,7 +18,7 @@ import { VisitorTokens } from "./visitor-token";
 import { widgetAuth } from "./widget-auth.middleware";
 import { widgetAuthContext, widgetOf, type WidgetContext } from "./widget-context";
 import { widgetPreflight } from "./widget-cors";
-import { newVisitorRun, widgetKeyScope } from "./widget-idempotency";
+import { newVisitorKeySpent, newVisitorRepeatAllowed, newVisitorRun, widgetKeyScope } from "./widget-idempotency";
 import { WidgetKeyCache } from "./widget-key-cache";
 import { widgetLimits } from "./widget-limits";
 import { readsNoQuery } from "../middleware/strict-query";
@@ -73,7 +73,10 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
       const started = w.visitorId ? await newVisitorRun(deps.prisma, { orgId: auth.orgId, widgetKeyId: w.key.id, visitorId: w.visitorId, key, hash }) : null;
       if (started) return replayRun(req, res, w, { ...started, stream: body.stream });
       const claim = await claimKeyForRun(deps.prisma, { orgId: auth.orgId, key: scopedKey, hash, ...ids });
-      if (!claim.owner) return replayRun(req, res, w, { ...claim, stream: body.stream });
+      if (!claim.owner) {
+        if (!w.visitorId && !(await newVisitorRepeatAllowed(deps.prisma, { orgId: auth.orgId, scopedKey, taskId: claim.taskId }))) throw newVisitorKeySpent();
+        return replayRun(req, res, w, { ...claim, stream: body.stream });
+      }
     }
     // A refused request, or a run the queue could not take, does not use up its key.
     const release = async () => {
