@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "@agentrun/db";
 import { generateWidgetKey } from "@agentrun/api-keys";
 import { createWidgetKey, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
@@ -98,6 +99,23 @@ describe("widget limits", () => {
       expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
       if (cors) expect(limited.headers.get("access-control-expose-headers")).toMatch(/Retry-After/);
     }
+  });
+
+  it("answers the preflight of an origin whose only key is revoked, so that the page's request gets its 401", async () => {
+    const origin = `https://revoked-${randomUUID()}.example`;
+    const key = await createWidgetKey(prisma, tenant.agentId, [origin]);
+    await prisma.widgetKey.update({ where: { key }, data: { revokedAt: new Date() } });
+    const preflight = await fetch(`${stack.gatewayUrl}/api/v1/widget/run`, {
+      method: "OPTIONS",
+      headers: { origin, "x-forwarded-for": "198.51.100.8", "access-control-request-method": "POST", "access-control-request-headers": "content-type,x-widget-key" },
+    });
+    expect({ status: preflight.status, cors: preflight.headers.get("access-control-allow-origin") }).toEqual({ status: 204, cors: origin });
+    const res = await fetch(`${stack.gatewayUrl}/api/v1/widget/run`, {
+      method: "POST",
+      headers: { "x-widget-key": key, origin, "x-forwarded-for": "198.51.100.8", "content-type": "application/json" },
+      body: JSON.stringify({ query: "hi" }),
+    });
+    expect({ status: res.status, cors: res.headers.get("access-control-allow-origin") }).toEqual({ status: 401, cors: origin });
   });
 
   it("reports the longer wait when one request uses up both limits", async () => {

@@ -10,7 +10,7 @@ export const WIDGET_EXPOSED_HEADERS = "X-Visitor-Token, X-Request-Id, X-RateLimi
 export const WIDGET_ALLOWED_METHODS = "GET, POST, OPTIONS";
 /**
  * How long a browser may reuse a preflight answer. Short, because the preflight is decided on
- * "some active key allows this origin"; the real request is still checked against its own key.
+ * "some key allows this origin"; the real request is still checked against its own key.
  * @defaultValue 600
  */
 export const PREFLIGHT_MAX_AGE_S = 600;
@@ -43,7 +43,8 @@ export function setCorsHeaders(res: Response, origin: string): void {
 
 /**
  * Answers CORS preflights of the widget routes. A preflight carries no widget key, so it is
- * answered for an origin that at least one unrevoked widget key allows; any other origin gets
+ * answered for an origin that at least one widget key allows (revoked or not: the real request
+ * then gets its key's 401 with CORS headers, which the page can read); any other origin gets
  * 403 without CORS headers and the browser never sends the real request. A refusal counts as a
  * failed authentication of the client's address (429 beyond the limit).
  */

@@ -30,7 +30,7 @@ export function normalizeOrigin(value: string): string | null {
 }
 
 /**
- * Short-lived lookups of widget keys, and of whether any active key allows an origin (what a
+ * Short-lived lookups of widget keys, and of whether any key allows an origin (what a
  * CORS preflight, which carries no widget key, can be decided on). The TTL is the API keys' one,
  * so a revoked widget key or a removed origin stops working within it on every instance. Keys and
  * origins that match nothing are bounded apart from those that do (see {@link LookupCache}), so a
@@ -72,11 +72,15 @@ export class WidgetKeyCache {
     });
   }
 
-  /** True when at least one unrevoked widget key lists `origin` (already normalized). */
+  /**
+   * True when at least one widget key lists `origin` (already normalized), revoked or not: the
+   * preflight of a page whose key was revoked is answered, so that its request gets the 401 it
+   * can read (rather than a network error the widget would retry).
+   */
   async anyKeyAllows(origin: string): Promise<boolean> {
     const allowed = await this.origins.getOrLoad(origin, async () => {
       // The admin CLI stores origins normalized (URL.origin), so an exact match suffices.
-      const row = await this.prisma.widgetKey.findFirst({ where: { revokedAt: null, allowedOrigins: { has: origin } }, select: { id: true } });
+      const row = await this.prisma.widgetKey.findFirst({ where: { allowedOrigins: { has: origin } }, select: { id: true } });
       return row ? true : null;
     });
     return allowed === true;
