@@ -106,6 +106,18 @@ describe("the embedded widget in Chromium", () => {
     expect(await lastAnswer().locator(".status").isHidden()).toBe(true);
   });
 
+  it("keeps the text of an answer that failed partway, with a note under it", async () => {
+    await page.waitForSelector(".send:not([disabled])");
+    // The model's stream ends after its first chunk: the run fails with that chunk streamed.
+    await input().fill("[chunks:3][cut] half an answer");
+    await input().press("Enter");
+    await page.waitForSelector(".send:not([disabled])");
+    const answer = lastAnswer();
+    expect(await answer.locator(".text").textContent()).toBe("Echo: h");
+    expect(await answer.locator(".status").textContent()).toBe("Something went wrong before this answer was finished. Please try again.");
+    expect(await page.locator(".msg").last().getAttribute("class")).toBe("msg assistant");
+  });
+
   it("says so when a paste is cut at the API's longest message, and sends what is left", async () => {
     expect(await input().getAttribute("maxlength")).toBe(String(QUERY_MAX_CHARS));
     const note = page.getByRole("status").filter({ hasText: "characters; the rest was left out" });

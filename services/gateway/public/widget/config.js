@@ -27,6 +27,7 @@ export const TEXT = {
   limited: "You're sending messages a little too fast. Please wait a moment and try again.",
   busy: "The previous answer is still being written. Please wait for it to finish.",
   failed: "Sorry, something went wrong while answering. Please try again.",
+  failedPartway: "Something went wrong before this answer was finished. Please try again.",
   network: "Can't reach the assistant right now. Please check your connection and try again.",
   generic: "Sorry, the assistant is unavailable right now.",
   cancelled: "This answer was stopped.",

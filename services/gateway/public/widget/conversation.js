@@ -139,7 +139,9 @@ export function createConversation({ key, base, greeting }, session, panel) {
       complete(view);
       return true;
     } else if (ev.type === "run_failed") {
-      fail(view, TEXT.failed, p.runId);
+      // What the visitor has read stays, as a stopped answer's does.
+      if (p.text) complete(view, TEXT.failedPartway);
+      else fail(view, TEXT.failed, p.runId);
       return true;
     } else if (ev.type === "run_cancelled") {
       if (p.text) complete(view, TEXT.cancelled);
