@@ -170,19 +170,26 @@ export function pricingOption(flag: string): (value: string) => Record<string, n
 
 /**
  * Makes every option that takes a value, in `command` and all its subcommands, refuse to be given
- * twice (`--amount 5 --amount 7` is a usage error, not 7). Call it once the commands are
- * registered and before parsing; each parse needs a freshly built program, as the options
- * remember that they were seen.
+ * twice (`--amount 5 --amount 7` is a usage error, not 7), and refuse one of the command's own
+ * options as its value: commander gives a value-taking option the next word whatever it is, so
+ * `org create --name --credits 5` would create an organization named `--credits`. Call it once
+ * the commands are registered and before parsing; each parse needs a freshly built program, as
+ * the options remember that they were seen.
  */
 export function refuseRepeatedOptions(command: Command): void {
+  const flags = new Set(command.options.flatMap((o) => [o.long, o.short]).filter((f): f is string => f !== undefined));
+  flags.add("--help").add("-h");
   for (const option of command.options) {
     // Boolean flags (e.g. --help) carry no value that a repeat could silently replace.
     if (!option.required && !option.optional) continue;
     const parse = option.parseArg;
+    const name = option.long ?? option.flags;
     let seen = false;
     option.argParser((value: string, previous: unknown) => {
-      if (seen) throw new UsageError(`${option.long ?? option.flags} given twice`);
+      if (seen) throw new UsageError(`${name} given twice`);
       seen = true;
+      const word = value.trim().split("=")[0]!;
+      if (flags.has(word)) throw new UsageError(`${name} needs a value (got the option ${word})`);
       return parse ? parse(value, previous) : value;
     });
   }

@@ -34,6 +34,27 @@ describe("an option given twice", () => {
   });
 });
 
+describe("an option whose value is missing before the next option", () => {
+  const name = `Swallowed-${Math.random().toString(36).slice(2)}`;
+  it.each([
+    [["org", "create", "--plan", "pro", "--name", "--credits", "5"], "--name", "--credits"],
+    [["org", "create", "--name", name, "--plan=--rpm"], "--plan", "--rpm"],
+    [["agent", "create", "--org", "org_x", "--name", "A", "--model", "--instructions", "be brief"], "--model", "--instructions"],
+    [["agent", "create", "--org", "org_x", "--name", "A", "--instructions", "--help"], "--instructions", "--help"],
+    [["key", "create", "--org", "org_x", "--name", "--org"], "--name", "--org"],
+    [["credits", "add", "--org", "--amount", "5"], "--org", "--amount"],
+  ])("%j is refused with exit 2, naming both options", async (argv, flag, taken) => {
+    expect(await run(...argv)).toEqual({ exitCode: 2, stderr: `error: ${flag} needs a value (got the option ${taken})` });
+    expect(await cli.prisma.organization.count({ where: { name: { in: [name, "--credits"] } } })).toBe(0);
+  });
+
+  it("still takes a value that only starts with dashes", async () => {
+    const orgId = await newOrg();
+    const agent = await ok("agent", "create", "--org", orgId, "--name", "--- A ---", "--instructions", "-- be brief");
+    expect(await cli.prisma.agent.findUniqueOrThrow({ where: { id: agent.agent_id } })).toMatchObject({ name: "--- A ---", instructions: "-- be brief" });
+  });
+});
+
 describe("the help command", () => {
   it("answers `org help create` and `help org create` as `org create --help`", async () => {
     const expected = await ok("org", "create", "--help");
