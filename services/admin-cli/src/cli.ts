@@ -11,7 +11,7 @@ import { EXIT_FAILURE, EXIT_USAGE, NotFoundError, UsageError } from "./cli-error
 import type { CliOutput, CommandContext } from "./command-context";
 import { databaseErrorLine } from "./database-errors";
 import { helpAsOption } from "./help-command";
-import { refuseRepeatedOptions } from "./option-parsers";
+import { guardOptionValues } from "./option-parsers";
 import { registerAgentCommands } from "./commands/agent.command";
 import { registerCreditsCommands } from "./commands/credits.command";
 import { registerKeyCommands } from "./commands/key.command";
@@ -53,7 +53,7 @@ function buildProgram(ctx: CommandContext, captured: { out: string; err: string 
   registerAgentCommands(program, ctx);
   registerWidgetKeyCommands(program, ctx);
   registerCreditsCommands(program, ctx);
-  refuseRepeatedOptions(program);
+  guardOptionValues(program);
   return program;
 }
 

@@ -176,7 +176,7 @@ export function pricingOption(flag: string): (value: string) => Record<string, n
  * the commands are registered and before parsing; each parse needs a freshly built program, as
  * the options remember that they were seen.
  */
-export function refuseRepeatedOptions(command: Command): void {
+export function guardOptionValues(command: Command): void {
   const flags = new Set(command.options.flatMap((o) => [o.long, o.short]).filter((f): f is string => f !== undefined));
   flags.add("--help").add("-h");
   for (const option of command.options) {
@@ -193,5 +193,5 @@ export function refuseRepeatedOptions(command: Command): void {
       return parse ? parse(value, previous) : value;
     });
   }
-  command.commands.forEach(refuseRepeatedOptions);
+  command.commands.forEach(guardOptionValues);
 }
