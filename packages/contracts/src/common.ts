@@ -10,8 +10,11 @@ export const optionalIntParam = (min: number, max: number) =>
     .pipe(z.number().min(min, { abort: true }).max(max, { abort: true }).int())
     .optional();
 
-/** {@link optionalIntParam}, `def` when absent. */
-export const intParam = (min: number, max: number, def: number) => optionalIntParam(min, max).transform((v) => v ?? def);
+/** {@link optionalIntParam}, `def` when absent (also in its metadata, for the API description). */
+export const intParam = (min: number, max: number, def: number) =>
+  optionalIntParam(min, max)
+    .transform((v) => v ?? def)
+    .meta({ default: def });
 
 /**
  * A list's `offset`: any integer from 0, however large. One past every row reads as `clampAt`
@@ -25,7 +28,8 @@ export const offsetParam = (clampAt: number) =>
     .transform((text) => Math.min(Number(text), clampAt))
     .pipe(z.number().int().min(0))
     .optional()
-    .transform((v) => v ?? 0);
+    .transform((v) => v ?? 0)
+    .meta({ default: 0 });
 
 export const TASK_STATUSES = ["pending", "running", "completed", "failed"] as const;
 export const RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;

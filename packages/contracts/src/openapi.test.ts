@@ -76,6 +76,15 @@ describe("OpenAPI document", () => {
     expect((offset!.schema as OpenAPIV3_1.SchemaObject).maximum ?? Number.MAX_SAFE_INTEGER).toBe(Number.MAX_SAFE_INTEGER);
   });
 
+  it("shows the defaults of the list parameters", () => {
+    const param = (path: string, name: string) => (op(path, "get")!.parameters as OpenAPIV3_1.ParameterObject[]).find((p) => p.name === name)!.schema;
+    expect(param("/api/tasks", "limit")).toMatchObject({ default: 20 });
+    expect(param("/api/tasks", "offset")).toMatchObject({ default: 0 });
+    expect(param("/api/messages", "limit")).toMatchObject({ default: 50 });
+    expect(param("/api/memory", "limit")).toMatchObject({ default: 20 });
+    expect(param("/api/tasks/{task_id}/runs/{run_id}/events", "after")).toMatchObject({ default: 0 });
+  });
+
   it("marks the document's own endpoint, the widget script and the health probes public", () => {
     for (const path of ["/api/openapi.json", "/widget.js", "/healthz", "/readyz"]) expect(op(path, "get")!.security).toEqual([]);
     expect(op("/readyz", "get")!.responses?.["503"]).toBeDefined();

@@ -135,9 +135,13 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
 
 /**
  * Query parameters arrive as strings, so `intParam` validates a string of digits and pipes it
- * into a bounded integer; the document shows what a caller should send: the integer, its bounds.
+ * into a bounded integer; the document shows what a caller should send: the integer, its bounds,
+ * and the default that `intParam` applies (kept in its metadata: the input side of a transform
+ * shows none of the outer schema's own).
  */
 const integerParams: NonNullable<CreateDocumentOptions["override"]> = ({ zodSchema, jsonSchema, io }) => {
+  const fallback = io === "input" ? (zodSchema as unknown as z.ZodType).meta()?.default : undefined;
+  if (fallback !== undefined) jsonSchema.default = fallback;
   const def = (zodSchema as unknown as z.ZodType)._zod.def;
   if (io !== "input" || def.type !== "pipe" || jsonSchema.type !== "string") return;
   const out = (def as z.core.$ZodPipeDef).out;
