@@ -1,6 +1,7 @@
 import type { PrismaClient, Plan } from "@agentrun/db";
 import { runReservation } from "@agentrun/credits";
 import { LookupCache } from "./lookup-cache";
+import type { KeyChecker } from "./revocation-watch";
 
 export interface ApiKeyRecord {
   keyId: string;
@@ -23,7 +24,7 @@ export interface AgentRecord {
  * flush are written together, each with the time of its last use, never one database write per
  * request.
  */
-export class AuthCache {
+export class AuthCache implements KeyChecker {
   private readonly keys: LookupCache<ApiKeyRecord>;
   private readonly agents: LookupCache<AgentRecord>;
   /** When each key was last used since the previous flush. */
@@ -45,6 +46,12 @@ export class AuthCache {
       });
       return row ? { keyId: row.id, orgId: row.orgId, plan: row.org.plan, rpmLimit: row.org.rpmLimit, revoked: row.revokedAt !== null } : null;
     });
+  }
+
+  /** Whether the API key with this hash is still accepted (see RevocationWatch). */
+  async stillValid(keyHash: string): Promise<boolean> {
+    const key = await this.apiKey(keyHash);
+    return key !== null && !key.revoked;
   }
 
   agent(agentId: string): Promise<AgentRecord | null> {

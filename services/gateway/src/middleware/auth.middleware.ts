@@ -23,9 +23,11 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
     if (!match?.[1]) throw await refuse("Missing or malformed Authorization header; expected 'Bearer <API key>'.");
     // Node keeps the first of two Authorization headers and drops the other: which key was meant?
     if (sentTwice(req.rawHeaders, "authorization")) throw await refuse("Send the Authorization header once, with one API key.");
-    const key = looksLikeApiKey(match[1]) ? await cache.apiKey(hashApiKey(match[1])) : null;
-    if (!key || key.revoked) throw await refuse("The API key is invalid or revoked.");
+    const keyHash = looksLikeApiKey(match[1]) ? hashApiKey(match[1]) : null;
+    const key = keyHash ? await cache.apiKey(keyHash) : null;
+    if (!keyHash || !key || key.revoked) throw await refuse("The API key is invalid or revoked.");
     cache.markUsed(key.keyId);
+    req.credential = { id: keyHash, checker: cache };
     const apiKey: ApiKeyContext = { orgId: key.orgId, keyId: key.keyId, plan: key.plan, rpmLimit: key.rpmLimit };
     req.apiKey = apiKey;
 

@@ -3,6 +3,7 @@ import type { RunEvent } from "@agentrun/contracts";
 import { followRun, type EarlyRunSubscription } from "@agentrun/events";
 import { AppError, isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
+import { onKeyRevoked } from "../auth/revocation-watch";
 import { openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
 import { freesItsKey } from "./idempotency";
@@ -83,6 +84,11 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   // Gone before this wait began: `close` has been emitted already.
   if (req.socket.destroyed || shuttingDown) wait.abort();
   openWaits.add(wait);
+  let revoked = false;
+  const unwatch = onKeyRevoked(req, () => {
+    revoked = true;
+    wait.abort();
+  });
   // Whether the run has emitted anything beyond `run_started` (it is running then).
   let started = afterSeq > 1;
   const accepted = (status: string) => res.status(202).json({ run_id: runId, task_id: taskId, status, ...input.extra });
@@ -99,6 +105,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
       terminal = null;
     }
     if (res.writableEnded || res.destroyed) return;
+    if (!terminal && revoked) throw new AppError("unauthorized", { message: "The key this request was made with was revoked while it waited for its run, which goes on." });
     let final = terminal ? FINAL_STATUS[terminal.type] : undefined;
     if (!terminal) {
       // Past the wait limit (or shutting down): the run goes on; the caller polls the run or
@@ -121,6 +128,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     else res.status(200).json({ ...result, ...input.extra });
   } finally {
     clearTimeout(timer);
+    unwatch();
     openWaits.delete(wait);
   }
 }

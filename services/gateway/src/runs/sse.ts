@@ -1,5 +1,6 @@
 import type { Request, Response } from "express";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
+import { onKeyRevoked } from "../auth/revocation-watch";
 
 /**
  * Longest a stream waits for its client to take what was written once the response is full (the
@@ -157,8 +158,14 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
     if (!full) write(": ping\n\n");
   }, heartbeatMs);
   ping.unref();
+  // A key revoked meanwhile ends the stream as shutdown does: the client's re-attach gets the 401.
+  const unwatch = onKeyRevoked(req, () => {
+    req.log?.info("ended an event stream whose key was revoked");
+    stream.end();
+  });
   const close = () => {
     clearInterval(ping);
+    unwatch();
     unstall();
     waiting.length = 0;
     openStreams.delete(stream);
@@ -178,6 +185,7 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
     },
     end() {
       clearInterval(ping);
+      unwatch();
       openStreams.delete(stream);
       ending = true;
       if (waiting.length === 0) finish();

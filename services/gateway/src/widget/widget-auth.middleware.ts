@@ -37,6 +37,7 @@ export function widgetAuth(keys: WidgetKeyCache, tokens: VisitorTokens, failures
       visitorId = payload.visitor_id;
     }
     req.widget = { key, origin, visitorId };
+    req.credential = { id: value!, checker: keys };
     next();
   };
 }

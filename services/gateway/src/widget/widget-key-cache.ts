@@ -1,6 +1,7 @@
 import type { PrismaClient, Plan } from "@agentrun/db";
 import { runReservation } from "@agentrun/credits";
 import { LookupCache } from "../auth/lookup-cache";
+import type { KeyChecker } from "../auth/revocation-watch";
 
 /** A widget key as the widget routes need it. */
 export interface WidgetKeyRecord {
@@ -36,7 +37,7 @@ export function normalizeOrigin(value: string): string | null {
  * origins that match nothing are bounded apart from those that do (see {@link LookupCache}), so a
  * caller cycling random ones never pushes out the site's real key or origin.
  */
-export class WidgetKeyCache {
+export class WidgetKeyCache implements KeyChecker {
   private readonly keys: LookupCache<WidgetKeyRecord>;
   /** An allowed origin is cached as true, one no key allows as a miss. */
   private readonly origins: LookupCache<true>;
@@ -70,6 +71,12 @@ export class WidgetKeyCache {
         revoked: row.revokedAt !== null,
       };
     });
+  }
+
+  /** Whether this widget key is still accepted (see RevocationWatch). */
+  async stillValid(key: string): Promise<boolean> {
+    const found = await this.byKey(key);
+    return found !== null && !found.revoked;
   }
 
   /**
