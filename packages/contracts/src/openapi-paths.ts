@@ -75,7 +75,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
           operationId: "createRun",
           summary: "Run the agent on a query",
           description:
-            "Starts a run on a new task, or continues `task_id`. Reserves the agent's base price (1 credit unless its pricing says otherwise); the run costs `1 + tool calls + ceil(total tokens / 1000)` credits unless the agent's pricing says otherwise (a tool call is charged when its tool ran, not when it was refused before running or failed by the service's own outage). A client that disconnects does not stop the run.",
+            "Starts a run on a new task, or continues `task_id`. Reserves the agent's base price (1 credit unless its pricing says otherwise; 1 credit for an agent priced at base 0 that charges for tool calls or tokens, refunded when the run costs nothing); the run costs `1 + tool calls + ceil(total tokens / 1000)` credits unless the agent's pricing says otherwise (a tool call is charged when its tool ran, not when it was refused before running or failed by the service's own outage). A client that disconnects does not stop the run. A key revoked while its request waits for the run (`stream: false`) gets 401 with `details: {run_id, task_id}`: the run goes on.",
           requestParams: {
             header: z.object({
               "Idempotency-Key": idempotencyKeySchema.optional().meta({ description: "The same key with the same body within 24 h returns the same run instead of starting another." }),

@@ -2,6 +2,7 @@ import { mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Page, Route } from "playwright-core";
 import { QUERY_MAX_CHARS } from "@agentrun/contracts";
+import { eventually } from "@agentrun/testing";
 import { bubbleOf, inputOf, isFocused, lastAnswerOf, openDemo as openDemoOf, startWidgetBrowser, watchAnswer as watchAnswerOf, widgetKeyFor as widgetKeyOf, type WidgetBrowser } from "./widget-browser-helpers";
 
 // The widget end to end in a real browser (Debian's Chromium, driven by playwright-core): the
@@ -116,6 +117,22 @@ describe("the embedded widget in Chromium", () => {
     expect(await answer.locator(".text").textContent()).toBe("Echo: h");
     expect(await answer.locator(".status").textContent()).toBe("Something went wrong before this answer was finished. Please try again.");
     expect(await page.locator(".msg").last().getAttribute("class")).toBe("msg assistant");
+  });
+
+  it("keeps the text read so far when the key is revoked mid-answer, with a note under it", async () => {
+    const revokedKey = await widgetKeyFor();
+    const p = await openDemo(revokedKey);
+    await bubbleOf(p).click();
+    await inputOf(p).fill("[sleep:300][chunks:30] an answer long enough to be cut by a revocation of its key");
+    await inputOf(p).press("Enter");
+    await eventually(async () => ((await lastAnswerOf(p).locator(".text").textContent()) ?? "").startsWith("Echo:"), { timeoutMs: 10_000, intervalMs: 50 });
+    await wb.prisma.widgetKey.update({ where: { key: revokedKey }, data: { revokedAt: new Date() } });
+    // The stream ends, its re-attach is refused (401): the answer ends there.
+    await p.waitForSelector(".send:not([disabled])", { timeout: 15_000 });
+    const text = (await lastAnswerOf(p).locator(".text").textContent()) ?? "";
+    expect(text.startsWith("Echo:") && text.length < "Echo: an answer long enough to be cut by a revocation of its key".length).toBe(true);
+    expect(await lastAnswerOf(p).locator(".status").textContent()).toBe("Something went wrong before this answer was finished. Please try again.");
+    await p.close();
   });
 
   it("says so when a paste is cut at the API's longest message, and sends what is left", async () => {

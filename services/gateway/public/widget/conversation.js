@@ -173,6 +173,8 @@ export function createConversation({ key, base, greeting }, session, panel) {
       if (res && !res.ok) {
         // A message sent again may find the first request still being accepted (409): it waits too.
         const retry = RETRY_STATUS[res.status] || (res.status === 409 && !state.pending && repost);
+        // A re-attach refused for good (a revoked key, a conversation deleted): what was read stays.
+        if (!retry && state.pending && state.pending.text) return complete(view, TEXT.failedPartway);
         if (!retry) return fail(view, (!state.pending && STATUS_TEXT[res.status]) || TEXT.failed);
         waitMs = retryAfterMs(res);
       } else if (res) {

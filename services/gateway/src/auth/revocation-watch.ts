@@ -25,8 +25,8 @@ declare module "express-serve-static-core" {
 
 /**
  * How often the open answers' keys are checked. Each check reads the key's cache, which reloads
- * a key at most every AUTH_CACHE_TTL_MS (≤ 1000), so a revocation reaches an open answer within
- * that lifetime and this interval.
+ * a key about twice per AUTH_CACHE_TTL_MS (≤ 1000; with 0, which caches nothing, each check is a
+ * lookup), so a revocation reaches an open answer within that lifetime and this interval.
  * @defaultValue 100
  */
 export const REVOCATION_CHECK_MS = 100;

@@ -105,7 +105,11 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
       terminal = null;
     }
     if (res.writableEnded || res.destroyed) return;
-    if (!terminal && revoked) throw new AppError("unauthorized", { message: "The key this request was made with was revoked while it waited for its run, which goes on." });
+    // The run was accepted: the answer names it, so that the caller follows it with another key
+    // rather than starting (and paying for) a second one.
+    if (!terminal && revoked) {
+      throw new AppError("unauthorized", { message: "The key this request was made with was revoked while it waited for its run, which goes on.", details: { run_id: runId, task_id: taskId } });
+    }
     let final = terminal ? FINAL_STATUS[terminal.type] : undefined;
     if (!terminal) {
       // Past the wait limit (or shutting down): the run goes on; the caller polls the run or
