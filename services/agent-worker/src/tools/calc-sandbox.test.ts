@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Session } from "node:inspector";
+import { readdirSync, readFileSync } from "node:fs";
 import { runInThisContext } from "node:vm";
 import { CalcFailure, CalcSandbox, type CalcLimits } from "./calc-sandbox";
 
@@ -22,55 +22,48 @@ async function outcome<T>(promise: Promise<T>, t0: number): Promise<{ at: number
 const reason = (o: { error?: unknown }) => (o.error instanceof CalcFailure ? o.error.reason : o.error);
 
 /**
- * The value of the JavaScript `expression` evaluated inside the newest thread of this process,
- * read through the inspector as a debugger would: nothing in the thread helps.
+ * The environments of this process's calc processes, read from /proc as any observer of the
+ * machine could: nothing in the calc process helps.
  */
-async function inNewestThread(expression: string): Promise<unknown> {
-  const session = new Session();
-  session.connect();
-  const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
-  try {
-    const threads: { sessionId: string; threadId: number }[] = [];
-    session.on("NodeWorker.attachedToWorker", ({ params }: { params: { sessionId: string; workerInfo: { title: string } } }) => {
-      // The title is "[worker <threadId>]"; threads are numbered as they start.
-      threads.push({ sessionId: params.sessionId, threadId: Number(/^\[worker (\d+)\]/.exec(params.workerInfo.title)?.[1]) });
-    });
-    // Running threads are reported before this answers.
-    await post("NodeWorker.enable", { waitForDebuggerOnStart: false });
-    const newest = threads.sort((a, b) => b.threadId - a.threadId)[0];
-    if (!newest) throw new Error("no thread is running");
-    const answer = new Promise<{ result: { result: { value: unknown } } }>((resolve) =>
-      session.on("NodeWorker.receivedMessageFromWorker", ({ params }: { params: { sessionId: string; message: string } }) => {
-        const message = JSON.parse(params.message) as { id?: number; result: { result: { value: unknown } } };
-        if (params.sessionId === newest.sessionId && message.id === 1) resolve(message);
-      }),
-    );
-    const message = { id: 1, method: "Runtime.evaluate", params: { expression, returnByValue: true } };
-    await post("NodeWorker.sendMessageToWorker", { sessionId: newest.sessionId, message: JSON.stringify(message) });
-    return (await answer).result.result.value;
-  } finally {
-    session.disconnect();
+function calcProcessEnvironments(): string[][] {
+  const found: string[][] = [];
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid !== process.pid || !readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("calc-thread")) continue;
+      found.push(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter((v) => v !== ""));
+    } catch {
+      // Gone meanwhile.
+    }
   }
+  return found;
 }
 
-describe("CalcSandbox threads", () => {
+describe("CalcSandbox processes", () => {
   it("see none of the worker's environment", async () => {
-    // jest hands each test file a copy of process.env; a thread would inherit the real one.
+    // jest hands each test file a copy of process.env; a process would inherit the real one.
     const realEnv = runInThisContext("process.env") as NodeJS.ProcessEnv;
     const secret = `secret-${randomUUID()}`;
     realEnv.AGENTRUN_TEST_SECRET = secret;
     try {
-      const sandbox = new CalcSandbox(LIMITS);
+      const sandbox = new CalcSandbox({ ...LIMITS, threads: 1 });
       await expect(sandbox.evaluate("1 + 1", running())).resolves.toBe(2);
-      // The sandbox's thread is the newest: no other starts meanwhile.
-      expect(await inNewestThread("process.env.AGENTRUN_TEST_SECRET")).toBeUndefined();
-      expect(await inNewestThread("Object.keys(process.env)")).toEqual([]);
-      // The thread still evaluates after being looked into.
-      await expect(sandbox.evaluate("2 * 3", running())).resolves.toBe(6);
+      const environments = calcProcessEnvironments();
+      expect(environments.length).toBeGreaterThan(0);
+      // Only what Node sets up for the parent's channel to the process.
+      for (const env of environments) expect(env.filter((v) => !v.startsWith("NODE_CHANNEL_"))).toEqual([]);
+      expect(environments.flat().join("\n")).not.toContain(secret);
     } finally {
       delete realEnv.AGENTRUN_TEST_SECRET;
     }
+  });
+
+  it("fail alone when one allocation passes the heap limit (V8 aborts that process), and the next calculation is answered", async () => {
+    const sandbox = new CalcSandbox({ ...LIMITS, threads: 1 });
+    const failed = await outcome(sandbox.evaluate("zeros(10000000)", running()), Date.now());
+    expect(reason(failed)).toBe("memory");
+    await expect(sandbox.evaluate("3 * 3", running())).resolves.toBe(9);
   });
 });
 

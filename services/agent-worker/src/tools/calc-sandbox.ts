@@ -1,5 +1,5 @@
+import { fork, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import { Worker } from "node:worker_threads";
 import type { CalcReply } from "./calc-thread";
 
 export interface CalcLimits {
@@ -7,7 +7,7 @@ export interface CalcLimits {
   timeoutMs: number;
   /** Longest an expression may wait for a free thread; one still waiting then fails unevaluated. */
   maxWaitMs: number;
-  /** Heap of each calc thread (V8's old generation). */
+  /** Heap of each calc process (V8's old generation). */
   maxHeapMb: number;
   /** Calc threads computing at once. */
   threads: number;
@@ -40,8 +40,13 @@ interface Job {
 /** Longest a calculation waits for the thread that is loading to take it (see `waitedTooLong`). */
 const MAX_LOAD_WAIT_MS = 30_000;
 
+/** What a process that ran out of heap says before V8 aborts it. */
+const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed/;
+/** The tail of a process's stderr kept to tell why it ended. */
+const STDERR_TAIL_CHARS = 2000;
+
 interface Thread {
-  worker: Worker;
+  worker: ChildProcess;
   /** Loaded: it takes calculations. */
   ready: boolean;
   /** What it computes, and the timer that stops it at `timeoutMs`. */
@@ -52,15 +57,19 @@ interface Thread {
 }
 
 /**
- * Evaluates calc expressions on up to `threads` threads of their own, one expression per thread
- * at a time, in the order asked. An expression that computes past `timeoutMs` or outgrows its
- * thread's heap ends that thread (a new one starts when needed) and fails alone; one that no
- * thread takes within `maxWaitMs` fails without being evaluated, so a burst of slow expressions
- * delays another run's calculation by at most that long, plus the loading of the thread it is
- * next in line for (see `waitedTooLong`). The worker's event loop and heap never
+ * Evaluates calc expressions on up to `threads` processes of their own (called threads here: one
+ * calculation each at a time), in the order asked. An expression that computes past `timeoutMs`
+ * or outgrows its process's heap ends that process (a new one starts when needed) and fails
+ * alone; one that no thread takes within `maxWaitMs` fails without being evaluated, so a burst of
+ * slow expressions delays another run's calculation by at most that long, plus the loading of the
+ * thread it is next in line for (see `waitedTooLong`). The worker's event loop and heap never
  * wait for a calculation. A run that is cancelled stops its expression the same way.
  *
- * The threads start with an empty `process.env`: an expression that escaped mathjs would not
+ * Processes, not worker threads: V8 aborts the whole process when one allocation passes a heap
+ * limit (`zeros(10000000)` is 80 MB at once), and a worker thread's limit would take the agent
+ * worker down with every run on it.
+ *
+ * The processes start with an empty environment: an expression that escaped mathjs would not
  * find the worker's keys and tokens there.
  */
 export class CalcSandbox {
@@ -113,21 +122,22 @@ export class CalcSandbox {
     clearTimeout(job.waitTimer);
     const timer = setTimeout(() => this.fail(job, new CalcFailure("timeout", `took longer than ${this.limits.timeoutMs} ms`)), this.limits.timeoutMs);
     thread.current = { job, timer };
-    thread.worker.postMessage({ id: job.id, expression: job.expression });
+    thread.worker.send({ id: job.id, expression: job.expression });
   }
 
   private start(): void {
-    // The thread runs TypeScript through tsx's require hook, like the services themselves.
-    const entry = path.join(__dirname, "calc-thread.ts");
-    const worker = new Worker(`require("tsx/cjs"); require(${JSON.stringify(entry)});`, {
-      eval: true,
-      // Not a copy of the worker's (API keys, tokens, database URL): nothing in the thread needs one.
+    // The process runs TypeScript through tsx's require hook, like the services themselves.
+    const worker = fork(path.join(__dirname, "calc-thread.ts"), [], {
+      // Not a copy of the worker's (API keys, tokens, database URL): nothing in it needs one.
       env: {},
-      resourceLimits: { maxOldGenerationSizeMb: this.limits.maxHeapMb, maxYoungGenerationSizeMb: Math.min(32, this.limits.maxHeapMb) },
+      execArgv: ["--require", require.resolve("tsx/cjs"), `--max-old-space-size=${this.limits.maxHeapMb}`, `--max-semi-space-size=${Math.max(1, Math.min(16, Math.floor(this.limits.maxHeapMb / 4)))}`],
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
     });
     let settleLoaded = () => {};
     const loaded = new Promise<void>((resolve) => (settleLoaded = resolve));
     const thread: Thread = { worker, ready: false, current: null, loaded, settleLoaded };
+    let stderr = "";
+    worker.stderr?.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-STDERR_TAIL_CHARS)));
     worker.on("message", (reply: CalcReply) => {
       if ("ready" in reply) {
         thread.ready = true;
@@ -141,13 +151,17 @@ export class CalcSandbox {
       else job.resolve(reply.result);
       this.pump();
     });
-    worker.on("error", (err: Error & { code?: string }) => {
-      const memory = err.code === "ERR_WORKER_OUT_OF_MEMORY";
-      this.lost(thread, new CalcFailure(memory ? "memory" : "invalid", memory ? "needs more memory than a calculation may use" : err.message));
+    worker.on("error", (err) => this.lost(thread, new CalcFailure("invalid", err.message)));
+    // `close`, not `exit`: its stderr has been read to the end by then.
+    worker.on("close", (code, signal) => {
+      const memory = signal === "SIGABRT" || OUT_OF_MEMORY.test(stderr);
+      const why = memory ? "needs more memory than a calculation may use" : `the calculation stopped (${signal ?? `exit code ${code}`})`;
+      this.lost(thread, new CalcFailure(memory ? "memory" : "invalid", why));
     });
-    worker.on("exit", () => this.lost(thread, new CalcFailure("invalid", "the calculation stopped")));
-    // Unref'd after its listeners (attaching one refs it again): it never keeps the worker alive.
+    // Unref'd after its listeners: it never keeps the worker alive.
     worker.unref();
+    worker.channel?.unref();
+    (worker.stderr as unknown as { unref?: () => void } | null)?.unref?.();
     this.threads.push(thread);
   }
 
@@ -196,7 +210,7 @@ export class CalcSandbox {
     if (thread) {
       this.finish(thread);
       this.threads.splice(this.threads.indexOf(thread), 1);
-      void thread.worker.terminate();
+      thread.worker.kill("SIGKILL");
     } else {
       const i = this.queue.indexOf(job);
       if (i < 0) return;

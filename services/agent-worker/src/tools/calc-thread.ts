@@ -1,10 +1,9 @@
 /**
- * The calc tool's thread (see calc-sandbox.ts): evaluates one expression per message with a
+ * The calc tool's process (see calc-sandbox.ts): evaluates one expression per message with a
  * hardened mathjs instance and answers `{id, result}` or `{id, error}`. It runs apart from the
  * worker's event loop and heap, so an expression that computes for long or allocates a lot
- * costs this thread (stopped by its parent) and never the runs.
+ * costs this process (stopped by its parent, or aborted by V8) and never the runs.
  */
-import { parentPort } from "node:worker_threads";
 import { create, all } from "mathjs";
 import { cutText } from "./cut-text";
 
@@ -72,9 +71,12 @@ function calculate(expression: string): number | boolean | string | { error: str
   return { error: "does not evaluate to a value" };
 }
 
-parentPort?.on("message", ({ id, expression }: CalcRequest) => {
+const reply = (message: CalcReply) => process.send?.(message);
+process.on("message", ({ id, expression }: CalcRequest) => {
   const out = calculate(expression);
-  parentPort!.postMessage(typeof out === "object" ? { id, error: out.error } : { id, result: out });
+  reply(typeof out === "object" ? { id, error: out.error } : { id, result: out });
 });
+// Its worker gone (killed, say): nothing is left to answer.
+process.on("disconnect", () => process.exit(0));
 // Loaded: calculations are timed from here on, not while mathjs loads.
-parentPort?.postMessage({ ready: true } satisfies CalcReply);
+reply({ ready: true });

@@ -6,16 +6,16 @@ import { defineAction, ToolError } from "./tool";
 export const CALC_TIMEOUT_MS = 1000;
 export const CALC_MAX_HEAP_MB = 64;
 export const CALC_MAX_RESULT_CHARS = 10_000;
-/** Calc threads per worker process: a slow expression leaves the other to the other runs. */
+/** Calc processes ("threads") per worker process: a slow expression leaves the other to the other runs. */
 export const CALC_THREADS = 2;
 /**
  * Longest a calculation may wait for a free thread. A calculation queued behind a full set of
- * slow ones gets the first thread started after they time out (a thread loads in about 0.5 s);
+ * slow ones gets the first thread started after they time out (a thread loads in about a second);
  * a longer queue is refused rather than delaying every run's calculations further.
  */
 export const CALC_MAX_WAIT_MS = 3000;
 
-// The worker process's calc threads, started as calculations need them.
+// The worker process's calc threads (processes, see CalcSandbox), started as calculations need them.
 const sandbox = new CalcSandbox({ timeoutMs: CALC_TIMEOUT_MS, maxWaitMs: CALC_MAX_WAIT_MS, maxHeapMb: CALC_MAX_HEAP_MB, threads: CALC_THREADS });
 
 /** Starts the process's calc threads now and resolves once they are loaded. */
