@@ -36,6 +36,24 @@ describe("http_get with a name server that does not answer", () => {
     expect(Date.now() - t0).toBeLessThan(10_000);
   });
 
+  it("has at most two lookups in flight, however many calls time out waiting: the rest of the resolver's threads stay the worker's", async () => {
+    let started = 0;
+    const counted = (hostname: string) => {
+      started++;
+      return lookup(hostname);
+    };
+    const limited = httpGetAction({ timeoutMs: 300, maxBytes: 1000, allowPrivate: false, lookup: counted });
+    const call = (): Promise<ToolError> => limited.run({ url: "https://slow.example/x" }, ctxWith(new AbortController().signal)).then(
+      () => Promise.reject(new Error("fetched")),
+      (e: unknown) => e as ToolError,
+    );
+    const errors = await Promise.all([call(), call(), call(), call()]);
+    expect(errors.map((e) => e.code)).toEqual(["timeout", "timeout", "timeout", "timeout"]);
+    // The two lookups that started still wait for the name server: later calls wait for them.
+    expect((await call()).code).toBe("timeout");
+    expect(started).toBe(2);
+  });
+
   it("stops with the run's stop reason when the run is cancelled", async () => {
     // A tool timeout (and a resolver timeout) far beyond the test's own: only the signal can end
     // the lookup before the test times out.

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { untilAborted } from "../until-aborted";
 import { nestsDeeperThan } from "@agentrun/db";
 import { defineAction, MAX_TOOL_JSON_DEPTH, ToolError, type ToolContext } from "./tool";
+import { LookupSlots } from "./lookup-slots";
 
 export interface HttpToolLimits {
   timeoutMs: number;
@@ -56,10 +57,12 @@ export function addressAllowed(address: string, allowPrivate: boolean): boolean 
   return ip.range() === "unicast";
 }
 
-async function resolvePublic(hostname: string, limits: HttpToolLimits, signal: AbortSignal): Promise<{ address: string; family: number }> {
+async function resolvePublic(hostname: string, limits: HttpToolLimits, slots: LookupSlots, signal: AbortSignal): Promise<{ address: string; family: number }> {
   const literal = hostname.replace(/^\[|\]$/g, "");
-  // The lookup counts against the timeout and stops with the run, like the request after it.
-  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await untilAborted((limits.lookup ?? systemLookup)(hostname), signal);
+  // The lookup counts against the timeout and stops with the run, like the request after it
+  // (the lookup itself goes on, holding its slot, until the resolver answers or gives up).
+  const lookup = limits.lookup ?? systemLookup;
+  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await untilAborted(slots.run(() => lookup(hostname), signal), signal);
   const bad = addrs.find((a) => !addressAllowed(a.address, limits.allowPrivate));
   if (bad || addrs.length === 0) throw new ToolError("address_not_allowed", `${hostname} resolves to a private or reserved address.`, REFUSED);
   return addrs[0]!;
@@ -109,6 +112,7 @@ export function textByType(contentType: string): boolean | null {
 const looksBinary = (bytes: Buffer) => bytes.subarray(0, 1024).includes(0);
 
 export function httpGetAction(limits: HttpToolLimits) {
+  const slots = new LookupSlots();
   return defineAction({
     tool: "http",
     action: "get",
@@ -125,7 +129,7 @@ export function httpGetAction(limits: HttpToolLimits) {
       const signal = AbortSignal.any([ctx.signal, timeout.signal]);
       let dispatcher: Agent | undefined;
       try {
-        const resolved = await resolvePublic(target.hostname, limits, signal);
+        const resolved = await resolvePublic(target.hostname, limits, slots, signal);
         // Connect to the address that was checked, so DNS cannot change between check and use.
         dispatcher = new Agent({
           connect: { lookup: (_h, _o, cb) => cb(null, [{ address: resolved.address, family: resolved.family }] as never) },
