@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import path from "node:path";
 import { runInThisContext } from "node:vm";
 import { CalcFailure, CalcSandbox, type CalcLimits } from "./calc-sandbox";
+import { alive, calcProcesses } from "./calc-processes.fixture";
 
 /** Computes for far longer than any time limit here. */
 const SLOW = "f(x) = x < 2 ? x : f(x - 1) + f(x - 2); f(40)";
@@ -21,23 +23,13 @@ async function outcome<T>(promise: Promise<T>, t0: number): Promise<{ at: number
 
 const reason = (o: { error?: unknown }) => (o.error instanceof CalcFailure ? o.error.reason : o.error);
 
-/**
- * The environments of this process's calc processes, read from /proc as any observer of the
- * machine could: nothing in the calc process helps.
- */
-function calcProcessEnvironments(): string[][] {
-  const found: string[][] = [];
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid !== process.pid || !readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("calc-thread")) continue;
-      found.push(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter((v) => v !== ""));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return found;
+/** The processes `sandbox` started to warm up (those of earlier tests' sandboxes left out). */
+async function startedBy(sandbox: CalcSandbox) {
+  const before = new Set(calcProcesses().map((p) => p.pid));
+  await sandbox.warm();
+  const started = calcProcesses().filter((p) => !before.has(p.pid));
+  expect(started.length).toBeGreaterThan(0);
+  return started;
 }
 
 describe("CalcSandbox processes", () => {
@@ -49,7 +41,7 @@ describe("CalcSandbox processes", () => {
     try {
       const sandbox = new CalcSandbox({ ...LIMITS, threads: 1 });
       await expect(sandbox.evaluate("1 + 1", running())).resolves.toBe(2);
-      const environments = calcProcessEnvironments();
+      const environments = calcProcesses().map((p) => p.environ);
       expect(environments.length).toBeGreaterThan(0);
       // Only what Node sets up for the parent's channel to the process.
       for (const env of environments) expect(env.filter((v) => !v.startsWith("NODE_CHANNEL_"))).toEqual([]);
@@ -59,12 +51,46 @@ describe("CalcSandbox processes", () => {
     }
   });
 
-  it("fail alone when one allocation passes the heap limit (V8 aborts that process), and the next calculation is answered", async () => {
+  it("fail alone when one allocation passes the heap limit (V8 aborts that process), without a core dump, and the next calculation is answered", async () => {
     const sandbox = new CalcSandbox({ ...LIMITS, threads: 1 });
+    const [started] = await startedBy(sandbox);
+    // A core of the aborted heap would be hundreds of megabytes per expression.
+    expect(started!.limits).toMatch(/^Max core file size\s+0\s+0\s/m);
     const failed = await outcome(sandbox.evaluate("zeros(10000000)", running()), Date.now());
     expect(reason(failed)).toBe("memory");
     await expect(sandbox.evaluate("3 * 3", running())).resolves.toBe(9);
   });
+
+  it("fail a calculation whose process was ended by someone else as unavailable, not as the expression's fault", async () => {
+    const sandbox = new CalcSandbox({ ...LIMITS, timeoutMs: 20_000, threads: 1 });
+    const [started] = await startedBy(sandbox);
+    const slow = outcome(sandbox.evaluate(SLOW, running()), Date.now());
+    // Stopped with the service (systemd's SIGTERM to every process of the unit, Ctrl-C's SIGINT).
+    process.kill(started!.pid, "SIGTERM");
+    const failed = await slow;
+    expect(reason(failed)).toBe("unavailable");
+    await expect(sandbox.evaluate("3 * 3", running())).resolves.toBe(9);
+  });
+
+  it("stop computing soon after their worker was killed without a word", async () => {
+    const fixture = spawn(process.execPath, ["--require", require.resolve("tsx/cjs"), path.join(__dirname, "calc-orphan.fixture.ts")], { stdio: ["ignore", "pipe", "inherit"] });
+    const computing = await new Promise<string>((resolve, reject) => {
+      let out = "";
+      fixture.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes("\n")) resolve(out);
+      });
+      fixture.on("exit", () => reject(new Error(`the fixture ended: ${out}`)));
+    });
+    expect(computing).toMatch(/^computing \d+/);
+    const [calc] = calcProcesses(fixture.pid);
+    expect(calc).toBeDefined();
+    fixture.kill("SIGKILL");
+    // Its own limit is 2 × 1.5 s + 1 s after the calculation began: well within this wait.
+    const deadline = Date.now() + 15_000;
+    while (alive(calc!.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(alive(calc!.pid)).toBe(false);
+  }, 30_000);
 });
 
 describe("CalcSandbox.warm", () => {

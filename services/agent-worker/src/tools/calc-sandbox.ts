@@ -1,6 +1,6 @@
-import { fork, type ChildProcess } from "node:child_process";
-import path from "node:path";
+import type { ChildProcess } from "node:child_process";
 import type { CalcReply } from "./calc-thread";
+import { spawnCalcProcess } from "./calc-process";
 
 export interface CalcLimits {
   /** Longest one expression may compute, counted from when a thread takes it. */
@@ -126,13 +126,8 @@ export class CalcSandbox {
   }
 
   private start(): void {
-    // The process runs TypeScript through tsx's require hook, like the services themselves.
-    const worker = fork(path.join(__dirname, "calc-thread.ts"), [], {
-      // Not a copy of the worker's (API keys, tokens, database URL): nothing in it needs one.
-      env: {},
-      execArgv: ["--require", require.resolve("tsx/cjs"), `--max-old-space-size=${this.limits.maxHeapMb}`, `--max-semi-space-size=${Math.max(1, Math.min(16, Math.floor(this.limits.maxHeapMb / 4)))}`],
-      stdio: ["ignore", "ignore", "pipe", "ipc"],
-    });
+    // Its own limit on an evaluation, well past ours: only for when this process is gone.
+    const worker = spawnCalcProcess({ maxHeapMb: this.limits.maxHeapMb, evaluationLimitMs: 2 * this.limits.timeoutMs + 1000 });
     let settleLoaded = () => {};
     const loaded = new Promise<void>((resolve) => (settleLoaded = resolve));
     const thread: Thread = { worker, ready: false, current: null, loaded, settleLoaded };
@@ -151,12 +146,17 @@ export class CalcSandbox {
       else job.resolve(reply.result);
       this.pump();
     });
-    worker.on("error", (err) => this.lost(thread, new CalcFailure("invalid", err.message)));
-    // `close`, not `exit`: its stderr has been read to the end by then.
+    // A process that could not start, or whose channel closed: the service's failure, not the expression's.
+    worker.on("error", (err) => this.lost(thread, new CalcFailure("unavailable", `the calculator stopped: ${err.message}`)));
+    // `close`, not `exit`: its stderr has been read to the end by then. A process ended by
+    // anything but its heap limit (stopped with the service, killed by the system) ended no fault
+    // of the expression's either.
     worker.on("close", (code, signal) => {
       const memory = signal === "SIGABRT" || OUT_OF_MEMORY.test(stderr);
-      const why = memory ? "needs more memory than a calculation may use" : `the calculation stopped (${signal ?? `exit code ${code}`})`;
-      this.lost(thread, new CalcFailure(memory ? "memory" : "invalid", why));
+      const failure = memory
+        ? new CalcFailure("memory", "needs more memory than a calculation may use")
+        : new CalcFailure("unavailable", `the calculator stopped (${signal ?? `exit code ${code}`}); try again`);
+      this.lost(thread, failure);
     });
     // Unref'd after its listeners: it never keeps the worker alive.
     worker.unref();

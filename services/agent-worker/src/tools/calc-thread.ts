@@ -4,6 +4,7 @@
  * worker's event loop and heap, so an expression that computes for long or allocates a lot
  * costs this process (stopped by its parent, or aborted by V8) and never the runs.
  */
+import { Script } from "node:vm";
 import { create, all } from "mathjs";
 import { cutText } from "./cut-text";
 
@@ -71,9 +72,29 @@ function calculate(expression: string): number | boolean | string | { error: str
   return { error: "does not evaluate to a value" };
 }
 
+/**
+ * Longest one evaluation may take here (the first argument). The parent stops a calculation far
+ * sooner; this bounds one whose parent died without a word (killed with SIGKILL): the evaluation
+ * is synchronous, so the process could not notice its parent's going before it ends.
+ */
+const EVALUATION_LIMIT_MS = Number(process.argv[2]) || 10_000;
+const step = new Script("agentrunCalcStep()", { filename: "calc-step" });
+const globals = globalThis as unknown as { agentrunCalcStep?: () => ReturnType<typeof calculate> };
+
+/** {@link calculate} within {@link EVALUATION_LIMIT_MS}; past it, the process ends. */
+function bounded(expression: string): ReturnType<typeof calculate> {
+  globals.agentrunCalcStep = () => calculate(expression);
+  try {
+    return step.runInThisContext({ timeout: EVALUATION_LIMIT_MS }) as ReturnType<typeof calculate>;
+  } catch (err) {
+    if ((err as { code?: string }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT") process.exit(2);
+    throw err;
+  }
+}
+
 const reply = (message: CalcReply) => process.send?.(message);
 process.on("message", ({ id, expression }: CalcRequest) => {
-  const out = calculate(expression);
+  const out = bounded(expression);
   reply(typeof out === "object" ? { id, error: out.error } : { id, result: out });
 });
 // Its worker gone (killed, say): nothing is left to answer.
