@@ -43,14 +43,21 @@ describe("http_get with a name server that does not answer", () => {
       return lookup(hostname);
     };
     const limited = httpGetAction({ timeoutMs: 300, maxBytes: 1000, allowPrivate: false, lookup: counted });
-    const call = (): Promise<ToolError> => limited.run({ url: "https://slow.example/x" }, ctxWith(new AbortController().signal)).then(
+    const call = (orgId: string): Promise<ToolError> => limited.run({ url: "https://slow.example/x" }, { ...ctxWith(new AbortController().signal), orgId }).then(
       () => Promise.reject(new Error("fetched")),
       (e: unknown) => e as ToolError,
     );
-    const errors = await Promise.all([call(), call(), call(), call()]);
-    expect(errors.map((e) => e.code)).toEqual(["timeout", "timeout", "timeout", "timeout"]);
+    const errors = await Promise.all([call("org_a"), call("org_a"), call("org_b"), call("org_c")]);
+    // One lookup per organization at a time, two in all: the calls that never got to look up are
+    // `busy`, not charged (they did not run); those whose lookup ran out of time are charged.
+    expect(errors.map((e) => [e.code, e.charged])).toEqual([
+      ["timeout", true],
+      ["busy", false],
+      ["timeout", true],
+      ["busy", false],
+    ]);
     // The two lookups that started still wait for the name server: later calls wait for them.
-    expect((await call()).code).toBe("timeout");
+    expect((await call("org_d")).code).toBe("busy");
     expect(started).toBe(2);
   });
 

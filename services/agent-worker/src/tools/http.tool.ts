@@ -4,10 +4,9 @@ import iconv from "iconv-lite";
 import ipaddr from "ipaddr.js";
 import { Agent, request } from "undici";
 import { z } from "zod";
-import { untilAborted } from "../until-aborted";
 import { nestsDeeperThan } from "@agentrun/db";
 import { defineAction, MAX_TOOL_JSON_DEPTH, ToolError, type ToolContext } from "./tool";
-import { LookupSlots } from "./lookup-slots";
+import { LookupSlots, NoFreeSlot } from "./lookup-slots";
 
 export interface HttpToolLimits {
   timeoutMs: number;
@@ -57,12 +56,27 @@ export function addressAllowed(address: string, allowPrivate: boolean): boolean 
   return ip.range() === "unicast";
 }
 
-async function resolvePublic(hostname: string, limits: HttpToolLimits, slots: LookupSlots, signal: AbortSignal): Promise<{ address: string; family: number }> {
+/** Looks `hostname` up in one of `slots` (see LookupSlots), for the organization `orgId`. */
+async function lookUp(hostname: string, limits: HttpToolLimits, slots: LookupSlots, orgId: string, signal: AbortSignal) {
+  const lookup = limits.lookup ?? systemLookup;
+  try {
+    return await slots.run(orgId, () => lookup(hostname), signal);
+  } catch (err) {
+    if (!(err instanceof NoFreeSlot)) throw err;
+    // Never looked up, for lookups of others (or of this organization) the resolver is slow to
+    // answer: not charged, like a calculation that found no free thread.
+    if ((err.reason as Error | undefined)?.name === "TimeoutError") {
+      throw new ToolError("busy", `${hostname} was not looked up: the worker's host name lookups are all waiting for slow name servers. Try again later.`, { charged: false });
+    }
+    throw err.reason;
+  }
+}
+
+async function resolvePublic(hostname: string, limits: HttpToolLimits, slots: LookupSlots, orgId: string, signal: AbortSignal): Promise<{ address: string; family: number }> {
   const literal = hostname.replace(/^\[|\]$/g, "");
   // The lookup counts against the timeout and stops with the run, like the request after it
   // (the lookup itself goes on, holding its slot, until the resolver answers or gives up).
-  const lookup = limits.lookup ?? systemLookup;
-  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await untilAborted(slots.run(() => lookup(hostname), signal), signal);
+  const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await lookUp(hostname, limits, slots, orgId, signal);
   const bad = addrs.find((a) => !addressAllowed(a.address, limits.allowPrivate));
   if (bad || addrs.length === 0) throw new ToolError("address_not_allowed", `${hostname} resolves to a private or reserved address.`, REFUSED);
   return addrs[0]!;
@@ -129,7 +143,7 @@ export function httpGetAction(limits: HttpToolLimits) {
       const signal = AbortSignal.any([ctx.signal, timeout.signal]);
       let dispatcher: Agent | undefined;
       try {
-        const resolved = await resolvePublic(target.hostname, limits, slots, signal);
+        const resolved = await resolvePublic(target.hostname, limits, slots, ctx.orgId, signal);
         // Connect to the address that was checked, so DNS cannot change between check and use.
         dispatcher = new Agent({
           connect: { lookup: (_h, _o, cb) => cb(null, [{ address: resolved.address, family: resolved.family }] as never) },
