@@ -23,6 +23,6 @@ export function spawnCalcProcess(limits: { maxHeapMb: number; evaluationLimitMs:
   ];
   const stdio: ["ignore", "ignore", "pipe", "ipc"] = ["ignore", "ignore", "pipe", "ipc"];
   if (process.platform === "win32") return spawn(node[0]!, node.slice(1), { env: {}, stdio });
-  // (The shell's own PWD is not handed on.)
-  return spawn("/bin/sh", ["-c", 'ulimit -c 0; unset PWD; exec "$0" "$@"', ...node], { env: {}, stdio });
+  // (What the shell itself exports is not handed on: dash sets PWD, bash SHLVL and OLDPWD too.)
+  return spawn("/bin/sh", ["-c", 'ulimit -c 0; unset PWD OLDPWD SHLVL; exec "$0" "$@"', ...node], { env: {}, stdio });
 }

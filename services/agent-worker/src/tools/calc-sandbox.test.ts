@@ -61,6 +61,15 @@ describe("CalcSandbox processes", () => {
     await expect(sandbox.evaluate("3 * 3", running())).resolves.toBe(9);
   });
 
+  it("answer an expression whose value overflows the stack while formatted as invalid, from a process that goes on", async () => {
+    const sandbox = new CalcSandbox({ ...LIMITS, threads: 1 });
+    const [started] = await startedBy(sandbox);
+    const failed = await outcome(sandbox.evaluate("reshape([1], ones(20000))", running()), Date.now());
+    expect(reason(failed)).toBe("invalid");
+    await expect(sandbox.evaluate("3 * 3", running())).resolves.toBe(9);
+    expect(alive(started!.pid)).toBe(true);
+  });
+
   it("fail a calculation whose process was ended by someone else as unavailable, not as the expression's fault", async () => {
     const sandbox = new CalcSandbox({ ...LIMITS, timeoutMs: 20_000, threads: 1 });
     const [started] = await startedBy(sandbox);
@@ -74,22 +83,31 @@ describe("CalcSandbox processes", () => {
 
   it("stop computing soon after their worker was killed without a word", async () => {
     const fixture = spawn(process.execPath, ["--require", require.resolve("tsx/cjs"), path.join(__dirname, "calc-orphan.fixture.ts")], { stdio: ["ignore", "pipe", "inherit"] });
-    const computing = await new Promise<string>((resolve, reject) => {
-      let out = "";
-      fixture.stdout.on("data", (chunk: Buffer) => {
-        out += chunk.toString();
-        if (out.includes("\n")) resolve(out);
-      });
-      fixture.on("exit", () => reject(new Error(`the fixture ended: ${out}`)));
-    });
-    expect(computing).toMatch(/^computing \d+/);
-    const [calc] = calcProcesses(fixture.pid);
-    expect(calc).toBeDefined();
-    fixture.kill("SIGKILL");
-    // Its own limit is 2 × 1.5 s + 1 s after the calculation began: well within this wait.
-    const deadline = Date.now() + 15_000;
-    while (alive(calc!.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(alive(calc!.pid)).toBe(false);
+    let calcPid: number | undefined;
+    try {
+      let late: NodeJS.Timeout | undefined;
+      const computing = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        late = setTimeout(() => reject(new Error(`the fixture did not start computing: ${out}`)), 20_000);
+        fixture.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes("\n")) resolve(out);
+        });
+        fixture.on("exit", () => reject(new Error(`the fixture ended: ${out}`)));
+      }).finally(() => clearTimeout(late));
+      expect(computing).toMatch(/^computing \d+/);
+      calcPid = calcProcesses(fixture.pid)[0]?.pid;
+      expect(calcPid).toBeDefined();
+      fixture.kill("SIGKILL");
+      // Its own limit is 2 × 1.5 s + 1 s after the calculation began: well within this wait.
+      const deadline = Date.now() + 15_000;
+      while (alive(calcPid!) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(alive(calcPid!)).toBe(false);
+    } finally {
+      // Whatever failed above, nothing of this test goes on computing.
+      fixture.kill("SIGKILL");
+      if (calcPid !== undefined && alive(calcPid)) process.kill(calcPid, "SIGKILL");
+    }
   }, 30_000);
 });
 

@@ -88,7 +88,9 @@ function bounded(expression: string): ReturnType<typeof calculate> {
     return step.runInThisContext({ timeout: EVALUATION_LIMIT_MS }) as ReturnType<typeof calculate>;
   } catch (err) {
     if ((err as { code?: string }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT") process.exit(2);
-    throw err;
+    // Anything else the expression caused past its evaluation (formatting a value nested 20,000
+    // levels deep overflows the stack) is the expression's error, not a crash of this process.
+    return { error: cutText(String((err as Error)?.message ?? err), MAX_ERROR_CHARS) };
   }
 }
 
