@@ -52,15 +52,13 @@ export type CalcReply = { id: number; result: number | boolean | string } | { id
  */
 const MAX_ERROR_CHARS = 300;
 
-/** The value of `expression` as JSON can carry it, or why there is none. */
+/**
+ * The value of `expression` as JSON can carry it, or why there is none. What mathjs throws, while
+ * evaluating or formatting, is turned into the expression's error by {@link bounded}.
+ */
 function calculate(expression: string): number | boolean | string | { error: string } {
-  let value: unknown;
-  try {
-    // A `;` hides the value of the statement it ends: a trailing one would leave no value at all.
-    value = evaluate(expression.replace(/[\s;]+$/, ""), {});
-  } catch (err) {
-    return { error: cutText(String((err as Error).message), MAX_ERROR_CHARS) };
-  }
+  // A `;` hides the value of the statement it ends: a trailing one would leave no value at all.
+  let value: unknown = evaluate(expression.replace(/[\s;]+$/, ""), {});
   // Statements separated by `;` or new lines: the value is the last one's (mathjs gives them all).
   if (math.isResultSet(value)) value = (value as { entries: unknown[] }).entries.at(-1);
   // JSON has no Infinity or NaN: the model would see null.
@@ -88,8 +86,8 @@ function bounded(expression: string): ReturnType<typeof calculate> {
     return step.runInThisContext({ timeout: EVALUATION_LIMIT_MS }) as ReturnType<typeof calculate>;
   } catch (err) {
     if ((err as { code?: string }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT") process.exit(2);
-    // Anything else the expression caused past its evaluation (formatting a value nested 20,000
-    // levels deep overflows the stack) is the expression's error, not a crash of this process.
+    // Anything else the expression caused, while evaluated or formatted (a value nested 20,000
+    // levels deep overflows the stack there), is the expression's error, not a crash of this process.
     return { error: cutText(String((err as Error)?.message ?? err), MAX_ERROR_CHARS) };
   }
 }
