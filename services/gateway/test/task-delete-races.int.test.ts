@@ -73,3 +73,26 @@ it("ends a stream and a JSON wait whose run vanished with its task after they be
   const { status, body } = await answer;
   expect([status, body.error.code]).toEqual([404, "task_not_found"]);
 }, 40_000);
+
+it("deletes a task holding 100,000 runs: 204, the logs of its runs removed, the gateway still serving", async () => {
+  const created = await apiJson(stack.gatewayUrl, "POST", "/tasks", tenant.headers, { title: "a long history" });
+  const taskId: string = created.body.task_id;
+  const n = 100_000;
+  await prisma.$executeRawUnsafe(
+    `INSERT INTO runs (id, task_id, org_id, agent_id, status, query, output, created_at)
+     SELECT 'run_hist' || g, $1, $2, $3, 'completed', 'question ' || g, 'answer ' || g, now() FROM generate_series(1, ${n}) g`,
+    taskId, tenant.orgId, tenant.agentId,
+  );
+  // Recently ended runs still have their Redis logs: the first, one in the middle, the last.
+  const logged = ["run_hist1", "run_hist50000", `run_hist${n}`].map((id) => runLogKey(stack.env.REDIS_PREFIX!, id));
+  for (const key of logged) await redis.rpush(key, JSON.stringify({ seq: 1, type: "run_started" }));
+
+  const deleted = await apiJson(stack.gatewayUrl, "DELETE", `/tasks/${taskId}`, tenant.headers);
+  expect(deleted.status).toBe(204);
+  expect(await redis.exists(...logged)).toBe(0);
+  expect(await prisma.run.count({ where: { taskId } })).toBe(0);
+  // The gateway goes on serving (a single UNLINK of every key crashed it a tick later).
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect(stack.gateway.child.exitCode).toBeNull();
+  expect((await apiJson(stack.gatewayUrl, "GET", `/tasks/${taskId}`, tenant.headers)).status).toBe(404);
+}, 60_000);

@@ -2,7 +2,7 @@ import { Router } from "express";
 import { Prisma, newId } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import { runListQuerySchema, taskCreateSchema, taskListQuerySchema } from "@agentrun/contracts";
-import { runLogKey } from "@agentrun/events";
+import { removeRunLogs } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
 import { cancelRunAndWait } from "../tasks/cancel-run";
@@ -80,7 +80,7 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
         // The task is gone: a Redis that fails now must not answer the delete as failed (a retry
         // would get 404). Logs left behind are unreachable (their runs are gone) and expire.
         if (runs.length) {
-          await deps.redis.unlink(...runs.map((r) => runLogKey(deps.config.REDIS_PREFIX, r.id))).catch((err: unknown) => {
+          await removeRunLogs(deps.redis, deps.config.REDIS_PREFIX, runs.map((r) => r.id)).catch((err: unknown) => {
             req.log.warn({ err, taskId: task.id }, "could not remove the event logs of a deleted task's runs; they expire on their own");
           });
         }
