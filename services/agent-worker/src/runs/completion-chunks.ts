@@ -34,10 +34,12 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  * `eventsource-parser`.
  *
  * Unlike there, an answer must end as a stream ends: with `[DONE]` or a chunk whose choice has a
- * `finish_reason`. A body that ends before either (a connection closed mid-answer, a proxy that
- * answered the whole completion as JSON, an error page) throws `SyntaxError` after the chunks it
- * held, so half an answer, or none, never passes for the model's answer. So does a chunk that is
- * not a JSON object.
+ * `finish_reason`. A body that ends before either (a proxy that answered the whole completion as
+ * JSON, an error page) throws `SyntaxError` after the chunks it held, and a connection that breaks
+ * before either throws {@link AnswerCutOff}, so half an answer, or none, never passes for the
+ * model's answer. A connection that breaks after the answer's end (in the usage chunk that follows
+ * a finish_reason, or after `[DONE]`) leaves the answer whole. A chunk that is not a JSON object
+ * throws `SyntaxError`.
  */
 export async function* completionChunks(response: StreamedResponse, maxEventChars = MAX_EVENT_CHARS): AsyncGenerator<ChatCompletionChunk[]> {
   if (!response.body) throw new OpenAI.OpenAIError("Attempted to iterate over a response with no body");
@@ -76,21 +78,30 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
     return { chunks };
   };
   const decoder = new TextDecoder();
-  for await (const part of response.body) {
-    parser.feed(typeof part === "string" ? part : decoder.decode(part, { stream: true }));
-    if (overflow) throw new SyntaxError(`A streamed event exceeded ${maxEventChars} characters.`, { cause: overflow });
-    // A read without a whole event (a keep-alive comment such as OpenRouter's `: OPENROUTER
-    // PROCESSING`, part of a long chunk) shows the model at work all the same: an empty array.
-    if (events.length === 0) {
-      yield [];
-      continue;
+  // What reading the body threw (the connection reset or closed, the call aborted), as opposed
+  // to what this decoding throws itself (`refused`).
+  let broken: unknown;
+  let refused: Error | undefined;
+  try {
+    for await (const part of response.body) {
+      parser.feed(typeof part === "string" ? part : decoder.decode(part, { stream: true }));
+      if (overflow) throw (refused = new SyntaxError(`A streamed event exceeded ${maxEventChars} characters.`, { cause: overflow }));
+      // A read without a whole event (a keep-alive comment such as OpenRouter's `: OPENROUTER
+      // PROCESSING`, part of a long chunk) shows the model at work all the same: an empty array.
+      if (events.length === 0) {
+        yield [];
+        continue;
+      }
+      const read = take(events);
+      events = [];
+      // The chunks that came before a bad one in the same read are the model's answer so far:
+      // they are given first, and the error thrown when the consumer asks for more.
+      if (read.chunks.length > 0) yield read.chunks;
+      if (read.failure) throw (refused = read.failure);
     }
-    const read = take(events);
-    events = [];
-    // The chunks that came before a bad one in the same read are the model's answer so far:
-    // they are given first, and the error thrown when the consumer asks for more.
-    if (read.chunks.length > 0) yield read.chunks;
-    if (read.failure) throw read.failure;
+  } catch (err) {
+    if (err === refused) throw err;
+    broken = err ?? new Error("the response body failed");
   }
   if (!done) {
     // A last event without its closing blank line (`data: [DONE]` as the body's last bytes, the
@@ -100,7 +111,18 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
     const read = take(events);
     if (read.chunks.length > 0) yield read.chunks;
     if (read.failure && !(read.failure instanceof SyntaxError)) throw read.failure;
-    if (!done && !finished) throw new SyntaxError(unfinished(seen, response.headers.get("content-type")), { cause: read.failure });
+    if (!done && !finished) {
+      if (broken !== undefined) throw new AnswerCutOff(seen, broken);
+      throw new SyntaxError(unfinished(seen, response.headers.get("content-type")), { cause: read.failure });
+    }
+  }
+}
+
+/** The connection to the model broke (reset, closed, timed out) before the answer's end. */
+export class AnswerCutOff extends Error {
+  constructor(events: number, cause: unknown) {
+    super(`The connection broke after ${events} streamed event(s), before the answer's end: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "AnswerCutOff";
   }
 }
 

@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { callModel, type ModelCallOptions, type ModelUsage } from "./model-call";
+import { createModelFetch } from "./model-fetch";
 
 // A provider's stream as raw chunks: the SDK reads them over HTTP as from any hosted model.
 export const chunk = (delta: object, usage?: object) =>
@@ -26,6 +27,8 @@ export interface ProviderScript {
   headersAfterMs: number;
   /** Requests received. */
   requests: number;
+  /** Reset the connection after the script instead of ending the stream with `[DONE]`. */
+  resetAfterScript: boolean;
 }
 
 /**
@@ -34,7 +37,7 @@ export interface ProviderScript {
  * (`failure`: how the call failed, and after how long).
  */
 export function scriptedProvider() {
-  const provider: ProviderScript = { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [] };
+  const provider: ProviderScript = { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false };
   let server: Server;
   let client: OpenAI;
 
@@ -60,18 +63,24 @@ export function scriptedProvider() {
         if (res.destroyed) return;
         res.write(part);
       }
+      if (provider.resetAfterScript) {
+        // Once what was written has left, as a connection that breaks after them.
+        await new Promise((r) => setTimeout(r, 50));
+        res.socket?.resetAndDestroy();
+        return;
+      }
       res.end("data: [DONE]\n\n");
     });
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
-    client = new OpenAI({ baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, apiKey: "none", maxRetries: 0 });
+    client = new OpenAI({ baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, apiKey: "none", maxRetries: 0, fetch: createModelFetch() });
   });
   afterAll(async () => {
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));
   });
   beforeEach(() => {
-    Object.assign(provider, { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [] });
+    Object.assign(provider, { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false });
   });
 
   async function call(opts: Partial<ModelCallOptions> = {}) {

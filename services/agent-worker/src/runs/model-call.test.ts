@@ -120,4 +120,34 @@ describe("callModel", () => {
     // "12345678" → 2 prompt tokens; "abcdefghi" → 3 completion tokens.
     expect((await call()).usages).toEqual([{ promptTokens: 2, completionTokens: 3 }]);
   });
+
+  describe("a connection that breaks", () => {
+    const finish = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`;
+
+    it("before the answer's end fails the call with model_bad_response saying so, after forwarding what came", async () => {
+      provider.script = [chunk({ content: "half an " }), chunk({ content: "answer" })];
+      provider.resetAfterScript = true;
+      const texts: string[] = [];
+      const { err } = await failure({ onText: (t) => texts.push(t) });
+      expect(err).toBeInstanceOf(RunFailure);
+      expect(err).toMatchObject({ code: "model_bad_response", message: "The connection to the model broke before the answer's end." });
+      expect((err as RunFailure).detail).toMatch(/^The connection broke after 2 streamed event\(s\), before the answer's end: /);
+      expect(texts.join("")).toBe("half an answer");
+    });
+
+    it("after [DONE] leaves the answer whole", async () => {
+      provider.script = [chunk({ content: "the whole " }), chunk({ content: "answer" }), finish, "data: [DONE]\n\n"];
+      provider.resetAfterScript = true;
+      const { turn } = await call();
+      expect(turn.text).toBe("the whole answer");
+    });
+
+    it("inside the usage chunk that follows a finish_reason leaves the answer whole, its usage estimated", async () => {
+      provider.script = [chunk({ content: "abcdefghi" }), finish, 'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_to'];
+      provider.resetAfterScript = true;
+      const { turn, usages } = await call();
+      expect(turn.text).toBe("abcdefghi");
+      expect(usages).toEqual([{ promptTokens: 2, completionTokens: 3 }]);
+    });
+  });
 });

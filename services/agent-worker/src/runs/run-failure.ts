@@ -1,4 +1,5 @@
 import OpenAI from "openai";
+import { AnswerCutOff } from "./completion-chunks";
 
 /** The error of a run whose worker stopped while executing it. */
 export const WORKER_LOST = { code: "worker_lost", message: "The worker executing the run stopped." } as const;
@@ -81,6 +82,7 @@ export function modelFailure(err: unknown, idleTimeoutMs: number): RunFailure {
     // An `error` object in a streamed chunk: the model failed while answering.
     return new RunFailure("model_error", `The model reported an error while answering${code}.`, { cause: err, detail });
   }
+  if (err instanceof AnswerCutOff) return new RunFailure("model_bad_response", "The connection to the model broke before the answer's end.", { cause: err, detail });
   if (err instanceof SyntaxError || (err instanceof OpenAI.OpenAIError && /JSON|parse/i.test(err.message))) {
     return new RunFailure("model_bad_response", "The model sent a malformed streaming response.", { cause: err, detail });
   }
