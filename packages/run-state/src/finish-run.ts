@@ -5,6 +5,7 @@ import { runCost } from "@agentrun/credits";
 import type { CutFinishReason, RunEvent, RunEventInput } from "@agentrun/contracts";
 import { mayHaveBeenCarriedOut } from "@agentrun/errors";
 import { readUnstoredEvents, runCancelKey, RunEventWriter } from "@agentrun/events";
+import { resultsOfOpenToolCalls } from "./open-tool-calls";
 import { endStoredBefore, publishStoredTerminal } from "./stored-end";
 import { forgetLogTakeOver, LOST_LOG_SEQ_GAP, takeOverLog } from "./take-over-log";
 import { withRetry } from "./with-retry";
@@ -134,7 +135,10 @@ async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promis
       // them, so that a client holding them does not take it for one it has (see LOST_LOG_SEQ_GAP).
       const lastSeq = unstored.lastSeq + (logLost ? LOST_LOG_SEQ_GAP : 0);
       const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq, writerId: token, onError: () => {} });
-      terminal = await storeEnd(deps, input.outputFromEvents ? withStreamedOutput(input, unstored.all) : input, writer, unstored.events, token);
+      // A tool its gone worker was running gets its result (stopped) before the end.
+      for (const result of resultsOfOpenToolCalls(unstored.all)) writer.emit(result);
+      const pending = [...unstored.events, ...(await writer.drain())];
+      terminal = await storeEnd(deps, input.outputFromEvents ? withStreamedOutput(input, unstored.all) : input, writer, pending, token);
     } catch (err) {
       if (logLost) await forgetLogTakeOver(deps, input.runId, token);
       throw err;
