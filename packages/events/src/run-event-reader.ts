@@ -34,6 +34,12 @@ export interface FollowRunOptions extends EventStore {
   pollIntervalMs?: number;
   /** @defaultValue 60000 */
   maxPollIntervalMs?: number;
+  /**
+   * Called once the subscription is confirmed and the first read of the store delivered what it
+   * held: from then on, an outage of either store no longer fails the follow (the periodic check
+   * heals it). Before then, one fails it (the promise rejects).
+   */
+  onReady?: () => void;
 }
 
 /**
@@ -218,12 +224,14 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         if (finished) return unsub();
         unsubscribe = unsub;
         stopResync = hub.onResync(() => void fill());
-        if (early && opts.fresh) return;
-        // The first read must succeed: without it the caller cannot know what it missed.
-        const first = opts.fresh
-          ? mergeEvents([], await readLog(opts, runId), next - 1)
-          : await readStoredEvents(opts, runId, next - 1);
-        for (const e of first) add(e);
+        if (!(early && opts.fresh)) {
+          // The first read must succeed: without it the caller cannot know what it missed.
+          const first = opts.fresh
+            ? mergeEvents([], await readLog(opts, runId), next - 1)
+            : await readStoredEvents(opts, runId, next - 1);
+          for (const e of first) add(e);
+        }
+        if (!finished) opts.onReady?.();
       })
       .catch((err) => finish(null, err));
   });

@@ -62,11 +62,18 @@ export async function streamRunEvents(req: Request, res: Response, input: RunEve
     res.end();
     return;
   }
-  const sse = openSse(req, res, input.heartbeatMs);
+  // A run in progress: the status goes out once the follow has read what the stores hold, so
+  // that a store failing that first read is answered 503 like any outage, not as an empty stream.
+  const sse = openSse(req, res, input.heartbeatMs, { deferHeaders: !stored });
   try {
     if (stored && isTerminalEvent(stored.at(-1)!)) for (const e of stored) sse.send(e);
-    else await followRun({ prisma: store.prisma, redis: store.redis, redisPrefix: store.redisPrefix, hub: store.hub, runId: run.id, afterSeq, onEvent: sse.send, signal: sse.signal });
+    else await followRun({ prisma: store.prisma, redis: store.redis, redisPrefix: store.redisPrefix, hub: store.hub, runId: run.id, afterSeq, onEvent: sse.send, signal: sse.signal, onReady: sse.ready });
   } catch (err) {
+    if (!res.headersSent && !res.destroyed) {
+      // Nothing was sent: the error handler answers (the stream is released when it has).
+      for (const name of res.getHeaderNames()) res.removeHeader(name);
+      throw err;
+    }
     req.log.error({ err, runId: run.id }, "lost the run's event stream");
   }
   sse.end();

@@ -13,6 +13,11 @@ export const STALLED_CLIENT_TIMEOUT_MS = 10_000;
 export interface SseOptions {
   /** See {@link STALLED_CLIENT_TIMEOUT_MS}. @defaultValue STALLED_CLIENT_TIMEOUT_MS */
   stalledClientTimeoutMs?: number;
+  /**
+   * Send the status and headers only with the first event or at {@link SseStream.ready}, so that
+   * the caller can still answer with an error status until then.
+   */
+  deferHeaders?: boolean;
 }
 
 /**
@@ -40,6 +45,8 @@ export function endAllStreams(): number {
 
 export interface SseStream {
   send(event: RunEvent): void;
+  /** Sends the status and headers now, if no event has (see {@link SseOptions.deferHeaders}). */
+  ready(): void;
   /** Ends the response once the events already sent have been written. */
   end(): void;
   /** Aborted when the client goes away, or is disconnected for not reading. */
@@ -79,9 +86,10 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
   setSseHeaders(res, heartbeatMs);
   // The headers leave with the first event when there is one right away (a new run's
   // run_started: one write instead of two); otherwise at the end of this turn of the event loop.
-  setImmediate(() => {
+  const ready = () => {
     if (!res.headersSent && !gone()) res.flushHeaders();
-  });
+  };
+  if (!options.deferHeaders) setImmediate(ready);
   req.socket.setNoDelay(true);
   // No idle timeout (a stream may rightly be quiet between pings): a client that stops reading
   // is caught by the stall timer below instead.
@@ -178,6 +186,7 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
 
   const stream: SseStream = {
     signal: controller.signal,
+    ready,
     send(event) {
       if (gone() || ending) return;
       if (full || waiting.length > 0) waiting.push(event);
