@@ -1,7 +1,8 @@
-import { runCancelKey, runHeartbeatKey } from "@agentrun/events";
+import { readStoredEvents, runCancelKey, runHeartbeatKey } from "@agentrun/events";
 import { requeueRun, type AgentRunJob, type Queue } from "@agentrun/queue";
 import { isUnavailableError } from "@agentrun/errors";
 import { endAbandonedRun, failRun } from "@agentrun/run-state";
+import { renewalMissedAfterMs } from "./heartbeat-renewal";
 import type { RunDeps } from "./run-deps";
 import { WORKER_LOST } from "./run-failure";
 
@@ -18,12 +19,14 @@ const suspects = new Map<string, number>();
  * cancel was asked for and reached no live worker), so no run stays
  * running forever and every stream gets its end. While the job is live, BullMQ's stall
  * detection hands it to another worker, which restarts or ends the run itself; but a run whose
- * cancel was asked for is ended here all the same, as cancelled (its job, once a worker takes it,
- * finds the run ended).
+ * cancel was asked for, or which emitted events, is ended here all the same once no worker holds
+ * its job, as cancelled or worker_lost (its job, once a worker takes it, finds the run ended):
+ * with every worker busy, the job could wait for a free one for as long as the longest run.
  *
- * A run is ended only once it has gone without heartbeat for a whole heartbeat TTL: a Redis
- * restart that lost its data also loses the heartbeats and jobs of runs whose workers are alive,
- * and those workers set their heartbeat again within a third of that time.
+ * A run is ended only once its heartbeat has stayed gone across sweeps for a renewal interval
+ * and a margin (as long as claimRun's take-over waits): a Redis restart that lost its data also
+ * loses the heartbeats and jobs of runs whose workers are alive, and those workers set their
+ * heartbeat again within a third of its TTL.
  */
 export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>): Promise<number> {
   const { prisma } = deps;
@@ -63,16 +66,24 @@ async function sweepEach<T extends { id: string }>(deps: RunDeps, runs: T[], wha
 
 async function endIfOrphaned(deps: RunDeps, queue: Queue<AgentRunJob>, run: { id: string; query: string }, now: number): Promise<boolean> {
   const { redis, redisPrefix } = deps;
-  // A run cancelled while its worker is gone does not wait for its job to reach a free worker
-  // (every worker busy with long runs): it is ended here once its heartbeat has stayed gone.
-  const waitsForItsJob = async () => (await jobIsLive(queue, run.id)) && !(await redis.exists(runCancelKey(redisPrefix, run.id)));
-  if ((await redis.exists(runHeartbeatKey(redisPrefix, run.id))) || (await waitsForItsJob())) {
+  // A run does not wait for its job to reach a free worker (every worker busy with long runs)
+  // when that worker could only end it: once it was cancelled while its worker was gone, or once
+  // it has emitted events (a worker taking its job over ends it worker_lost, see claimRun). It is
+  // ended here once its heartbeat has stayed gone. A job a worker holds (active) is left to it.
+  const waitsForItsJob = async () => {
+    const state = await jobState(queue, run.id);
+    if (!state || !LIVE_JOB_STATES.has(state) || (await redis.exists(runCancelKey(redisPrefix, run.id)))) return false;
+    return state === "active" || (await readStoredEvents(deps, run.id, 1)).length === 0;
+  };
+  if (await redis.exists(runHeartbeatKey(redisPrefix, run.id))) {
     suspects.delete(run.id);
     return false;
   }
+  // The heartbeat's absence is timed from when it was first seen, whatever the job does meanwhile.
   const since = suspects.get(run.id) ?? now;
   suspects.set(run.id, since);
-  if (now - since < deps.heartbeatTtlMs) return false;
+  if (await waitsForItsJob()) return false;
+  if (now - since < renewalMissedAfterMs(deps.heartbeatTtlMs)) return false;
   // One sweeper per orphan, whichever worker gets there first.
   const lock = await redis.set(`${redisPrefix}:sweep:${run.id}`, deps.workerId, "EX", 60, "NX");
   if (lock !== "OK") return false;
@@ -103,9 +114,10 @@ async function allPages<T>(fetch: (after?: T) => Promise<T[]>): Promise<{ rows: 
   return { rows, complete: false };
 }
 
-async function jobIsLive(queue: Queue<AgentRunJob>, runId: string): Promise<boolean> {
+/** The state of the run's job, or null when the queue no longer has it. */
+async function jobState(queue: Queue<AgentRunJob>, runId: string): Promise<string | null> {
   const job = await queue.getJob(runId);
-  return !!job && LIVE_JOB_STATES.has(await job.getState());
+  return job ? await job.getState() : null;
 }
 
 /**
@@ -131,7 +143,7 @@ export async function reviveQueuedRuns(deps: RunDeps, queue: Queue<AgentRunJob>)
 /** Ends a queued run too old to start now whose job is gone, or queues it again. */
 async function reviveQueuedRun(deps: RunDeps, queue: Queue<AgentRunJob>, run: { id: string; query: string; createdAt: Date }, now: number): Promise<boolean> {
   if (now - run.createdAt.getTime() > deps.config.QUEUED_MAX_AGE_MS) {
-    if (await jobIsLive(queue, run.id)) return false;
+    if (LIVE_JOB_STATES.has((await jobState(queue, run.id)) ?? "")) return false;
     const error = { code: "unavailable", message: "The run was never executed: its queue entry was lost and it is too old to start now." };
     const ended = await failRun(deps, run, error, { onlyIfQueued: true });
     if (ended) deps.logger.warn({ runId: run.id }, "ended a queued run whose job was lost long ago");
