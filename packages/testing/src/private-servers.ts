@@ -34,7 +34,11 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       // Answered by this server, not by another that took the port meanwhile (this one then exits).
       const up = () => own.exitCode === null && answeredBy(own.pid);
       for (let i = 0; i < 100 && !up(); i++) await new Promise((r) => setTimeout(r, 50));
-      if (!up()) throw new Error(`private redis on ${port} did not start${own.exitCode !== null ? ` (it exited with ${own.exitCode}: port taken?)` : ""}`);
+      if (!up()) {
+        // One alive but slow to answer is not left running.
+        await server.stop();
+        throw new Error(`private redis on ${port} did not start${own.exitCode !== null ? ` (it exited with ${own.exitCode}: port taken?)` : ""}`);
+      }
     },
     async stop() {
       const c = child;
@@ -102,7 +106,6 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     const r = spawnSync(cmd!, rest, { encoding: "utf8" });
     if (r.status !== 0) throw new Error(`${bin} failed: ${r.stderr || r.stdout}`);
   };
-  run("initdb", ["-D", dir, "-A", "trust", "-U", "postgres", "--no-sync"]);
   const server: PrivatePostgres = {
     url: `postgresql://postgres@127.0.0.1:${port}/agentrun`,
     port,
@@ -132,6 +135,13 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
-  await server.start();
+  try {
+    run("initdb", ["-D", dir, "-A", "trust", "-U", "postgres", "--no-sync"]);
+    await server.start();
+  } catch (err) {
+    // A cluster that started halfway (pg_ctl gave up waiting) is stopped, and its folder goes.
+    await server.destroy();
+    throw err;
+  }
   return server;
 }

@@ -16,9 +16,16 @@ export interface PrivatePostgresStack {
 /** The whole stack on a PostgreSQL cluster of the test's own, migrated, for tests that break PostgreSQL. */
 export async function startStackOnPrivatePostgres(opts: StackOptions = {}): Promise<PrivatePostgresStack> {
   const pg = await startPrivatePostgres();
-  await ensureDatabase(pg.url);
-  await migrateDeploy(pg.url);
-  const stack = await startStack({ ...opts, env: { ...opts.env, DATABASE_URL: pg.url } });
+  let stack: Stack;
+  try {
+    await ensureDatabase(pg.url);
+    await migrateDeploy(pg.url);
+    stack = await startStack({ ...opts, env: { ...opts.env, DATABASE_URL: pg.url } });
+  } catch (err) {
+    // The cluster runs detached: it would outlive the test run.
+    await pg.destroy();
+    throw err;
+  }
   const prisma = testPrisma(pg.url);
   return {
     pg,

@@ -1,5 +1,6 @@
-import { createTenant, eventually, postRun, startStackOnPrivatePostgres, type PrivatePostgres, type PrivatePostgresStack, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, eventually, postRun, readSse, startStackOnPrivatePostgres, type PrivatePostgres, type PrivatePostgresStack, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
+import { readDbEvents } from "@agentrun/events";
 
 jest.setTimeout(120_000);
 
@@ -92,8 +93,23 @@ it("answers 202 with the run's status at the wait limit while PostgreSQL does no
   const body = (await res.json()) as { run_id: string; task_id: string; status: string };
   expect(body).toEqual({ run_id: expect.any(String), task_id: expect.any(String), status: "running" });
   expect(Date.now() - t0).toBeLessThan(WAIT_MS + 2 * QUERY_TIMEOUT_MS + 3000);
-  // The run goes on once the database answers again.
+  // The run goes on once the database answers again, and loses nothing: its events are seq 1…N
+  // once each, its whole answer, and a client re-attaching from the start gets every one of them.
   await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: body.run_id } })).status === "completed", { timeoutMs: 60_000 });
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: body.run_id }, include: { task: true } });
+  expect(run).toMatchObject({ output: "Echo: outlasting the wait", task: { activeRunId: null, status: "completed" } });
+  const stored = await readDbEvents({ prisma }, body.run_id);
+  expect(stored.map((e) => e.seq)).toEqual(stored.map((_, k) => k + 1));
+  expect(stored.filter((e) => ["run_completed", "run_failed", "run_cancelled"].includes(e.type)).map((e) => [e.seq, e.type])).toEqual([[stored.length, "run_completed"]]);
+  expect(stored.flatMap((e) => (e.type === "text_chunk" ? [e.content] : [])).join("")).toBe("Echo: outlasting the wait");
+  const replay = await readSse(`${stack.gatewayUrl}/api/tasks/${body.task_id}/runs/${body.run_id}/events`, { headers: tenant.headers });
+  expect(replay.events.map((e) => e.data)).toEqual(stored);
+
+  // Every run of the tenant ended: those answered 200 completed; any other (a request refused
+  // with 503 whose creation had reached the database) ended without running, free.
+  const runs = await prisma.run.findMany({ where: { orgId: tenant.orgId }, orderBy: { createdAt: "asc" } });
+  expect(runs.filter((r) => r.status === "completed").map((r) => r.query)).toEqual(["warm up", "after the freeze", "[sleep:150][chunks:40] outlasting the wait"]);
+  for (const r of runs.filter((r) => r.status !== "completed")) expect({ status: r.status, credits: r.creditsUsed, output: r.output }).toEqual({ status: expect.stringMatching(/^(failed|cancelled)$/), credits: 0, output: "" });
 });
 
 it("answers /readyz 503 within a second on the gateway and the memory service while PostgreSQL does not answer, and 200 once it does", async () => {

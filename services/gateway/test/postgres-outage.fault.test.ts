@@ -59,4 +59,13 @@ it("answers 503 while PostgreSQL is down, finishes the run in progress when it r
     return r.status === 200 ? ((await r.json()) as any) : null;
   });
   expect(body).toMatchObject({ status: "completed", output: "Echo: after the outage" });
+
+  // Every run of the tenant ended: the three answered ones completed, once each; any other (a
+  // request refused with 503 whose creation had reached the database) failed without running.
+  const runs = await eventually(async () => {
+    const all = await prisma.run.findMany({ where: { orgId: tenant.orgId }, orderBy: { createdAt: "asc" } });
+    return all.every((r) => r.status === "completed" || r.status === "failed") && all;
+  }, { timeoutMs: 30_000 });
+  expect(runs.filter((r) => r.status === "completed").map((r) => r.query)).toEqual(["warm up", "[sleep:100][chunks:30] through a database outage", "after the outage"]);
+  for (const r of runs.filter((r) => r.status !== "completed")) expect({ credits: r.creditsUsed, output: r.output }).toEqual({ credits: 0, output: "" });
 });

@@ -17,7 +17,8 @@ let tenant: Tenant;
 const QUEUED_STALE_AFTER_MS = 3000;
 
 beforeAll(async () => {
-  [pg, redis] = await Promise.all([startPrivatePostgres(), startPrivateRedis()]);
+  // Each assigned as soon as it runs, so that afterAll stops it whatever failed beside it.
+  await Promise.all([startPrivatePostgres().then((p) => (pg = p)), startPrivateRedis().then((r) => (redis = r))]);
   await ensureDatabase(pg.url);
   await migrateDeploy(pg.url);
   stack = await startStack({ memory: false, env: { DATABASE_URL: pg.url, REDIS_URL: redis.url }, workerEnv: { QUEUED_STALE_AFTER_MS: String(QUEUED_STALE_AFTER_MS) } });
