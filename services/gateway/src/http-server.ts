@@ -33,7 +33,8 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
     ...appMessageClasses(app),
   };
   const tls = config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } : null;
-  const server = tls ? https.createServer({ ...options, ...tls }, app) : http.createServer(options, app);
+  // A TLS handshake gets no longer than a request (Node's own limit is 120 s).
+  const server = tls ? https.createServer({ ...options, ...tls, handshakeTimeout: config.REQUEST_TIMEOUT_MS }, app) : http.createServer(options, app);
   server.keepAliveTimeout = 65_000;
   // Headers are bounded by their total size (Node's 16 KiB): no count of its own, so that a
   // request with many small headers is not read with some of them silently dropped.

@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import https from "node:https";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { createTenant, freePort, startService, testEnv, testPrisma, waitForOk, type ServiceProcess, type Tenant } from "@agentrun/testing";
@@ -92,20 +93,40 @@ describe("direct TLS", () => {
       req.on("error", reject);
     });
 
-  it("serves HTTPS when TLS_CERT_FILE and TLS_KEY_FILE are set, and counts it as secure", async () => {
-    const { port, proc } = await gateway({ REQUIRE_HTTPS: "true", TLS_CERT_FILE: path.join(tmp, "cert.pem"), TLS_KEY_FILE: path.join(tmp, "key.pem") });
+  async function waitForHttps(port: number, proc: ServiceProcess): Promise<void> {
     const deadline = Date.now() + 30_000;
     for (;;) {
       const ok = await get(port, "/healthz").then((r) => r.status === 200, () => false);
-      if (ok) break;
+      if (ok) return;
       if (Date.now() > deadline || proc.child.exitCode !== null) throw new Error(`no HTTPS gateway:\n${proc.output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
+  }
+
+  it("serves HTTPS when TLS_CERT_FILE and TLS_KEY_FILE are set, and counts it as secure", async () => {
+    const { port, proc } = await gateway({ REQUIRE_HTTPS: "true", TLS_CERT_FILE: path.join(tmp, "cert.pem"), TLS_KEY_FILE: path.join(tmp, "key.pem") });
+    await waitForHttps(port, proc);
     const res = await get(port, "/api/tasks", tenant.headers);
     expect(res.status).toBe(200);
     expect(res.headers["strict-transport-security"]).toMatch(/max-age=\d+/);
     // Plain HTTP on the TLS port gets no answer from the API.
     await expect(fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(3000) }).then((r) => r.status)).rejects.toThrow();
+  });
+
+  it("closes connections whose TLS handshake never comes within REQUEST_TIMEOUT_MS, and still stops on SIGTERM", async () => {
+    const { port, proc } = await gateway({ TLS_CERT_FILE: path.join(tmp, "cert.pem"), TLS_KEY_FILE: path.join(tmp, "key.pem"), REQUEST_TIMEOUT_MS: "1000" });
+    await waitForHttps(port, proc);
+    // Connections that send nothing (a port scan, a stalled client): each is closed by the gateway.
+    const silent = await Promise.all(Array.from({ length: 5 }, () => new Promise<net.Socket>((resolve, reject) => {
+      const socket = net.connect(port, "127.0.0.1", () => resolve(socket)).on("error", reject);
+    })));
+    const t0 = Date.now();
+    const closedAt = await Promise.all(silent.map((s) => new Promise<number>((resolve) => s.on("close", () => resolve(Date.now())))));
+    expect(Math.max(...closedAt) - t0).toBeLessThan(5000);
+    // Held open until they were closed, such sockets kept the gateway from ever finishing its shutdown.
+    const exited = new Promise<number | null>((resolve) => proc.child.once("exit", resolve));
+    proc.child.kill("SIGTERM");
+    expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r("still running"), 10_000))])).toBe(0);
   });
 
   it.each([

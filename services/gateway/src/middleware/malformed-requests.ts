@@ -9,22 +9,34 @@ function answerFor(code: string | undefined): [number, string, string] {
   return [400, "Bad Request", "The request is not valid HTTP/1.1 (for example Content-Length sent twice, or with Transfer-Encoding)."];
 }
 
+/** Longest an answered connection waits for its answer to leave before it is destroyed anyway. */
+const ANSWER_FLUSH_MS = 1000;
+
 /**
  * Answers the requests Node's HTTP parser refuses (malformed framing, oversized headers, a
  * request that never arrives in full) in the contract's error shape, with an X-Request-Id, where
- * Node would send a bare status line. The connection closes after the answer.
+ * Node would send a bare status line. The connection is closed after the answer, whatever the
+ * client does with its side (a client that keeps it half-open holds nothing here). Anything else
+ * (a TLS handshake that failed or timed out, a reset, a response already under way) is not HTTP
+ * that can be answered: the socket is destroyed at once, as Node does.
  */
 export function answerMalformedRequests(server: Server): void {
-  server.on("clientError", (err: Error & { code?: string }, socket: Duplex) => {
-    if (err.code === "ECONNRESET" || !socket.writable) {
+  server.on("clientError", (err: Error & { code?: string }, socket: Duplex & { _httpMessage?: { headersSent?: boolean } }) => {
+    const httpError = err.code?.startsWith("HPE_") || err.code === "ERR_HTTP_REQUEST_TIMEOUT";
+    if (!httpError || !socket.writable || socket._httpMessage?.headersSent) {
       socket.destroy();
       return;
     }
     const [status, reason, message] = answerFor(err.code);
     const body = JSON.stringify({ error: { code: "invalid_request", message } });
+    const cutOff = setTimeout(() => socket.destroy(), ANSWER_FLUSH_MS).unref();
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
         `X-Request-Id: ${newRequestId()}\r\nConnection: close\r\n\r\n${body}`,
+      () => {
+        clearTimeout(cutOff);
+        socket.destroy();
+      },
     );
   });
 }
