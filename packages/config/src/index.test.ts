@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ConfigError, internalToken, loadConfig, ownPort, port, urlHostFor } from "./index";
+import { ConfigError, internalToken, loadConfig, ownPort, port, redisUrl, timerMs, urlHostFor } from "./index";
 
 describe("port variables", () => {
   const schema = z.object({ PORT: port(3000), OWN_PORT: ownPort });
@@ -37,5 +37,24 @@ describe("urlHostFor", () => {
     expect(["::", "[::]"].map(urlHostFor)).toEqual(["[::1]", "[::1]"]);
     expect(["::1", "[::1]", "fd00::7", "127.0.0.2", "10.1.2.3", "memory.internal"].map(urlHostFor)).toEqual(["[::1]", "[::1]", "[fd00::7]", "127.0.0.2", "10.1.2.3", "memory.internal"]);
     expect(new URL(`http://${urlHostFor("fd00::7")}:3002`).hostname).toBe("[fd00::7]");
+  });
+});
+
+describe("blank values", () => {
+  it("count as unset, as empty ones do: a blank number is its default, not 0", () => {
+    const schema = z.object({ GRACE_MS: timerMs(0).default(30_000), COUNT: z.coerce.number().int().min(0).default(12) });
+    for (const blank of ["", " ", "\t", "\n", "  \r\n"]) expect(loadConfig(schema, { GRACE_MS: blank, COUNT: blank })).toEqual({ GRACE_MS: 30_000, COUNT: 12 });
+  });
+});
+
+describe("REDIS_URL", () => {
+  const schema = z.object({ REDIS_URL: redisUrl });
+
+  it.each(["redis://127.0.0.1:6379", "redis://127.0.0.1:6379/", "redis://127.0.0.1:6379/3", "rediss://:secret@cache.internal:6380/12?family=6"])("takes %j", (value) => {
+    expect(loadConfig(schema, { REDIS_URL: value }).REDIS_URL).toBe(value);
+  });
+
+  it.each(["redis://127.0.0.1:6379/abc", "redis://127.0.0.1:6379/db1", "redis://127.0.0.1:6379/1/2", "redis://127.0.0.1:6379/-1"])("refuses %j, whose path is no database number", (value) => {
+    expect(() => loadConfig(schema, { REDIS_URL: value })).toThrow("invalid environment: REDIS_URL: its path must be a database number");
   });
 });

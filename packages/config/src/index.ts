@@ -82,6 +82,8 @@ export const redisUrl = z
   .string()
   .url()
   .refine((u) => /^rediss?:\/\//.test(u), "must be a redis:// URL")
+  // ioredis sends the path as SELECT's argument: `/abc` failed every connection after start-up.
+  .refine((u) => /^(\/\d{0,9})?$/.test(new URL(u).pathname), "its path must be a database number (redis://host:6379/0) or nothing")
   .default(DEFAULT_REDIS_URL);
 
 export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info");
@@ -121,8 +123,9 @@ export function isPublishedSecret(value: string, dev: string): boolean {
  * bad variable, e.g. `invalid environment: PORT: expected number, received nan; REDIS_URL: ...`.
  */
 export function loadConfig<S extends z.ZodTypeAny>(schema: S, env: Record<string, string | undefined> = process.env): z.infer<S> {
-  // Empty strings count as unset, so `FOO=` in a .env file falls back to the default.
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  // Empty (or blank) values count as unset, so `FOO=` in a .env file falls back to the default
+  // (a blank number was read as 0).
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ""));
   const res = schema.safeParse(cleaned);
   if (res.success) return res.data;
   const parts = res.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
