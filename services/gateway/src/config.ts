@@ -53,6 +53,13 @@ export const gatewayConfigSchema = z.object({
    * @defaultValue 30000
    */
   REQUEST_TIMEOUT_MS: timerMs().default(30_000),
+  /**
+   * How long an idle keep-alive connection is kept open for the client's next request. Behind a
+   * load balancer that reuses idle upstream connections, set it longer than the balancer's idle
+   * timeout (Google Cloud's: 600 s), or it may reuse one at the moment the gateway closes it.
+   * @defaultValue 65000
+   */
+  KEEP_ALIVE_TIMEOUT_MS: timerMs(1000).default(65_000),
   /** Largest accepted request body. */
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
   REQUIRE_HTTPS: envBoolean.default(false),

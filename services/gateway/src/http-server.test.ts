@@ -45,4 +45,12 @@ describe("createHttpServer", () => {
     }
     expect(seen).toEqual(Array.from({ length: 3 }, () => ({ request: true, response: true, nodeClasses: true })));
   });
+
+  it("keeps idle connections open for KEEP_ALIVE_TIMEOUT_MS (65 s unless set)", () => {
+    expect(server.keepAliveTimeout).toBe(65_000);
+    const longer = createHttpServer(app, gatewayConfigSchema.parse({ KEEP_ALIVE_TIMEOUT_MS: "620000" }));
+    expect(longer.keepAliveTimeout).toBe(620_000);
+    expect(longer.headersTimeout).toBe(config.REQUEST_TIMEOUT_MS);
+    expect(() => gatewayConfigSchema.parse({ KEEP_ALIVE_TIMEOUT_MS: "500" })).toThrow();
+  });
 });

@@ -35,7 +35,7 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
   const tls = config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { cert: readFileSync(config.TLS_CERT_FILE), key: readFileSync(config.TLS_KEY_FILE) } : null;
   // A TLS handshake gets no longer than a request (Node's own limit is 120 s).
   const server = tls ? https.createServer({ ...options, ...tls, handshakeTimeout: config.REQUEST_TIMEOUT_MS }, app) : http.createServer(options, app);
-  server.keepAliveTimeout = 65_000;
+  server.keepAliveTimeout = config.KEEP_ALIVE_TIMEOUT_MS;
   // Headers are bounded by their total size (Node's 16 KiB): no count of its own, so that a
   // request with many small headers is not read with some of them silently dropped.
   server.maxHeadersCount = 0;
