@@ -1,4 +1,4 @@
-import { createTenant, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { stackWithTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { readDbEvents } from "@agentrun/events";
 
@@ -11,16 +11,7 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 2, workerEnv: { WORKER_CONCURRENCY: "1" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 2, workerEnv: { WORKER_CONCURRENCY: "1" } } });
 
 it("ends a killed worker's run within 30 s while the other worker is busy with a long run", async () => {
   // About 70 s on the worker that survives.

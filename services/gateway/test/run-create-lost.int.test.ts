@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "@agentrun/db";
-import { createTenant, eventually, runJson, startPgRelay, startStack, testEnv, testPrisma, type PgRelay, type Stack, type Tenant } from "@agentrun/testing";
+import { eventually, runJson, stackWithTenant, type PgRelay, type Stack, type Tenant } from "@agentrun/testing";
 
 jest.setTimeout(90_000);
 
@@ -12,18 +12,11 @@ let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  relay = await startPgRelay(testEnv().databaseUrl);
-  // Queued runs left without a job are queued again after 3 s: a run the gateway did not end would execute then.
-  stack = await startStack({ gatewayEnv: { DATABASE_URL: relay.url }, workerEnv: { QUEUED_STALE_AFTER_MS: "3000" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  tenant = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000, credits: 100 });
-}, 90_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  await relay?.close();
-  await prisma?.$disconnect();
+// Queued runs left without a job are queued again after 3 s: a run the gateway did not end would execute then.
+stackWithTenant((started) => ({ stack, prisma, tenant, relay } = started as typeof started & { relay: PgRelay }), {
+  stack: { workerEnv: { QUEUED_STALE_AFTER_MS: "3000" } },
+  tenant: { plan: "enterprise", rpmLimit: 100_000, credits: 100 },
+  pgRelay: true,
 });
 
 it("ends, unexecuted and free, a run committed although its creation's answer was lost, and a retry with the same Idempotency-Key runs once", async () => {

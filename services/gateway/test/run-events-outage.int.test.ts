@@ -1,7 +1,6 @@
 import IORedis from "ioredis";
-import type { PrismaClient } from "@agentrun/db";
 import { runLogKey } from "@agentrun/events";
-import { createTenant, readSse, runJson, startPgRelay, startStack, testEnv, testPrisma, type PgRelay, type Stack, type Tenant } from "@agentrun/testing";
+import { readSse, runJson, stackWithTenant, type PgRelay, type Stack, type Tenant } from "@agentrun/testing";
 
 jest.setTimeout(90_000);
 
@@ -10,24 +9,15 @@ jest.setTimeout(90_000);
 // run stays queued, and with its Redis log gone the first read is PostgreSQL's.
 let relay: PgRelay;
 let stack: Stack;
-let prisma: PrismaClient;
 let redis: IORedis;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  relay = await startPgRelay(testEnv().databaseUrl);
-  // Unnamed statements, so that each read's text (which the cut is matched on) is on the wire.
-  stack = await startStack({ workers: 0, gatewayEnv: { DATABASE_URL: relay.url, DB_PREPARED_STATEMENTS: "false", RUN_WAIT_TIMEOUT_MS: "500" } });
-  prisma = testPrisma(testEnv().databaseUrl);
-  redis = new IORedis(testEnv().redisUrl);
-  tenant = await createTenant(prisma, { plan: "enterprise", rpmLimit: 100_000, credits: 100 });
-}, 90_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  await relay?.close();
-  await prisma?.$disconnect();
-  redis?.disconnect();
+// Unnamed statements, so that each read's text (which the cut is matched on) is on the wire.
+stackWithTenant((started) => ({ stack, tenant, redis, relay } = started as typeof started & { redis: IORedis; relay: PgRelay }), {
+  stack: { workers: 0, gatewayEnv: { DB_PREPARED_STATEMENTS: "false", RUN_WAIT_TIMEOUT_MS: "500" } },
+  tenant: { plan: "enterprise", rpmLimit: 100_000, credits: 100 },
+  redis: true,
+  pgRelay: true,
 });
 
 it("answers 503 unavailable, not an empty stream, when the first read of a run in progress fails; a retry streams it", async () => {
