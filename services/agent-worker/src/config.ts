@@ -75,8 +75,11 @@ export const workerConfigSchema = z.object({
   LOCK_DURATION_MS: timerMs(1000).default(10_000),
   /** How often BullMQ looks for stalled jobs (a script over the active jobs; at least 500 ms). */
   STALLED_INTERVAL_MS: timerMs(500).default(5_000),
-  /** A running run without a heartbeat for this long is ended as failed (`worker_lost`). */
-  RUN_STALE_AFTER_MS: timerMs(1000).default(20_000),
+  /**
+   * A running run started longer ago than this is looked at by the orphan sweeper (one
+   * LOCK_DURATION_MS by default: a live worker's heartbeat is set by then).
+   */
+  RUN_STALE_AFTER_MS: timerMs(1000).default(10_000),
   /** A queued run older than this whose job is missing or failed is put back on the queue. */
   QUEUED_STALE_AFTER_MS: timerMs(1000).default(15_000),
   /**

@@ -5,7 +5,7 @@ import { readDbEvents } from "@agentrun/events";
 jest.setTimeout(120_000);
 
 // kill -9 of a worker in the middle of its runs, with the workers' default timings (job lock
-// 10 s, stall check every 5 s, orphan sweep after 20 s): its runs end within 30 s, their streams
+// 10 s, stall check every 5 s, orphan sweep after 10 s): its runs end within 30 s, their streams
 // get the terminal event, and the runs of the other worker go on, none of their events lost.
 let stack: Stack;
 let prisma: PrismaClient;
