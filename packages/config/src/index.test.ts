@@ -41,9 +41,20 @@ describe("urlHostFor", () => {
 });
 
 describe("blank values", () => {
-  it("count as unset, as empty ones do: a blank number is its default, not 0", () => {
-    const schema = z.object({ GRACE_MS: timerMs(0).default(30_000), COUNT: z.coerce.number().int().min(0).default(12) });
-    for (const blank of ["", " ", "\t", "\n", "  \r\n"]) expect(loadConfig(schema, { GRACE_MS: blank, COUNT: blank })).toEqual({ GRACE_MS: 30_000, COUNT: 12 });
+  const schema = z.object({ GRACE_MS: timerMs(0).default(30_000), COUNT: z.coerce.number().int().min(0).default(12), INTERNAL_TOKEN: internalToken });
+
+  it("are refused, naming each variable the service reads: a blank number was 0", () => {
+    for (const blank of [" ", "\t", "\n", "  \r\n"]) {
+      expect(() => loadConfig(schema, { GRACE_MS: blank, COUNT: blank })).toThrow(
+        "invalid environment: GRACE_MS: is blank (give it a value, or leave it empty for its default); COUNT: is blank (give it a value, or leave it empty for its default)",
+      );
+    }
+    // A secret does not fall back to its published default.
+    expect(() => loadConfig(schema, { INTERNAL_TOKEN: " \n" })).toThrow(/INTERNAL_TOKEN/);
+  });
+
+  it("are left alone in variables the service does not read; empty ones count as unset", () => {
+    expect(loadConfig(schema, { PS2: " ", GRACE_MS: "", COUNT: "" })).toEqual({ GRACE_MS: 30_000, COUNT: 12, INTERNAL_TOKEN: "agentrun-dev-internal-token" });
   });
 });
 
@@ -52,6 +63,10 @@ describe("REDIS_URL", () => {
 
   it.each(["redis://127.0.0.1:6379", "redis://127.0.0.1:6379/", "redis://127.0.0.1:6379/3", "rediss://:secret@cache.internal:6380/12?family=6"])("takes %j", (value) => {
     expect(loadConfig(schema, { REDIS_URL: value }).REDIS_URL).toBe(value);
+  });
+
+  it("refuses what is no URL with one line naming it (and the other bad variables)", () => {
+    expect(() => loadConfig(z.object({ REDIS_URL: redisUrl, PORT: port(3000) }), { REDIS_URL: "127.0.0.1:6379", PORT: "x" })).toThrow(/^invalid environment: REDIS_URL: .*PORT: must be a port number/);
   });
 
   it.each(["redis://127.0.0.1:6379/abc", "redis://127.0.0.1:6379/db1", "redis://127.0.0.1:6379/1/2", "redis://127.0.0.1:6379/-1"])("refuses %j, whose path is no database number", (value) => {

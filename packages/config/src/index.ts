@@ -83,7 +83,7 @@ export const redisUrl = z
   .url()
   .refine((u) => /^rediss?:\/\//.test(u), "must be a redis:// URL")
   // ioredis sends the path as SELECT's argument: `/abc` failed every connection after start-up.
-  .refine((u) => /^(\/\d{0,9})?$/.test(new URL(u).pathname), "its path must be a database number (redis://host:6379/0) or nothing")
+  .refine((u) => !URL.canParse(u) || /^(\/\d{0,9})?$/.test(new URL(u).pathname), "its path must be a database number (redis://host:6379/0) or nothing")
   .default(DEFAULT_REDIS_URL);
 
 export const logLevel = z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info");
@@ -123,11 +123,17 @@ export function isPublishedSecret(value: string, dev: string): boolean {
  * bad variable, e.g. `invalid environment: PORT: expected number, received nan; REDIS_URL: ...`.
  */
 export function loadConfig<S extends z.ZodTypeAny>(schema: S, env: Record<string, string | undefined> = process.env): z.infer<S> {
-  // Empty (or blank) values count as unset, so `FOO=` in a .env file falls back to the default
-  // (a blank number was read as 0).
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ""));
+  // Empty strings count as unset, so `FOO=` in a .env file falls back to the default.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== "")) as Record<string, string>;
   const res = schema.safeParse(cleaned);
-  if (res.success) return res.data;
+  if (res.success) {
+    // A blank value (spaces, a line break) of a variable the service reads is neither a value
+    // nor unset: a number read it as 0, a secret would fall back to its published default.
+    const read = typeof res.data === "object" && res.data !== null ? (res.data as Record<string, unknown>) : {};
+    const blank = Object.keys(cleaned).filter((name) => cleaned[name]!.trim() === "" && name in read);
+    if (blank.length === 0) return res.data;
+    throw new ConfigError(`invalid environment: ${blank.map((name) => `${name}: is blank (give it a value, or leave it empty for its default)`).join("; ")}`);
+  }
   const parts = res.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
   throw new ConfigError(`invalid environment: ${parts.join("; ")}`);
 }

@@ -34,6 +34,9 @@ it("answers 503 unavailable, not an empty stream, when the first read of a run i
   expect(failed.status).toBe(503);
   expect(failed.headers.get("content-type")).toMatch(/^application\/json/);
   expect(failed.body).toMatchObject({ error: { code: "unavailable" } });
+  // With the headers every answer carries.
+  for (const name of ["x-request-id", "x-ratelimit-limit", "x-content-type-options"]) expect([name, failed.headers.get(name)]).toEqual([name, expect.any(String)]);
+  expect([failed.headers.get("cache-control"), failed.headers.get("x-heartbeat-interval-ms")]).toEqual([null, null]);
 
   // The same request once the store answers: the stream, from its first event on.
   const retried = await readSse(url, { headers: { ...tenant.headers, "last-event-id": "0" }, until: (e) => e.data.type === "run_started", timeoutMs: 20_000 });

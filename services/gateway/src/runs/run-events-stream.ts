@@ -4,7 +4,7 @@ import { AppError } from "@agentrun/errors";
 import { followRun, readStoredEvents, type SubscriberHub } from "@agentrun/events";
 import type { PrismaClient } from "@agentrun/db";
 import type { Redis } from "@agentrun/redis";
-import { openSse, setSseHeaders } from "./sse";
+import { clearSseHeaders, openSse, setSseHeaders } from "./sse";
 
 /**
  * Where a replay resumes: after the seq in `Last-Event-ID`, else after `?after`, else from the
@@ -70,8 +70,9 @@ export async function streamRunEvents(req: Request, res: Response, input: RunEve
     else await followRun({ prisma: store.prisma, redis: store.redis, redisPrefix: store.redisPrefix, hub: store.hub, runId: run.id, afterSeq, onEvent: sse.send, signal: sse.signal, onReady: sse.ready });
   } catch (err) {
     if (!res.headersSent && !res.destroyed) {
-      // Nothing was sent: the error handler answers (the stream is released when it has).
-      for (const name of res.getHeaderNames()) res.removeHeader(name);
+      // Nothing was sent: the error handler answers, with the response's other headers (request
+      // id, rate limit, CORS); the stream is released when it has.
+      clearSseHeaders(res);
       throw err;
     }
     req.log.error({ err, runId: run.id }, "lost the run's event stream");

@@ -70,6 +70,11 @@ export function setSseHeaders(res: Response, heartbeatMs: number): void {
   res.setHeader("X-Accel-Buffering", "no");
 }
 
+/** Takes back what {@link setSseHeaders} set, for a stream that answers an error instead. */
+export function clearSseHeaders(res: Response): void {
+  for (const name of [HEARTBEAT_HEADER, "Content-Type", "Cache-Control", "X-Accel-Buffering"]) res.removeHeader(name);
+}
+
 /**
  * Starts a text/event-stream response. Call only after every check that can fail: from here on
  * the status is 200. Each event is framed `id: <seq>` + `data: <json>`; a `: ping` comment keeps
