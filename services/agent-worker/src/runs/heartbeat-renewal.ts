@@ -8,17 +8,12 @@ export const renewalIntervalMs = (ttlMs: number) => ttlMs / 3;
 const RENEWAL_MARGIN_MS = 500;
 
 /**
- * How long a heartbeat must stay gone (or stay someone else's) to show that its worker no longer
- * renews it: one renewal interval and a margin (at most another interval).
- */
-export const renewalMissedAfterMs = (ttlMs: number) => renewalIntervalMs(ttlMs) + Math.min(RENEWAL_MARGIN_MS, renewalIntervalMs(ttlMs));
-
-/**
  * Waits one renewal interval and a margin (at most another interval, so at most two thirds of the
  * TTL in all): a live worker has set its heartbeat again by then, and a heartbeat this worker set
  * is still there if nobody did. Cut short when `signal` aborts (the caller then knows nothing new).
  */
 export function waitOneRenewal(ttlMs: number, signal?: AbortSignal): Promise<void> {
+  const interval = renewalIntervalMs(ttlMs);
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const done = () => {
@@ -26,7 +21,7 @@ export function waitOneRenewal(ttlMs: number, signal?: AbortSignal): Promise<voi
       signal?.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, renewalMissedAfterMs(ttlMs));
+    const timer = setTimeout(done, interval + Math.min(RENEWAL_MARGIN_MS, interval));
     signal?.addEventListener("abort", done, { once: true });
   });
 }

@@ -2,7 +2,6 @@ import { readStoredEvents, runCancelKey, runHeartbeatKey } from "@agentrun/event
 import { requeueRun, type AgentRunJob, type Queue } from "@agentrun/queue";
 import { isUnavailableError } from "@agentrun/errors";
 import { endAbandonedRun, failRun } from "@agentrun/run-state";
-import { renewalMissedAfterMs } from "./heartbeat-renewal";
 import type { RunDeps } from "./run-deps";
 import { WORKER_LOST } from "./run-failure";
 
@@ -23,10 +22,10 @@ const suspects = new Map<string, number>();
  * its job, as cancelled or worker_lost (its job, once a worker takes it, finds the run ended):
  * with every worker busy, the job could wait for a free one for as long as the longest run.
  *
- * A run is ended only once its heartbeat has stayed gone across sweeps for a renewal interval
- * and a margin (as long as claimRun's take-over waits): a Redis restart that lost its data also
- * loses the heartbeats and jobs of runs whose workers are alive, and those workers set their
- * heartbeat again within a third of its TTL.
+ * A run is ended only once it has gone without heartbeat for a whole heartbeat TTL: a Redis
+ * restart that lost its data (or an outage longer than the TTL) also loses the heartbeats of runs
+ * whose workers are alive, and those workers set their heartbeat again within a third of that
+ * time of reconnecting, which need not be when this worker reconnected.
  */
 export async function sweepOrphanedRuns(deps: RunDeps, queue: Queue<AgentRunJob>): Promise<number> {
   const { prisma } = deps;
@@ -83,7 +82,7 @@ async function endIfOrphaned(deps: RunDeps, queue: Queue<AgentRunJob>, run: { id
   const since = suspects.get(run.id) ?? now;
   suspects.set(run.id, since);
   if (await waitsForItsJob()) return false;
-  if (now - since < renewalMissedAfterMs(deps.heartbeatTtlMs)) return false;
+  if (now - since < deps.heartbeatTtlMs) return false;
   // One sweeper per orphan, whichever worker gets there first.
   const lock = await redis.set(`${redisPrefix}:sweep:${run.id}`, deps.workerId, "EX", 60, "NX");
   if (lock !== "OK") return false;
