@@ -147,3 +147,16 @@ it("frees a key whose release PostgreSQL could not take at first, once it can (n
   const replay = await run(key, "refused while the pool was out");
   expect(replay).toMatchObject({ status: 200, body: { status: "completed", output: "Echo: refused while the pool was out" } });
 }, 30_000);
+
+it("answers every one of a burst of identical keyed requests to a refused run with the refusal, not 409", async () => {
+  const { creditBalance } = await prisma.organization.findUniqueOrThrow({ where: { id: tenant.orgId } });
+  await prisma.organization.update({ where: { id: tenant.orgId }, data: { creditBalance: 0 } });
+  try {
+    const headers = keyed(`k-burst-${Date.now()}`);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => runJson(stack.gatewayUrl, headers, { query: "refused for want of credits", stream: false })));
+    expect(answers.map((a) => `${a.status} ${a.body.error?.code}`)).toEqual(Array(10).fill("402 insufficient_credits"));
+    expect(await prisma.run.count({ where: { orgId: tenant.orgId, query: "refused for want of credits" } })).toBe(0);
+  } finally {
+    await prisma.organization.update({ where: { id: tenant.orgId }, data: { creditBalance } });
+  }
+});

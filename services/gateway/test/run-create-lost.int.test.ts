@@ -50,3 +50,24 @@ it("ends, unexecuted and free, a run committed although its creation's answer wa
   expect(runs.map((r) => r.status)).toEqual(["failed", "completed"]);
   expect(before - (await balance())).toBe(retried.body.credits_used);
 });
+
+it("frees an Idempotency-Key whose claim's answer was lost: the retry the 503 invites starts the run at once", async () => {
+  const key = `k-claim-${randomUUID()}`;
+  const headers = { ...tenant.headers, "idempotency-key": key };
+  const cuts = relay.cuts();
+  // The key travels as a parameter of its claim: the cut finds that statement by it.
+  relay.cutAfterNextAnswer(key);
+  const lost = await runJson(stack.gatewayUrl, headers, { query: "claimed, answer lost" });
+  expect(relay.cuts()).toBe(cuts + 1);
+  expect(lost).toMatchObject({ status: 503, body: { error: { code: "unavailable" } } });
+
+  const t0 = Date.now();
+  const retried = await eventually(async () => {
+    const res = await runJson(stack.gatewayUrl, headers, { query: "claimed, answer lost" });
+    if (res.status === 503) throw new Error("the release is still being retried");
+    return res;
+  }, { timeoutMs: 20_000 });
+  expect(retried).toMatchObject({ status: 200, body: { status: "completed", output: "Echo: claimed, answer lost" } });
+  expect(Date.now() - t0).toBeLessThan(15_000);
+  expect(await prisma.run.count({ where: { orgId: tenant.orgId, query: "claimed, answer lost" } })).toBe(1);
+});

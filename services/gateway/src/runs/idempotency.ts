@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Request } from "express";
 import { Prisma, type PrismaClient } from "@agentrun/db";
-import { AppError, isUnavailableError } from "@agentrun/errors";
+import { AppError, isUnavailableError, mayHaveBeenCarriedOut } from "@agentrun/errors";
 import { withRetry } from "@agentrun/run-state";
 import { idempotencyKeySchema, type RunRequest, type WidgetRunRequest } from "@agentrun/contracts";
 
@@ -121,27 +121,33 @@ export async function releaseIdempotencyKey(prisma: PrismaClient, orgId: string,
 const MAX_BACKGROUND_RELEASES = 100;
 let backgroundReleases = 0;
 
-/** How often a replay claims a key again that was freed while it waited (see {@link claimKeyForRun}). */
-const MAX_RECLAIMS = 2;
-
 /**
  * Claims `key` for a new run (see {@link claimIdempotencyKey}). When an earlier request holds it,
  * waits until that request's run exists and answers with it. A key freed meanwhile (that request
- * was refused, or the run's task was deleted with its keys) is claimed again. 409
- * `run_in_progress` when the run does not appear within `timeoutMs`: that request is still being
- * accepted.
+ * was refused, or the run's task was deleted with its keys) is claimed again, as often as that
+ * happens within `timeoutMs` (a burst of identical requests to a refused run: each gets the
+ * refusal in turn). 409 `run_in_progress` when no run appears within `timeoutMs`: that request is
+ * still being accepted. A claim whose answer was lost (it may have been carried out) is released,
+ * so that the retry its 503 invites does not find the key held for a run that will never exist.
  */
 export async function claimKeyForRun(
   prisma: PrismaClient,
   input: { orgId: string; key: string; hash: string; runId: string; taskId: string },
   timeoutMs = 5000,
 ): Promise<Claim> {
-  for (let attempt = 0; ; attempt++) {
-    const claim = await claimIdempotencyKey(prisma, input);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let claim: Claim;
+    try {
+      claim = await claimIdempotencyKey(prisma, input);
+    } catch (err) {
+      if (mayHaveBeenCarriedOut(err)) await releaseIdempotencyKey(prisma, input.orgId, input.key, input.runId).catch(() => {});
+      throw err;
+    }
     if (claim.owner) return claim;
-    const state = await waitForRun(prisma, { orgId: input.orgId, key: input.key, runId: claim.runId }, timeoutMs);
+    const state = await waitForRun(prisma, { orgId: input.orgId, key: input.key, runId: claim.runId }, Math.max(0, deadline - Date.now()));
     if (state === "ready") return claim;
-    if (state === "pending" || attempt === MAX_RECLAIMS) {
+    if (state === "pending" || Date.now() >= deadline) {
       throw new AppError("run_in_progress", { message: "A request with this Idempotency-Key is still being accepted; retry shortly." });
     }
   }
