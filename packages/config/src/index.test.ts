@@ -53,6 +53,12 @@ describe("blank values", () => {
     expect(() => loadConfig(schema, { INTERNAL_TOKEN: " \n" })).toThrow(/INTERNAL_TOKEN/);
   });
 
+  it("are judged by the variables a schema reads, not by the names its transform gives them", () => {
+    const renaming = z.object({ OWN_HOST: z.string().optional(), COUNT: z.coerce.number().default(1) }).transform(({ OWN_HOST, ...rest }) => ({ ...rest, HOST: OWN_HOST }));
+    expect(loadConfig(renaming, { HOST: " " })).toEqual({ COUNT: 1, HOST: undefined });
+    expect(() => loadConfig(renaming, { COUNT: " " })).toThrow("invalid environment: COUNT: is blank");
+  });
+
   it("are left alone in variables the service does not read; empty ones count as unset", () => {
     expect(loadConfig(schema, { PS2: " ", GRACE_MS: "", COUNT: "" })).toEqual({ GRACE_MS: 30_000, COUNT: 12, INTERNAL_TOKEN: "agentrun-dev-internal-token" });
   });

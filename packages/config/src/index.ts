@@ -118,6 +118,12 @@ export function isPublishedSecret(value: string, dev: string): boolean {
   return value === dev || value.startsWith("change-me");
 }
 
+/** The variables an object schema reads (its input's keys, before any transform renames them). */
+function readVariables(schema: z.ZodTypeAny): Set<string> {
+  const s = schema as unknown as { shape?: object; in?: { shape?: object } };
+  return new Set(Object.keys(s.shape ?? s.in?.shape ?? {}));
+}
+
 /**
  * Parses `env` with `schema`. On failure throws a {@link ConfigError} whose message lists every
  * bad variable, e.g. `invalid environment: PORT: expected number, received nan; REDIS_URL: ...`.
@@ -129,8 +135,8 @@ export function loadConfig<S extends z.ZodTypeAny>(schema: S, env: Record<string
   if (res.success) {
     // A blank value (spaces, a line break) of a variable the service reads is neither a value
     // nor unset: a number read it as 0, a secret would fall back to its published default.
-    const read = typeof res.data === "object" && res.data !== null ? (res.data as Record<string, unknown>) : {};
-    const blank = Object.keys(cleaned).filter((name) => cleaned[name]!.trim() === "" && name in read);
+    const read = readVariables(schema);
+    const blank = Object.keys(cleaned).filter((name) => cleaned[name]!.trim() === "" && read.has(name));
     if (blank.length === 0) return res.data;
     throw new ConfigError(`invalid environment: ${blank.map((name) => `${name}: is blank (give it a value, or leave it empty for its default)`).join("; ")}`);
   }

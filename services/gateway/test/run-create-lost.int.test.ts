@@ -1,6 +1,9 @@
 import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { runRequestSchema } from "@agentrun/contracts";
 import type { PrismaClient } from "@agentrun/db";
-import { eventually, runJson, stackWithTenant, type PgRelay, type Stack, type Tenant } from "@agentrun/testing";
+import { eventually, runJson, stackWithTenant, testEnv, type PgRelay, type Stack, type Tenant } from "@agentrun/testing";
+import { requestHash } from "../src/runs/idempotency";
 
 jest.setTimeout(90_000);
 
@@ -70,4 +73,30 @@ it("frees an Idempotency-Key whose claim's answer was lost: the retry the 503 in
   expect(retried).toMatchObject({ status: 200, body: { status: "completed", output: "Echo: claimed, answer lost" } });
   expect(Date.now() - t0).toBeLessThan(15_000);
   expect(await prisma.run.count({ where: { orgId: tenant.orgId, query: "claimed, answer lost" } })).toBe(1);
+});
+
+it("frees an Idempotency-Key whose claim timed out and committed only after the 503: the retry starts the run", async () => {
+  const key = `k-late-${randomUUID()}`;
+  const query = "claim committed after its 503";
+  const headers = { ...tenant.headers, "idempotency-key": key };
+  // An expired row for the key, which the claim replaces (it needs the row's lock); a transaction
+  // holding that lock stands for whatever delays a commit (a stalled disk, a task delete's cascade).
+  await prisma.idempotencyKey.create({
+    data: { orgId: tenant.orgId, key, requestHash: requestHash(tenant.agentId, runRequestSchema.parse({ query })), runId: `run_${randomUUID()}`, taskId: `task_${randomUUID()}`, expiresAt: new Date(Date.now() - 1000) },
+  });
+  const locker = new pg.Client({ connectionString: testEnv().databaseUrl });
+  await locker.connect();
+  try {
+    await locker.query("BEGIN");
+    await locker.query("SELECT 1 FROM idempotency_keys WHERE org_id = $1 AND key = $2 FOR UPDATE", [tenant.orgId, key]);
+    // The claim times out (DB_QUERY_TIMEOUT_MS) while PostgreSQL still runs it.
+    expect(await runJson(stack.gatewayUrl, headers, { query })).toMatchObject({ status: 503, body: { error: { code: "unavailable" } } });
+    await locker.query("COMMIT");
+  } finally {
+    await locker.end();
+  }
+  // The claim has committed now, naming a run that will never exist; the retry still starts one.
+  const retried = await runJson(stack.gatewayUrl, headers, { query });
+  expect(retried).toMatchObject({ status: 200, body: { status: "completed", output: `Echo: ${query}` } });
+  expect(await prisma.run.count({ where: { orgId: tenant.orgId, query } })).toBe(1);
 });

@@ -121,14 +121,36 @@ export async function releaseIdempotencyKey(prisma: PrismaClient, orgId: string,
 const MAX_BACKGROUND_RELEASES = 100;
 let backgroundReleases = 0;
 
+/** How long, and how often, a claim whose answer was lost is released again. */
+const LOST_CLAIM_RELEASE_MS = 30_000;
+const LOST_CLAIM_RELEASE_EVERY_MS = 1000;
+
+/**
+ * Releases a claim whose answer was lost, at once and then every second for 30 s: a statement
+ * that timed out on the client may still be running on the server (waiting for a row lock or a
+ * slow commit) and commit its claim after a first release found nothing to delete. Only the
+ * claim naming this request's own (never created) run is deleted.
+ */
+function releaseLostClaim(prisma: PrismaClient, orgId: string, key: string, runId: string): void {
+  if (backgroundReleases >= MAX_BACKGROUND_RELEASES) return;
+  backgroundReleases++;
+  void (async () => {
+    for (const until = Date.now() + LOST_CLAIM_RELEASE_MS; Date.now() < until; ) {
+      await prisma.idempotencyKey.deleteMany({ where: { orgId, key, runId } }).catch(() => {});
+      await new Promise((resolve) => setTimeout(resolve, LOST_CLAIM_RELEASE_EVERY_MS).unref());
+    }
+  })().finally(() => backgroundReleases--);
+}
+
 /**
  * Claims `key` for a new run (see {@link claimIdempotencyKey}). When an earlier request holds it,
  * waits until that request's run exists and answers with it. A key freed meanwhile (that request
  * was refused, or the run's task was deleted with its keys) is claimed again, as often as that
  * happens within `timeoutMs` (a burst of identical requests to a refused run: each gets the
  * refusal in turn). 409 `run_in_progress` when no run appears within `timeoutMs`: that request is
- * still being accepted. A claim whose answer was lost (it may have been carried out) is released,
- * so that the retry its 503 invites does not find the key held for a run that will never exist.
+ * still being accepted. A claim whose answer was lost (it may have been carried out) is released
+ * (see releaseLostClaim), so that the retry its 503 invites does not find the key held for a run
+ * that will never exist.
  */
 export async function claimKeyForRun(
   prisma: PrismaClient,
@@ -141,7 +163,7 @@ export async function claimKeyForRun(
     try {
       claim = await claimIdempotencyKey(prisma, input);
     } catch (err) {
-      if (mayHaveBeenCarriedOut(err)) await releaseIdempotencyKey(prisma, input.orgId, input.key, input.runId).catch(() => {});
+      if (mayHaveBeenCarriedOut(err)) releaseLostClaim(prisma, input.orgId, input.key, input.runId);
       throw err;
     }
     if (claim.owner) return claim;
