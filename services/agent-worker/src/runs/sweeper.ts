@@ -71,7 +71,7 @@ async function endIfOrphaned(deps: RunDeps, queue: Queue<AgentRunJob>, run: { id
   // ended here once its heartbeat has stayed gone. A job a worker holds (active) is left to it.
   const waitsForItsJob = async () => {
     const state = await jobState(queue, run.id);
-    if (!state || !LIVE_JOB_STATES.has(state) || (await redis.exists(runCancelKey(redisPrefix, run.id)))) return false;
+    if (state === null || !LIVE_JOB_STATES.has(state) || (await redis.exists(runCancelKey(redisPrefix, run.id)))) return false;
     return state === "active" || (await readStoredEvents(deps, run.id, 1)).length === 0;
   };
   if (await redis.exists(runHeartbeatKey(redisPrefix, run.id))) {
@@ -113,6 +113,12 @@ async function allPages<T>(fetch: (after?: T) => Promise<T[]>): Promise<{ rows: 
   return { rows, complete: false };
 }
 
+/** Whether BullMQ still owns the run's job (see LIVE_JOB_STATES). */
+async function jobIsLive(queue: Queue<AgentRunJob>, runId: string): Promise<boolean> {
+  const state = await jobState(queue, runId);
+  return state !== null && LIVE_JOB_STATES.has(state);
+}
+
 /** The state of the run's job, or null when the queue no longer has it. */
 async function jobState(queue: Queue<AgentRunJob>, runId: string): Promise<string | null> {
   const job = await queue.getJob(runId);
@@ -142,7 +148,7 @@ export async function reviveQueuedRuns(deps: RunDeps, queue: Queue<AgentRunJob>)
 /** Ends a queued run too old to start now whose job is gone, or queues it again. */
 async function reviveQueuedRun(deps: RunDeps, queue: Queue<AgentRunJob>, run: { id: string; query: string; createdAt: Date }, now: number): Promise<boolean> {
   if (now - run.createdAt.getTime() > deps.config.QUEUED_MAX_AGE_MS) {
-    if (LIVE_JOB_STATES.has((await jobState(queue, run.id)) ?? "")) return false;
+    if (await jobIsLive(queue, run.id)) return false;
     const error = { code: "unavailable", message: "The run was never executed: its queue entry was lost and it is too old to start now." };
     const ended = await failRun(deps, run, error, { onlyIfQueued: true });
     if (ended) deps.logger.warn({ runId: run.id }, "ended a queued run whose job was lost long ago");

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Request } from "express";
 import { Prisma, type PrismaClient } from "@agentrun/db";
 import { AppError, isUnavailableError, mayHaveBeenCarriedOut } from "@agentrun/errors";
@@ -102,24 +103,33 @@ export async function claimIdempotencyKey(
  * the key waits for a run that will never exist, and gets 409 `run_in_progress`.
  */
 export async function releaseIdempotencyKey(prisma: PrismaClient, orgId: string, key: string, runId: string): Promise<void> {
-  const release = () => prisma.idempotencyKey.deleteMany({ where: { orgId, key, runId } });
+  const release = () => deleteClaim(prisma, orgId, key, runId);
   try {
     await release();
   } catch (err) {
-    // At most MAX_BACKGROUND_RELEASES at once: under a long overload they would add to it. A key
-    // left out is taken over by its next request after ABANDONED_CLAIM_MS, as before.
-    if (isUnavailableError(err) && backgroundReleases < MAX_BACKGROUND_RELEASES) {
-      backgroundReleases++;
-      void withRetry(ABANDONED_CLAIM_MS, release)
-        .catch(() => {})
-        .finally(() => backgroundReleases--);
-    }
+    if (isUnavailableError(err)) releaseInBackground(() => withRetry(ABANDONED_CLAIM_MS, release));
     throw err;
   }
 }
 
+/** Deletes the key's claim if it still names `runId` (this request's own run, never another's). */
+const deleteClaim = (prisma: PrismaClient, orgId: string, key: string, runId: string) => prisma.idempotencyKey.deleteMany({ where: { orgId, key, runId } });
+
 const MAX_BACKGROUND_RELEASES = 100;
 let backgroundReleases = 0;
+
+/**
+ * Runs `release` in the background, at most MAX_BACKGROUND_RELEASES at once: under a long
+ * overload they would add to it. A key left out is taken over by its next request after
+ * ABANDONED_CLAIM_MS.
+ */
+function releaseInBackground(release: () => Promise<unknown>): void {
+  if (backgroundReleases >= MAX_BACKGROUND_RELEASES) return;
+  backgroundReleases++;
+  void release()
+    .catch(() => {})
+    .finally(() => backgroundReleases--);
+}
 
 /** How long, and how often, a claim whose answer was lost is released again. */
 const LOST_CLAIM_RELEASE_MS = 30_000;
@@ -132,14 +142,12 @@ const LOST_CLAIM_RELEASE_EVERY_MS = 1000;
  * claim naming this request's own (never created) run is deleted.
  */
 function releaseLostClaim(prisma: PrismaClient, orgId: string, key: string, runId: string): void {
-  if (backgroundReleases >= MAX_BACKGROUND_RELEASES) return;
-  backgroundReleases++;
-  void (async () => {
+  releaseInBackground(async () => {
     for (const until = Date.now() + LOST_CLAIM_RELEASE_MS; Date.now() < until; ) {
-      await prisma.idempotencyKey.deleteMany({ where: { orgId, key, runId } }).catch(() => {});
-      await new Promise((resolve) => setTimeout(resolve, LOST_CLAIM_RELEASE_EVERY_MS).unref());
+      await deleteClaim(prisma, orgId, key, runId).catch(() => {});
+      await sleep(LOST_CLAIM_RELEASE_EVERY_MS, undefined, { ref: false });
     }
-  })().finally(() => backgroundReleases--);
+  });
 }
 
 /**

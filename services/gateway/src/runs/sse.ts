@@ -59,20 +59,28 @@ export interface SseStream {
  */
 export const HEARTBEAT_HEADER = "X-Heartbeat-Interval-Ms";
 
+/**
+ * An event stream's headers besides {@link HEARTBEAT_HEADER}. No Connection header of its own:
+ * Node keeps the connection alive after the stream, or closes it when the client asked for that
+ * (Connection: close, HTTP/1.0).
+ */
+const SSE_HEADERS: readonly (readonly [string, string])[] = [
+  ["Content-Type", "text/event-stream; charset=utf-8"],
+  ["Cache-Control", "no-cache, no-transform"],
+  ["X-Accel-Buffering", "no"],
+];
+
 /** The status and headers of an event stream: what {@link openSse} sends, and what HEAD answers. */
 export function setSseHeaders(res: Response, heartbeatMs: number): void {
   res.status(200);
   res.setHeader(HEARTBEAT_HEADER, String(heartbeatMs));
-  res.setHeader("Content-Type", "text/event-stream; charset=utf-8");
-  res.setHeader("Cache-Control", "no-cache, no-transform");
-  // No Connection header of its own: Node keeps the connection alive after the stream, or closes
-  // it when the client asked for that (Connection: close, HTTP/1.0).
-  res.setHeader("X-Accel-Buffering", "no");
+  for (const [name, value] of SSE_HEADERS) res.setHeader(name, value);
 }
 
 /** Takes back what {@link setSseHeaders} set, for a stream that answers an error instead. */
 export function clearSseHeaders(res: Response): void {
-  for (const name of [HEARTBEAT_HEADER, "Content-Type", "Cache-Control", "X-Accel-Buffering"]) res.removeHeader(name);
+  res.removeHeader(HEARTBEAT_HEADER);
+  for (const [name] of SSE_HEADERS) res.removeHeader(name);
 }
 
 /**
