@@ -94,27 +94,52 @@ export async function searchMemories({ prisma }: MemoryServiceDeps, input: Searc
 }
 
 /**
+ * How many entries a prompt's choice of memories reads at most, relevant and newest together:
+ * a user whose many entries each no longer fit the budgets costs a bounded read.
+ */
+export const MAX_CONTEXT_CANDIDATES = 1_000;
+
+/** Entries read per page of the newest ones, after the first page. */
+const CONTEXT_PAGE = 100;
+
+/**
  * The memories to put into a run's prompt, in this order: the entries relevant to `query` (as
- * ranked by {@link searchMemories}), then the user's newest entries not already chosen. Walking
- * that list, an entry is taken when it still fits both budgets (`max_count` entries,
- * `max_chars` content characters) and skipped otherwise, so a long entry does not block shorter
- * ones after it. A user whose memories fit the budgets therefore always gets all of them.
+ * ranked by {@link searchMemories}, at least twice `max_count` or 50 of them), then the user's
+ * newest entries not already chosen, read page after page. Walking that list, an entry is taken
+ * when it still fits both budgets (`max_count` entries, `max_chars` content characters) and
+ * skipped otherwise, so a long entry does not block shorter ones after it, until both budgets
+ * are full, the entries run out or {@link MAX_CONTEXT_CANDIDATES} have been read. A user whose
+ * memories fit the budgets therefore always gets all of them.
  */
 export async function memoryContext(deps: MemoryServiceDeps, input: MemoryContextInput): Promise<MemoryEntryView[]> {
   const scope = { org_id: input.org_id, agent_id: input.agent_id, user_id: input.user_id };
-  const relevant = await searchMemories(deps, { ...scope, query: input.query, limit: input.max_count });
-  // Enough newest entries to fill max_count even when all the relevant ones are among them.
-  const { memories: recent } = await listMemories(deps, { ...scope, limit: input.max_count + relevant.length });
+  const relevantLimit = Math.min(MAX_CONTEXT_CANDIDATES, Math.max(2 * input.max_count, 50));
+  const relevant = await searchMemories(deps, { ...scope, query: input.query, limit: relevantLimit });
 
   const chosen: MemoryEntryView[] = [];
   const seen = new Set<string>();
   let chars = 0;
-  for (const entry of [...relevant.map(withoutScore), ...recent]) {
-    if (chosen.length >= input.max_count) break;
-    if (seen.has(entry.memory_id) || chars + entry.content.length > input.max_chars) continue;
+  // Every entry holds at least one character, so none fits once max_chars are taken.
+  const full = () => chosen.length >= input.max_count || chars >= input.max_chars;
+  const offer = (entry: MemoryEntryView) => {
+    if (full() || seen.has(entry.memory_id) || chars + entry.content.length > input.max_chars) return;
     seen.add(entry.memory_id);
     chosen.push(entry);
     chars += entry.content.length;
+  };
+  for (const entry of relevant) offer(withoutScore(entry));
+
+  let read = relevant.length;
+  // The first page: enough to fill max_count even when all the relevant entries are among them.
+  let limit = input.max_count + relevant.length;
+  let before: string | undefined;
+  while (!full() && read < MAX_CONTEXT_CANDIDATES) {
+    const page = await listMemories(deps, { ...scope, before, limit: Math.min(limit, MAX_CONTEXT_CANDIDATES - read) });
+    page.memories.forEach(offer);
+    read += page.memories.length;
+    if (!page.has_more || page.memories.length === 0) break;
+    before = page.memories[page.memories.length - 1]!.memory_id;
+    limit = CONTEXT_PAGE;
   }
   return chosen;
 }

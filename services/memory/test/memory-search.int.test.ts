@@ -175,6 +175,25 @@ describe("memory context", () => {
     expect(contents(exact.body)).toEqual(["Tiny"]);
   });
 
+  it("fills the budgets past long newer entries, with shorter older ones (newest and relevant alike)", async () => {
+    const scope = newScope();
+    await seed(t.app, scope, "u1", Array.from({ length: 20 }, (_, i) => `short note ${i}`));
+    await seed(t.app, scope, "u1", Array.from({ length: 20 }, (_, i) => `long ${i} ${"x".repeat(2500)}`));
+    const newest = await context({ ...scope, user_id: "u1", query: "nothing relevant", max_count: 20, max_chars: 4000 });
+    // The newest long entry, then the 19 newest short notes (the other long ones no longer fit).
+    expect(contents(newest.body)).toEqual(["long 19 " + "x".repeat(2500), ...Array.from({ length: 19 }, (_, i) => `short note ${19 - i}`)]);
+
+    const relevantScope = newScope();
+    await seed(t.app, relevantScope, "u1", Array.from({ length: 5 }, (_, i) => `tea note ${i}`));
+    await seed(t.app, relevantScope, "u1", Array.from({ length: 30 }, (_, i) => `tea tea tea ${i} ${"y".repeat(300)}`));
+    const relevant = await context({ ...relevantScope, user_id: "u1", query: "tea", max_count: 10, max_chars: 700 });
+    const picked = contents(relevant.body);
+    // Two long hits fit; the short hits come next, before any newest entry that is not a hit.
+    expect(picked.filter((c) => c.startsWith("tea tea tea"))).toHaveLength(2);
+    expect(picked.filter((c) => c.startsWith("tea note")).sort()).toEqual(Array.from({ length: 5 }, (_, i) => `tea note ${i}`));
+    expect(picked.join("").length).toBeLessThanOrEqual(700);
+  });
+
   it("gives a user with a few memories all of them, and never another user's", async () => {
     const scope = newScope();
     await seed(t.app, scope, "u1", ["Likes tea", "Owns a bike", "Lives by the sea"]);
