@@ -138,6 +138,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   let closing: Promise<boolean> | null = null;
   const close = (graceMs = config.SHUTDOWN_GRACE_MS) =>
     (closing ??= (async () => {
+      active.close();
       stopHeartbeat();
       for (const stop of stopSweeps) stop();
       const grace = setTimeout(() => active.stopAll("shutdown"), graceMs);

@@ -43,5 +43,40 @@ describe("agentRunProcessor of a worker that cannot use its database", () => {
     expect(attempts).toEqual([0]);
     expect(ranAt - takenAt).toBeGreaterThanOrEqual(HAND_BACK_DELAY_MS - 50);
     expect(failed).toEqual([]);
+    await healthy.close();
+  }, 20_000);
+
+  it("hands a job fetched as its worker closes back at once, its attempts unused, and runs none", async () => {
+    const logger = createLogger({ service: "test", level: "silent", pretty: false });
+    const deps = {} as RunDeps;
+    const active = new ActiveRuns();
+    active.close();
+    const failed: string[] = [];
+    const closing = createWorker({ queueName: AGENT_RUNS_QUEUE, prefix: bullPrefix(prefix), connection, logger, processor: agentRunProcessor(deps, active) });
+    closing.on("failed", (job) => failed.push(job!.id!));
+    workers.push(closing);
+    // As in a worker's shutdown, BullMQ's worker closes as it hands the job over: it fetches no more.
+    let closed: Promise<void> | undefined;
+    const handedBack = new Promise<number>((resolve) =>
+      closing.once("active", () => {
+        closed = closing.close();
+        resolve(Date.now());
+      }),
+    );
+    await enqueueRun(queue, { runId: "run_hand_back_2" });
+    const takenAt = await handedBack;
+    await closed;
+    const job = await queue.getJob("run_hand_back_2");
+    expect(["delayed", "waiting"]).toContain(await job!.getState());
+    expect(active.size).toBe(0);
+
+    const attempts: number[] = [];
+    const other = createWorker({ queueName: AGENT_RUNS_QUEUE, prefix: bullPrefix(prefix), connection, logger, processor: async (j) => void attempts.push(j.attemptsMade) });
+    workers.push(other);
+    const ranAt = await new Promise<number>((resolve) => other.once("completed", () => resolve(Date.now())));
+    expect(attempts).toEqual([0]);
+    // Not held back as a sick worker's job is.
+    expect(ranAt - takenAt).toBeLessThan(HAND_BACK_DELAY_MS);
+    expect(failed).toEqual([]);
   }, 20_000);
 });

@@ -8,15 +8,19 @@ export const HAND_BACK_DELAY_MS = 1000;
 
 /**
  * Processor of `agent-run.execute`: validates the payload and executes the run under a stop
- * signal. A worker that cannot use its database (`databaseUsable`; it stops fetching, see
- * startAgentWorker, but may have fetched one more job as it did) hands the job back to the queue
- * without using up one of its attempts, rather than failing it.
+ * signal. A job this worker should not run goes back to the queue without using up one of its
+ * attempts, rather than being failed: at once when the worker is closing (`active` takes no new
+ * runs; BullMQ hands over a job whose fetch was under way as it closed, which would otherwise
+ * start a run the shutdown's grace never stops), after {@link HAND_BACK_DELAY_MS} when it cannot
+ * use its database (`databaseUsable`; it stops fetching, see startAgentWorker, but may have
+ * fetched one more job as it did).
  */
 export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsable: () => boolean = () => true) {
   return async (job: Job, token?: string): Promise<void> => {
     const { runId } = agentRunJobSchema.parse(job.data);
-    if (!databaseUsable() && token) {
-      await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
+    // A run executing here already (its job handed out again) is joined, as ActiveRuns does.
+    if (token && !active.has(runId) && (!active.accepting || !databaseUsable())) {
+      await job.moveToDelayed(Date.now() + (active.accepting ? HAND_BACK_DELAY_MS : 0), token);
       throw new DelayedError();
     }
     await active.execute(runId, (control) => executeRun(deps, runId, control));

@@ -34,6 +34,23 @@ describe("ActiveRuns", () => {
     expect(active.size).toBe(0);
   });
 
+  it("starts a run handed over after stopAll already stopped, with the same reason", async () => {
+    const active = new ActiveRuns();
+    const running = active.execute("run_d", (control) => new Promise<void>((resolve) => control.signal.addEventListener("abort", () => resolve())));
+    active.stopAll("shutdown");
+    await running;
+    let reason: unknown;
+    await active.execute("run_e", async (control) => void (reason = control.signal.aborted ? control.signal.reason : "not stopped"));
+    expect(reason).toBe("shutdown");
+  });
+
+  it("takes new runs until it is closed", () => {
+    const active = new ActiveRuns();
+    expect(active.accepting).toBe(true);
+    active.close();
+    expect(active.accepting).toBe(false);
+  });
+
   it("forgets a run whose execution failed, and lets the failure through", async () => {
     const active = new ActiveRuns();
     await expect(active.execute("run_b", () => Promise.reject(new Error("database down")))).rejects.toThrow("database down");

@@ -9,6 +9,22 @@ export interface RunControl {
 /** The runs this process is executing, each with the controller that stops it. */
 export class ActiveRuns {
   private readonly runs = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  private open = true;
+  private stoppedFor: StopReason | undefined;
+
+  /**
+   * Whether this process takes new runs: not once it closes. BullMQ still hands over a job whose
+   * fetch was under way as its worker closed; its processor gives such a job back (see
+   * agentRunProcessor) for another worker to run.
+   */
+  get accepting(): boolean {
+    return this.open;
+  }
+
+  /** Takes no new runs from now on; those in progress go on. */
+  close(): void {
+    this.open = false;
+  }
 
   /**
    * Executes a run under its own stop signal. When this process is executing the run already
@@ -21,6 +37,8 @@ export class ActiveRuns {
     const current = this.runs.get(runId);
     if (current) return current.done;
     const controller = new AbortController();
+    // Started after stopAll (a job handed over late): stopped as the others were.
+    if (this.stoppedFor !== undefined) controller.abort(this.stoppedFor);
     const done = fn({ signal: controller.signal, stop: (reason) => controller.abort(reason) });
     const entry = { controller, done };
     this.runs.set(runId, entry);
@@ -39,7 +57,9 @@ export class ActiveRuns {
     return true;
   }
 
+  /** Stops every run in progress, and any started after this. */
   stopAll(reason: StopReason): void {
+    this.stoppedFor = reason;
     for (const { controller } of this.runs.values()) controller.abort(reason);
   }
 
