@@ -11,6 +11,7 @@ export { readSse, type SseEvent, type SseResponse, type StreamOptions } from "./
 export { startPrivateRedis, startPrivatePostgres, type PrivateRedis, type PrivatePostgres } from "./private-servers";
 export { startMemoryService, type MemoryService } from "./memory-service";
 export { startPgRelay, type PgRelay } from "./pg-relay";
+export { startTcpRelay, type TcpRelay } from "./tcp-relay";
 export { startStackOnPrivatePostgres, type PrivatePostgresStack } from "./private-stack";
 export { eventually, watchSse, within, type SseWatch } from "./waiting";
 export { rawExchange, rawHead } from "./raw-http";

@@ -8,6 +8,7 @@ import { createMemoryClient } from "@agentrun/memory-client";
 import { z } from "zod";
 import type { WorkerConfig } from "./config";
 import { agentRunProcessor } from "./jobs/agent-run.job";
+import { ReconnectBeats } from "./runs/reconnect-beats";
 import { ActiveRuns } from "./runs/active-runs";
 import { ModelClients } from "./runs/model-clients";
 import { AgentCache } from "./runs/agent-cache";
@@ -49,7 +50,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
   const bull = createRedis({ url: config.REDIS_URL, role: "bullmq", onError, name: workerId });
   const memory = createMemoryClient({ baseUrl: config.MEMORY_URL, token: config.INTERNAL_TOKEN, timeoutMs: config.MEMORY_TIMEOUT_MS });
   const tools = new ToolRegistry({ timeoutMs: config.HTTP_TOOL_TIMEOUT_MS, maxBytes: config.HTTP_TOOL_MAX_BYTES, allowPrivate: config.HTTP_TOOL_ALLOW_PRIVATE });
-  const deps: RunDeps = { config, logger: log, prisma, redis, redisPrefix: config.REDIS_PREFIX, models: new ModelClients(config), agents: new AgentCache(prisma), tools, memory, workerId, heartbeatTtlMs: config.LOCK_DURATION_MS };
+  const deps: RunDeps = { config, logger: log, prisma, redis, redisPrefix: config.REDIS_PREFIX, models: new ModelClients(config), agents: new AgentCache(prisma), tools, memory, workerId, heartbeatTtlMs: config.LOCK_DURATION_MS, reconnectBeats: new ReconnectBeats(redis) };
   const active = new ActiveRuns();
 
   subscriber.on("message", (_channel: string, message: string) => {

@@ -8,6 +8,7 @@ import { workerConfigSchema } from "../src/config";
 import { AgentCache } from "../src/runs/agent-cache";
 import { executeRun } from "../src/runs/execute-run";
 import { ModelClients } from "../src/runs/model-clients";
+import { ReconnectBeats } from "../src/runs/reconnect-beats";
 import type { RunDeps } from "../src/runs/run-deps";
 import { ToolRegistry } from "../src/tools/registry";
 
@@ -43,6 +44,7 @@ function workerDeps(workerId = "worker-in-test", agents: AgentCache = new Agents
     memory: createMemoryClient({ baseUrl: config.MEMORY_URL, token: config.INTERNAL_TOKEN, timeoutMs: 500 }),
     workerId,
     heartbeatTtlMs: 600,
+    reconnectBeats: new ReconnectBeats(redis),
   };
 }
 

@@ -47,10 +47,12 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
   const log = deps.logger.child({ runId });
   const store = { prisma, redis, redisPrefix };
   const hbKey = runHeartbeatKey(redisPrefix, runId);
-  const heartbeat = setInterval(() => {
+  const beat = () => {
     void redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs).catch(() => {});
     void redis.exists(cancelKey).then((flagged) => flagged && control.stop("cancel"), () => {});
-  }, renewalIntervalMs(deps.heartbeatTtlMs));
+  };
+  const heartbeat = setInterval(beat, renewalIntervalMs(deps.heartbeatTtlMs));
+  const stopReconnectBeats = deps.reconnectBeats.add(runId, beat);
   // However many model calls and tools it goes through, a run ends within its time limit.
   const deadline = setTimeout(() => control.stop("deadline"), deps.config.RUN_TIMEOUT_MS);
   const writer = new RunEventWriter({
@@ -106,6 +108,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     }
   } finally {
     clearInterval(heartbeat);
+    stopReconnectBeats();
     clearTimeout(deadline);
     // The heartbeat of a run ended or taken over elsewhere may be its new owner's now.
     if (!writer.ended && !writer.superseded && !endedElsewhere) await redis.del(hbKey).catch(() => {});

@@ -6,6 +6,7 @@ import type { WorkerConfig } from "../config";
 import type { ToolRegistry } from "../tools/registry";
 import type { ModelClients } from "./model-clients";
 import type { AgentCache } from "./agent-cache";
+import type { ReconnectBeats } from "./reconnect-beats";
 
 /** What executing a run needs; created once per worker process. */
 export interface RunDeps {
@@ -23,4 +24,6 @@ export interface RunDeps {
   heartbeatTtlMs: number;
   /** Identifies this worker process in heartbeats. */
   workerId: string;
+  /** Beats the heartbeats of the runs in progress as soon as `redis` reconnects. */
+  reconnectBeats: ReconnectBeats;
 }

@@ -1,0 +1,48 @@
+import net from "node:net";
+
+/**
+ * A plain TCP relay in front of a server (Redis, say) that can be taken down for the processes
+ * connected through it alone, while the server stays up for everyone else: a network partition
+ * of one process, which then reconnects on its own schedule.
+ */
+export interface TcpRelay {
+  /** The relay's port on 127.0.0.1. */
+  port: number;
+  /** Connections the relay has carried since it started (each reconnect is one more). */
+  accepted(): number;
+  /** While down, open connections are cut at once and new ones are closed as they are made. */
+  setDown(down: boolean): void;
+  close(): Promise<void>;
+}
+
+export async function startTcpRelay(targetHost: string, targetPort: number): Promise<TcpRelay> {
+  const sockets = new Set<net.Socket>();
+  let down = false;
+  let accepted = 0;
+  const server = net.createServer((client) => {
+    if (down) return void client.destroy();
+    accepted++;
+    const upstream = net.connect(targetPort, targetHost);
+    sockets.add(client).add(upstream);
+    client.on("close", () => (upstream.destroy(), sockets.delete(client)));
+    upstream.on("close", () => (client.destroy(), sockets.delete(upstream)));
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  server.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve, reject) => server.once("listening", resolve).once("error", reject));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    accepted: () => accepted,
+    setDown(on) {
+      down = on;
+      if (on) for (const s of sockets) s.destroy();
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
