@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Request, Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
 import { EarlyRunSubscription, RUN_CANCEL_FLAG_TTL_S, runCancelKey } from "@agentrun/events";
@@ -144,25 +145,45 @@ class UnqueuedRunError extends AppError {
   }
 }
 
-/** How long a run whose creation went unanswered is tried to be ended once PostgreSQL answers again. */
+/** How long a run whose creation went unanswered is looked for, to be ended, and its cancel flag set. */
 const ABANDON_RETRY_MS = 60_000;
+
+/** Between two tries of an abandoned run's end or cancel flag. */
+const ABANDON_RETRY_EVERY_MS = 1000;
 
 /**
  * A run whose creation went unanswered (PostgreSQL stopped answering, or the connection was lost
  * after the statement was sent) was answered 503, but the database may have committed it, or
- * still commit it once it answers again. Such a run must never execute. Its cancel flag makes a
- * worker that claims it (the workers queue old queued runs again) end it at once, free; and it is
- * ended here as unqueued as soon as PostgreSQL answers, which also frees what it held (its
- * Idempotency-Key).
+ * still commit it once it answers again (a creation kept waiting on a lock commits after its
+ * client gave up). Such a run must never execute. Its cancel flag makes a worker that claims it
+ * (the workers queue old queued runs again) end it at once, free: the flag is set again every
+ * second until Redis takes it. And the run is looked for every second, and ended as unqueued
+ * once it is there and still queued, which also frees what it held (its Idempotency-Key); both
+ * for {@link ABANDON_RETRY_MS}.
  */
 async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Promise<void> {
-  await deps.redis.set(runCancelKey(deps.config.REDIS_PREFIX, run.runId), "1", "EX", RUN_CANCEL_FLAG_TTL_S).catch(() => {});
-  try {
-    if (await failUnqueuedRun(deps, run, ABANDON_RETRY_MS)) log.warn({ runId: run.runId }, "ended a run committed although its creation went unanswered");
-    await run.unqueued?.();
-  } catch (err) {
-    log.error({ err, runId: run.runId }, "could not end a run whose creation went unanswered; its cancel flag stops it if it was created");
+  const deadline = Date.now() + ABANDON_RETRY_MS;
+  const again = () => Date.now() < deadline && sleep(ABANDON_RETRY_EVERY_MS, true, { ref: false });
+  void (async () => {
+    const key = runCancelKey(deps.config.REDIS_PREFIX, run.runId);
+    while (!(await deps.redis.set(key, "1", "EX", RUN_CANCEL_FLAG_TTL_S).then(() => true, () => false)) && (await again()));
+  })();
+  for (;;) {
+    try {
+      const found = await deps.prisma.run.findUnique({ where: { id: run.runId }, select: { status: true } });
+      // Not there (yet): its creation may still commit. Claimed by a worker: its cancel flag ends it.
+      if (found?.status === "queued") {
+        if (await failUnqueuedRun(deps, run)) log.warn({ runId: run.runId }, "ended a run committed although its creation went unanswered");
+      }
+      if (found || !(await again())) break;
+    } catch (err) {
+      if (!(await again())) {
+        log.error({ err, runId: run.runId }, "could not end a run whose creation went unanswered; its cancel flag stops it if it was created");
+        return;
+      }
+    }
   }
+  await run.unqueued?.().catch((err: unknown) => log.error({ err, runId: run.runId }, "could not release what the abandoned run held"));
 }
 
 /**
