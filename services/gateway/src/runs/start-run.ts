@@ -158,8 +158,7 @@ const ABANDON_RETRY_EVERY_MS = 1000;
  * client gave up). Such a run must never execute. Its cancel flag makes a worker that claims it
  * (the workers queue old queued runs again) end it at once, free: the flag is set again every
  * second until Redis takes it. And the run is looked for every second, and ended as unqueued
- * once it is there and still queued, which also frees what it held (its Idempotency-Key); both
- * for {@link ABANDON_RETRY_MS}.
+ * once it is there and still queued; both for {@link ABANDON_RETRY_MS}.
  */
 async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Promise<void> {
   const deadline = Date.now() + ABANDON_RETRY_MS;
@@ -168,6 +167,10 @@ async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Prom
     const key = runCancelKey(deps.config.REDIS_PREFIX, run.runId);
     while (!(await deps.redis.set(key, "1", "EX", RUN_CANCEL_FLAG_TTL_S).then(() => true, () => false)) && (await again()));
   })();
+  // What the run held (its Idempotency-Key) is released once PostgreSQL has answered, as soon as
+  // the run is ended or not there: a creation that commits later is still ended here or by its flag.
+  let released: Promise<void> | undefined;
+  const release = () => (released ??= run.unqueued?.().catch((err: unknown) => log.error({ err, runId: run.runId }, "could not release what the abandoned run held")) ?? Promise.resolve());
   for (;;) {
     try {
       const found = await deps.prisma.run.findUnique({ where: { id: run.runId }, select: { status: true } });
@@ -175,15 +178,16 @@ async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Prom
       if (found?.status === "queued") {
         if (await failUnqueuedRun(deps, run)) log.warn({ runId: run.runId }, "ended a run committed although its creation went unanswered");
       }
+      void release();
       if (found || !(await again())) break;
     } catch (err) {
       if (!(await again())) {
         log.error({ err, runId: run.runId }, "could not end a run whose creation went unanswered; its cancel flag stops it if it was created");
-        return;
+        break;
       }
     }
   }
-  await run.unqueued?.().catch((err: unknown) => log.error({ err, runId: run.runId }, "could not release what the abandoned run held"));
+  await released;
 }
 
 /**
