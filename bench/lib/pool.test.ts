@@ -47,6 +47,11 @@ describe("steadyLoop", () => {
     expect(out.completedInWindow).toBeGreaterThanOrEqual(measuredOk);
     expect(out.completedInWindow).toBeLessThanOrEqual(measuredOk + 2 * 3 + 10);
     expect(out.elapsedMs).toBeGreaterThan(0);
+    // The failures outside the window are kept apart from the figures, not lost: ids 9 (warm-up), and any of the cool-down.
+    const unmeasured = out.unmeasuredFailures.map((x) => x.id);
+    expect(unmeasured).toContain(9);
+    expect(unmeasured.every((id) => id % 10 === 9 && (id < 12 || id >= 52))).toBe(true);
+    expect(unmeasured.length).toBe(Array.from({ length: r.sent() }, (_, i) => i).filter((i) => i % 10 === 9 && (i < 12 || i >= 52)).length);
   });
 
   it("spreads the clients' first requests over the ramp", async () => {

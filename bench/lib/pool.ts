@@ -70,6 +70,11 @@ export interface SteadyLoopResult<T> {
   elapsedMs: number;
   /** Requests of any phase that finished successfully inside the window. */
   completedInWindow: number;
+  /**
+   * Failed results (`ok` false) of the requests started outside the window (warm-up, cool-down):
+   * kept out of the figures, but a failure all the same.
+   */
+  unmeasuredFailures: T[];
 }
 
 /**
@@ -81,6 +86,7 @@ export interface SteadyLoopResult<T> {
  */
 export async function steadyLoop<T>(opts: SteadyLoopOptions<T>): Promise<SteadyLoopResult<T>> {
   const results: T[] = [];
+  const unmeasuredFailures: T[] = [];
   let started = 0;
   let measuredStarted = 0;
   let measuredPending = 0;
@@ -100,8 +106,12 @@ export async function steadyLoop<T>(opts: SteadyLoopOptions<T>): Promise<SteadyL
       if (measured) (measuredStarted++, measuredPending++);
       const r = await opts.fn();
       const now = performance.now();
-      if (openAt !== null && closeAt === null && opts.ok(r)) completedInWindow++;
-      if (!measured) continue;
+      const ok = opts.ok(r);
+      if (openAt !== null && closeAt === null && ok) completedInWindow++;
+      if (!measured) {
+        if (!ok) unmeasuredFailures.push(r);
+        continue;
+      }
       results.push(r);
       measuredPending--;
       const full = measuredStarted >= opts.maxCount || now >= openAt! + opts.durationMs;
@@ -117,5 +127,5 @@ export async function steadyLoop<T>(opts: SteadyLoopOptions<T>): Promise<SteadyL
     closeAt = performance.now();
     opts.onClose?.();
   }
-  return { results, elapsedMs: openAt === null ? 0 : closeAt! - openAt, completedInWindow };
+  return { results, elapsedMs: openAt === null ? 0 : closeAt! - openAt, completedInWindow, unmeasuredFailures };
 }

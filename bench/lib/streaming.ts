@@ -51,14 +51,15 @@ export async function measureModel(ctx: BenchContext, bench: BenchStack, plan: S
   const dispatcher = createDispatcher();
   const call = () => timedModelStream(bench.stack.modelUrl, plan.query, { dispatcher, signal: ctx.signal, timeoutMs: plan.timeoutMs });
   try {
-    const { results, elapsedMs, completedInWindow } = await steadyLoop({ ...loopOf(ctx, plan), fn: call, ok: (r) => r.ok });
+    const { results, elapsedMs, completedInWindow, unmeasuredFailures } = await steadyLoop({ ...loopOf(ctx, plan), fn: call, ok: (r) => r.ok });
     const ok = results.filter((r) => r.ok);
+    const failed = [...results.filter((r) => !r.ok), ...unmeasuredFailures];
     return {
       ttft: summarize(ok.map((r) => r.firstText!).filter((v) => v !== null)),
       end: summarize(ok.map((r) => r.end!)),
       count: results.length,
-      errors: results.length - ok.length,
-      errorSamples: topErrors(results.filter((r) => !r.ok).map((r) => r.error ?? "?")),
+      errors: failed.length,
+      errorSamples: topErrors(failed.map((r) => r.error ?? "?")),
       elapsedMs,
       completionsPerS: elapsedMs ? completedInWindow / (elapsedMs / 1000) : 0,
     };
@@ -76,7 +77,10 @@ export interface GatewayMeasurement {
   end: Summary;
   count: number;
   completed: number;
+  /** Failed runs, measured or not: a run of the warm-up or cool-down that failed counts too. */
   errors: number;
+  /** Of `errors`, those of runs started outside the measured window. */
+  unmeasuredErrors: number;
   errorSamples: Record<string, number>;
   elapsedMs: number;
   runsPerS: number;
@@ -107,7 +111,7 @@ export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenan
     let stopCpu: (() => CpuUse) | undefined;
     let stopProfile: (() => Promise<void>) | undefined;
     let cpu: CpuUse | undefined;
-    const { results, elapsedMs, completedInWindow } = await steadyLoop({
+    const { results, elapsedMs, completedInWindow, unmeasuredFailures } = await steadyLoop({
       ...loopOf(ctx, plan),
       fn: call,
       ok: (r) => r.ok,
@@ -122,6 +126,7 @@ export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenan
     await stopProfile?.();
     const measured = cpu ?? { cpuS: {}, machine: { busy: 0, total: 0 } };
     const ok = results.filter((r) => r.ok);
+    const failed = [...results.filter((r) => !r.ok), ...unmeasuredFailures];
     const cpuS = measured.cpuS;
     const known = Object.values(cpuS).reduce((a, b) => a + b, 0);
     cpuS["gateway+workers"] = cpuS.gateway! + cpuS.workers!;
@@ -138,13 +143,14 @@ export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenan
       count: results.length,
       completed: ok.length,
       completedInWindow,
-      errors: results.length - ok.length,
-      errorSamples: topErrors(results.filter((r) => !r.ok).map((r) => r.error ?? "?")),
+      errors: failed.length,
+      unmeasuredErrors: unmeasuredFailures.length,
+      errorSamples: topErrors(failed.map((r) => r.error ?? "?")),
       elapsedMs,
       runsPerS: elapsedMs ? completedInWindow / (elapsedMs / 1000) : 0,
       cpuS,
       cpuMsPerRun,
-      logs: results.length > ok.length ? bench.logTail() : undefined,
+      logs: failed.length > 0 ? bench.logTail() : undefined,
     };
   } finally {
     await closeDispatcher(dispatcher);
