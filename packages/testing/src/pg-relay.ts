@@ -1,4 +1,5 @@
 import net from "node:net";
+import { relaySwitch } from "./tcp-relay";
 
 /**
  * A TCP relay in front of the test's PostgreSQL that can cut a connection at a chosen point of
@@ -43,10 +44,9 @@ export async function startPgRelay(databaseUrl: string): Promise<PgRelay> {
   let after: { match?: string } | null = null;
   let cuts = 0;
   const sockets = new Set<net.Socket>();
-  let down = false;
 
   const server = net.createServer((client) => {
-    if (down) return void client.destroy();
+    if (relay.isDown()) return void client.destroy();
     const upstream = net.connect(targetPort, targetHost);
     sockets.add(client).add(upstream);
     const cut = () => {
@@ -104,6 +104,7 @@ export async function startPgRelay(databaseUrl: string): Promise<PgRelay> {
       client.write(chunk);
     });
   });
+  const relay = relaySwitch(server, sockets);
   server.listen(0, "127.0.0.1");
   await new Promise<void>((resolve, reject) => server.once("listening", resolve).once("error", reject));
   const relayed = new URL(databaseUrl);
@@ -119,13 +120,7 @@ export async function startPgRelay(databaseUrl: string): Promise<PgRelay> {
       after = { match };
     },
     cuts: () => cuts,
-    setDown(on) {
-      down = on;
-      if (on) for (const s of sockets) s.destroy();
-    },
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    setDown: relay.setDown,
+    close: relay.close,
   };
 }

@@ -15,12 +15,27 @@ export interface TcpRelay {
   close(): Promise<void>;
 }
 
+/** What every relay shares: its open sockets, all cut when it is taken down, and its close. */
+export function relaySwitch(server: net.Server, sockets: Set<net.Socket>): Pick<TcpRelay, "setDown" | "close"> & { isDown(): boolean } {
+  let down = false;
+  return {
+    isDown: () => down,
+    setDown(on) {
+      down = on;
+      if (on) for (const s of sockets) s.destroy();
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 export async function startTcpRelay(targetHost: string, targetPort: number): Promise<TcpRelay> {
   const sockets = new Set<net.Socket>();
-  let down = false;
   let accepted = 0;
   const server = net.createServer((client) => {
-    if (down) return void client.destroy();
+    if (relay.isDown()) return void client.destroy();
     accepted++;
     const upstream = net.connect(targetPort, targetHost);
     sockets.add(client).add(upstream);
@@ -31,18 +46,8 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
     client.pipe(upstream);
     upstream.pipe(client);
   });
+  const relay = relaySwitch(server, sockets);
   server.listen(0, "127.0.0.1");
   await new Promise<void>((resolve, reject) => server.once("listening", resolve).once("error", reject));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    accepted: () => accepted,
-    setDown(on) {
-      down = on;
-      if (on) for (const s of sockets) s.destroy();
-    },
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return { port: (server.address() as net.AddressInfo).port, accepted: () => accepted, setDown: relay.setDown, close: relay.close };
 }
