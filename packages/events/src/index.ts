@@ -12,4 +12,4 @@ export { followRun, type FollowRunOptions } from "./run-event-reader";
 export { readStoredEvents, readUnstoredEvents, withoutGaps, type EventStore } from "./stored-events";
 export { readDbEvents } from "./db-events";
 export { removeRunLogs } from "./run-log-removal";
-export { renewRunHeartbeatIfHeld } from "./run-heartbeat";
+export { releaseRunHeartbeatIfHeld, renewRunHeartbeatIfHeld } from "./run-heartbeat";

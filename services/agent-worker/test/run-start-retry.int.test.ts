@@ -53,7 +53,7 @@ it("a run whose start meets PostgreSQL out of reach is tried again, not failed, 
   await live.waitFor((e) => e.type === "run_started");
   const runId: string = live.events[0].run_id;
   const deps = workerDeps();
-  const control = () => ({ signal: new AbortController().signal, stop: () => {} });
+  const control = () => ({ signal: new AbortController().signal, stop: () => {}, closing: new AbortController().signal });
 
   // The first attempt throws (BullMQ would try the job again): the run is not ended.
   await expect(executeRun(deps, runId, control())).rejects.toThrow("Connection terminated");
@@ -72,7 +72,7 @@ it("a run that could not start, whose claim PostgreSQL then lost, is started by 
   const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "claimed twice" }, headers: tenant.headers, timeoutMs: 30_000 });
   await live.waitFor((e) => e.type === "run_started");
   const runId: string = live.events[0].run_id;
-  const control = () => ({ signal: new AbortController().signal, stop: () => {} });
+  const control = () => ({ signal: new AbortController().signal, stop: () => {}, closing: new AbortController().signal });
   await expect(executeRun(workerDeps(), runId, control())).rejects.toThrow("Connection terminated");
   // A PostgreSQL crash undoes the claim (it commits asynchronously): the run is queued again.
   await loseClaim(prisma, runId);

@@ -2,6 +2,7 @@ import { agentRunJobSchema, DelayedError, type Job } from "@agentrun/queue";
 import { executeRun } from "../runs/execute-run";
 import type { RunDeps } from "../runs/run-deps";
 import type { ActiveRuns } from "../runs/active-runs";
+import { RunHandedBack } from "../runs/claim-run";
 
 /** How long a job handed back by a worker that cannot use its database waits before another worker may take it. */
 export const HAND_BACK_DELAY_MS = 1000;
@@ -13,7 +14,8 @@ export const HAND_BACK_DELAY_MS = 1000;
  * runs; BullMQ hands over a job whose fetch was under way as it closed, which would otherwise
  * start a run the shutdown's grace never stops), after {@link HAND_BACK_DELAY_MS} when it cannot
  * use its database (`databaseUsable`; it stops fetching, see startAgentWorker, but may have
- * fetched one more job as it did).
+ * fetched one more job as it did). So does a job whose run this worker was still waiting to take
+ * over from a stopped worker when it began to close (see claimRun): at once.
  */
 export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsable: () => boolean = () => true) {
   return async (job: Job, token?: string): Promise<void> => {
@@ -23,6 +25,12 @@ export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsa
       await job.moveToDelayed(Date.now() + (active.accepting ? HAND_BACK_DELAY_MS : 0), token);
       throw new DelayedError();
     }
-    await active.execute(runId, (control) => executeRun(deps, runId, control));
+    try {
+      await active.execute(runId, (control) => executeRun(deps, runId, control));
+    } catch (err) {
+      if (!(err instanceof RunHandedBack) || !token) throw err;
+      await job.moveToDelayed(Date.now(), token);
+      throw new DelayedError();
+    }
   };
 }

@@ -4,12 +4,17 @@ import type { StopReason } from "./run-failure";
 export interface RunControl {
   signal: AbortSignal;
   stop(reason: StopReason): void;
+  /**
+   * Aborted once this process closes (it takes no new runs). A run still waiting to take over
+   * from a stopped worker gives its job back then, for another worker (see claimRun).
+   */
+  closing: AbortSignal;
 }
 
 /** The runs this process is executing, each with the controller that stops it. */
 export class ActiveRuns {
   private readonly runs = new Map<string, { controller: AbortController; done: Promise<void> }>();
-  private open = true;
+  private readonly closed = new AbortController();
   private stoppedFor: StopReason | undefined;
 
   /**
@@ -18,12 +23,12 @@ export class ActiveRuns {
    * agentRunProcessor) for another worker to run.
    */
   get accepting(): boolean {
-    return this.open;
+    return !this.closed.signal.aborted;
   }
 
   /** Takes no new runs from now on; those in progress go on. */
   close(): void {
-    this.open = false;
+    this.closed.abort();
   }
 
   /**
@@ -39,7 +44,7 @@ export class ActiveRuns {
     const controller = new AbortController();
     // Started after stopAll (a job handed over late): stopped as the others were.
     if (this.stoppedFor !== undefined) controller.abort(this.stoppedFor);
-    const done = fn({ signal: controller.signal, stop: (reason) => controller.abort(reason) });
+    const done = fn({ signal: controller.signal, stop: (reason) => controller.abort(reason), closing: this.closed.signal });
     const entry = { controller, done };
     this.runs.set(runId, entry);
     try {

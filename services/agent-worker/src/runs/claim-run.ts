@@ -1,4 +1,4 @@
-import { readStoredEvents, renewRunHeartbeatIfHeld, RUN_LOG_TTL_LIVE_S, runHeartbeatKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
+import { readStoredEvents, releaseRunHeartbeatIfHeld, renewRunHeartbeatIfHeld, RUN_LOG_TTL_LIVE_S, runHeartbeatKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
 import { endAbandonedRun } from "@agentrun/run-state";
 import { waitOneRenewal } from "./heartbeat-renewal";
 import type { HistoryMessage } from "./prompt";
@@ -24,6 +24,31 @@ interface ClaimRow {
   history: HistoryMessage[];
 }
 
+/**
+ * Thrown by {@link claimRun} when its worker closed while it waited to take a run over: the job
+ * goes back to the queue (see agentRunProcessor) for a worker that can wait the takeover out.
+ */
+export class RunHandedBack extends Error {
+  override name = "RunHandedBack";
+  constructor(readonly runId: string) {
+    super(`run ${runId} handed back: its worker is closing`);
+  }
+}
+
+/** Waits `ms`, cut short when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
 const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
   lastSeq,
   run: { id: row.id, taskId: row.task_id, orgId: row.org_id, agentId: row.agent_id, query: row.query, context: row.context, taskUserId: row.task_user_id },
@@ -36,8 +61,10 @@ const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
  * it emitted nothing yet, and ended otherwise: failed (`worker_lost`), or cancelled when a cancel
  * was asked for while its worker was gone; a worker found alive after all (it sets its heartbeat
  * again) keeps it. Returns null when there is nothing to do; the job is then acknowledged quietly.
+ * The wait for a stopped worker's heartbeat to lapse (up to two heartbeat TTLs) ends when
+ * `closing` aborts: {@link RunHandedBack} is thrown then, before this worker has taken anything.
  */
-export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun | null> {
+export async function claimRun(deps: RunDeps, runId: string, closing: AbortSignal = new AbortController().signal): Promise<ClaimedRun | null> {
   const { prisma, redis, redisPrefix } = deps;
   const hbKey = runHeartbeatKey(redisPrefix, runId);
   const historyLimit = deps.config.HISTORY_MAX_MESSAGES;
@@ -55,16 +82,18 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
   }
   const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, query: true } });
   if (!run || run.status !== "running") return null;
+  if (closing.aborted) throw new RunHandedBack(runId);
   // BullMQ hands the job over once the previous worker's lock expired; that worker's run
   // heartbeat lives about as long, so wait for it to lapse. Whoever sets it first owns the run;
   // a heartbeat that keeps being renewed means its worker is alive and still executing it.
   let owned = await redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs, "NX");
   if (owned !== "OK") {
     const left = await redis.pttl(hbKey);
-    await new Promise((r) => setTimeout(r, Math.min(Math.max(left, 0) + 50, 2 * deps.heartbeatTtlMs)));
+    await pause(Math.min(Math.max(left, 0) + 50, 2 * deps.heartbeatTtlMs), closing);
+    if (closing.aborted) throw new RunHandedBack(runId);
     owned = await redis.set(hbKey, deps.workerId, "PX", deps.heartbeatTtlMs, "NX");
   }
-  if (owned !== "OK" || !(await stillOwned(deps, hbKey))) return null;
+  if (owned !== "OK" || !(await stillOwned(deps, hbKey, runId, closing))) return null;
   // Take the run over before reading what it emitted, so that the previous worker, should it
   // still be alive (a long pause), can add nothing more: its batches need the run under its id
   // (waiting for one in progress), its log appends the run's writer key (see finishRun).
@@ -95,8 +124,13 @@ export async function claimRun(deps: RunDeps, runId: string): Promise<ClaimedRun
  * its stalled job is handed over once Redis is back. A live worker sets its heartbeat again
  * within the period, over this one; the run is then left to it.
  */
-async function stillOwned(deps: RunDeps, hbKey: string): Promise<boolean> {
-  await waitOneRenewal(deps.heartbeatTtlMs);
+async function stillOwned(deps: RunDeps, hbKey: string, runId: string, closing: AbortSignal): Promise<boolean> {
+  await waitOneRenewal(deps.heartbeatTtlMs, closing);
+  if (closing.aborted) {
+    // The worker that gets the job next need not wait for this heartbeat to lapse.
+    await releaseRunHeartbeatIfHeld(deps.redis, hbKey, deps.workerId).catch(() => {});
+    throw new RunHandedBack(runId);
+  }
   // A whole TTL again from now (the run's renewals start only once it is claimed), in the same
   // step as the check: a live worker renewing at that very moment keeps its heartbeat.
   return renewRunHeartbeatIfHeld(deps.redis, hbKey, deps.workerId, deps.heartbeatTtlMs);

@@ -42,7 +42,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     deps.logger.warn({ runId, err }, "could not read the run's cancel flag; the heartbeat reads it again");
     return 0;
   });
-  const claim = await claimRun(deps, runId);
+  const claim = await claimRun(deps, runId, control.closing);
   if (!claim) return;
   const log = deps.logger.child({ runId });
   const store = { prisma, redis, redisPrefix };
