@@ -1,9 +1,10 @@
 import { isUtf8 } from "node:buffer";
 import type { IncomingMessage } from "node:http";
-import express, { type RequestHandler } from "express";
+import type { RequestHandler } from "express";
 import { isStorableText, nestsDeeperThan } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import { inexactNumber } from "./inexact-number";
+import { readBody } from "./read-body";
 import { foreignCharset, foreignCharsetRefused, parseUtf8Json } from "./utf8-json";
 
 /** What the parser's look at the raw body found, for the checks after parsing. */
@@ -42,23 +43,19 @@ export const MAX_JSON_DEPTH = 32;
 export function jsonBody(limitBytes: number): RequestHandler[] {
   // Read as bytes and parsed here as UTF-8, whatever charset the header names (checkType admits
   // only UTF-8's): the checks below read the same bytes the value is parsed from.
-  const read = express.raw({
-    limit: limitBytes,
-    type: () => true,
-    verify: (req, _res, buf) => {
-      const flags: RawBodyFlags = ((req as Flagged)[rawBodyFlags] = {});
-      if (buf.includes("\\u0000") || buf.includes("\\ud") || buf.includes("\\uD")) flags.mayHoldNul = true;
-      if (nestsDeeperThan(buf, MAX_JSON_DEPTH)) flags.tooDeep = true;
-      const inexact = inexactNumber(buf);
-      if (inexact !== null) flags.inexactNumber = inexact;
-      if (!isUtf8(buf)) flags.notUtf8 = true;
-      if (buf.includes("proto") || buf.includes("\\u")) flags.mayHoldProto = true;
-    },
+  const read = readBody(limitBytes, (req, buf) => {
+    const flags: RawBodyFlags = ((req as Flagged)[rawBodyFlags] = {});
+    if (buf.includes("\\u0000") || buf.includes("\\ud") || buf.includes("\\uD")) flags.mayHoldNul = true;
+    if (nestsDeeperThan(buf, MAX_JSON_DEPTH)) flags.tooDeep = true;
+    const inexact = inexactNumber(buf);
+    if (inexact !== null) flags.inexactNumber = inexact;
+    if (!isUtf8(buf)) flags.notUtf8 = true;
+    if (buf.includes("proto") || buf.includes("\\u")) flags.mayHoldProto = true;
   });
   const checkType: RequestHandler = (req, res, next) => {
     if (/%00/i.test(req.originalUrl)) throw unstorableRefused("The URL", "\0");
-    const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
-    if (!hasBody) return next();
+    const nonEmpty = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+    if (!nonEmpty) return next();
     if (!req.is("application/json")) throw new AppError("unsupported_media_type");
     const charset = foreignCharset(req.headers["content-type"]);
     if (charset !== null) throw foreignCharsetRefused(charset);

@@ -2,25 +2,6 @@ import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ZodError } from "zod";
 import { AppError, errorBody, isUnavailableError } from "@agentrun/errors";
 
-/** body-parser failures, by their `type`, as contract errors. */
-function fromBodyParser(err: any): AppError | null {
-  switch (err?.type) {
-    case "entity.parse.failed":
-      return new AppError("invalid_request", { message: "The request body is not a valid JSON object." });
-    case "entity.too.large":
-      return new AppError("payload_too_large", { message: `The request body exceeds ${err.limit} bytes.` });
-    case "encoding.unsupported":
-    case "charset.unsupported":
-      return new AppError("unsupported_media_type", { message: "Unsupported body encoding or charset." });
-    case "request.aborted":
-    case "request.size.invalid":
-    case "stream.encoding.set":
-      return new AppError("invalid_request", { message: "The request body could not be read." });
-    default:
-      return null;
-  }
-}
-
 /**
  * Client errors that Express and its helpers raise with an HTTP status (http-errors, the router's
  * URIError for a malformed escape in a path parameter) as contract errors.
@@ -61,7 +42,7 @@ export function errorHandler(): ErrorRequestHandler {
       const fields = invalidFields(err);
       appErr = new AppError("invalid_request", { message: fields.map((f) => f.text).join("; "), details: fields.map(({ path, message }) => ({ path, message })) });
     }
-    else appErr = fromBodyParser(err) ?? fromHttpStatus(err) ?? (isUnavailableError(err) ? new AppError("unavailable", { cause: err }) : new AppError("internal_error", { cause: err }));
+    else appErr = fromHttpStatus(err) ?? (isUnavailableError(err) ? new AppError("unavailable", { cause: err }) : new AppError("internal_error", { cause: err }));
 
     const log = req.log ?? console;
     if (appErr.status >= 500) log.error({ err, code: appErr.code }, "request failed");

@@ -9,15 +9,6 @@ export const notFound: RequestHandler = (req) => {
   throw new AppError("not_found", { message: `No route for ${req.method} ${req.path}.` });
 };
 
-/** body-parser's errors carry a `type`; these are the client's fault, not ours. */
-function bodyParserError(err: unknown): AppError | undefined {
-  const type = (err as { type?: unknown } | null)?.type;
-  if (type === "entity.parse.failed") return new AppError("invalid_request", { message: "The request body is not valid JSON." });
-  if (type === "entity.too.large") return new AppError("payload_too_large");
-  if (type === "encoding.unsupported" || type === "charset.unsupported") return new AppError("unsupported_media_type");
-  return undefined;
-}
-
 /** Turns any thrown error into an {@link AppError}; unknown errors become `internal_error`. */
 function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -25,8 +16,6 @@ function toAppError(err: unknown): AppError {
     const details = err.issues.map((i) => ({ path: i.path.map(String).join(".") || "(root)", message: i.message }));
     return new AppError("invalid_request", { message: "The request has invalid fields.", details });
   }
-  const parsed = bodyParserError(err);
-  if (parsed) return parsed;
   if (isUnavailableError(err)) return new AppError("unavailable", { message: "The database is unavailable; retry shortly.", cause: err });
   return new AppError("internal_error", { cause: err });
 }

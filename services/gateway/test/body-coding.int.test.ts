@@ -1,0 +1,91 @@
+import http from "node:http";
+import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
+import { stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+
+// How request bodies are read: as they arrive (chunked), and in a content coding.
+let stack: Stack;
+let tenant: Tenant;
+const LIMIT = 64 * 1024;
+
+stackWithTenant((started) => ({ stack, tenant } = started), {
+  stack: { workers: 0, memory: false, gatewayEnv: { BODY_LIMIT_BYTES: String(LIMIT), AUTH_FAILURE_LIMIT: "100000" } },
+  tenant: { plan: "enterprise", rpmLimit: 100_000 },
+});
+
+/** POST /api/tasks with `body` sent as it is, under `headers`; the status and the parsed answer. */
+async function postTasks(body: Buffer, headers: Record<string, string>): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${stack.gatewayUrl}/api/tasks`, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json", ...headers }, body });
+  return { status: res.status, json: await res.json() };
+}
+
+it("a chunked body is answered 413 as soon as it passes the limit, while the client is still sending", async () => {
+  const url = new URL(`${stack.gatewayUrl}/api/tasks`);
+  const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { ...tenant.headers, "content-type": "application/json" } });
+  req.on("error", () => {});
+  let sent = 0;
+  let answered = false;
+  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const cutOff = setTimeout(() => reject(new Error(`no answer within 5 s; ${sent} bytes sent`)), 5000);
+    req.on("response", (res) => {
+      answered = true;
+      let body = "";
+      res.on("data", (d: Buffer) => (body += d.toString()));
+      res.on("end", () => {
+        clearTimeout(cutOff);
+        resolve({ status: res.statusCode!, body });
+      });
+    });
+  });
+  // An endless body: 16 KiB at a time, as fast as the connection takes it, until the answer.
+  const chunk = Buffer.alloc(16 * 1024, 0x20);
+  req.write("{");
+  void (async () => {
+    while (!answered && !req.destroyed && sent < 200 * 1024 * 1024) {
+      sent += chunk.length;
+      if (req.write(chunk)) continue;
+      await new Promise<void>((resolve) => {
+        const go = () => {
+          req.off("drain", go).off("close", go);
+          resolve();
+        };
+        req.on("drain", go).on("close", go);
+      });
+    }
+  })();
+  try {
+    const { status, body } = await answer;
+    expect(status).toBe(413);
+    expect(JSON.parse(body)).toEqual({ error: { code: "payload_too_large", message: expect.stringContaining(String(LIMIT)) } });
+    expect(sent).toBeGreaterThan(LIMIT);
+  } finally {
+    req.destroy();
+  }
+});
+
+it("reads a body in gzip, deflate or br, and counts the limit on what it decodes to", async () => {
+  const json = Buffer.from(JSON.stringify({ title: "compressed" }));
+  for (const [coding, encoded] of [
+    ["gzip", gzipSync(json)],
+    ["deflate", deflateSync(json)],
+    ["br", brotliCompressSync(json)],
+  ] as const) {
+    const { status, json: task } = await postTasks(encoded, { "content-encoding": coding });
+    expect([coding, status, task.title]).toEqual([coding, 201, "compressed"]);
+  }
+  // 200 bytes of gzip that decode to 4 times the limit.
+  const bomb = gzipSync(Buffer.from(`{"title":"${" ".repeat(4 * LIMIT)}"}`));
+  expect(bomb.length).toBeLessThan(LIMIT / 10);
+  const big = await postTasks(bomb, { "content-encoding": "gzip" });
+  expect([big.status, big.json.error.code]).toEqual([413, "payload_too_large"]);
+});
+
+it("a body that is not what its coding says is 400, an unknown coding 415", async () => {
+  const broken = await postTasks(Buffer.from('{"title":"not gzip"}'), { "content-encoding": "gzip" });
+  expect(broken.status).toBe(400);
+  expect(broken.json.error).toEqual({ code: "invalid_request", message: expect.stringContaining("gzip") });
+  const unknown = await postTasks(Buffer.from('{"title":"x"}'), { "content-encoding": "compress" });
+  expect(unknown.status).toBe(415);
+  expect(unknown.json.error).toEqual({ code: "unsupported_media_type", message: expect.stringContaining("compress") });
+  // The connection still serves requests afterwards.
+  expect((await postTasks(Buffer.from('{"title":"after"}'), {})).status).toBe(201);
+});
