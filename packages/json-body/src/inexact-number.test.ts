@@ -25,4 +25,12 @@ describe("inexactNumber", () => {
     expect(first('{"12345678901234567890":"99999999999999999999e999","n":1}')).toBeNull();
     expect(first('{"s":"a \\" 1e999 \\\\","n":[1e999]}')).toBe("1e999");
   });
+
+  it("leaves what is not a JSON number to the parser, which refuses the body as invalid JSON", () => {
+    expect(first('{"a":1.2.3.4.5.6.7.8.9.0.1.2}')).toBeNull();
+    expect(first('{"a":12-34567890123456789}')).toBeNull();
+    expect(first('{"a":0123456789012345678}')).toBeNull();
+    expect(first('{"a":--12345678901234567890}')).toBeNull();
+    expect(first('{"a":1.2.3,"b":12345678901234567890}')).toBe("12345678901234567890");
+  });
 });

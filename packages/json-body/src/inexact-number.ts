@@ -9,6 +9,9 @@
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
+/** A JSON number token (RFC 8259, 6); anything else number-like is left to the parser, which refuses it. */
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
 /** The first number in the JSON text `buf` that would not be kept as written, or null. */
 export function inexactNumber(buf: Uint8Array): string | null {
   let inString = false;
@@ -39,12 +42,12 @@ export function inexactNumber(buf: Uint8Array): string | null {
     // Up to 15 digits without an exponent is always exact; anything shorter needs no look.
     if (length < 16 && !fractionOrExponent) continue;
     const token = Buffer.from(buf.subarray(start, i + 1)).toString("latin1");
-    if (!judge(token)) return token;
+    if (JSON_NUMBER.test(token) && !judge(token)) return token;
   }
   return null;
 }
 
-/** Whether the number `token` (valid JSON, the parser has checked it) is kept as written. */
+/** Whether the number `token` (a valid JSON number) is kept as written. */
 function judge(token: string): boolean {
   if (!/[.eE]/.test(token)) {
     const n = BigInt(token);
