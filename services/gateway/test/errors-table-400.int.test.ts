@@ -25,6 +25,19 @@ describe("400 invalid_request", () => {
     for (const d of body.error.details) expect(d).toEqual({ path: expect.any(String), message: expect.any(String) });
   });
 
+  it("a body with very many invalid fields: the first 20 named, the rest counted, long keys cut", async () => {
+    const body: Record<string, number> = { query: 1 } as never;
+    for (let i = 0; i < 3000; i++) body[`unknown_${i}_${"k".repeat(150)}`] = i;
+    const res = await postJson("/api/run", body);
+    const text = await res.clone().text();
+    const { error } = await expectError(res, 400, "invalid_request");
+    expect(text.length).toBeLessThan(10_000);
+    expect(error.details).toHaveLength(20);
+    expect(error.details[0]).toEqual({ path: "query", message: expect.any(String) });
+    expect(error.details[1]).toEqual({ path: `unknown_0_${"k".repeat(90)}…`, message: "Unrecognized key" });
+    expect(error.message).toMatch(/; and 2981 more invalid fields$/);
+  });
+
   it("invalid query parameter", async () => {
     const body = await expectError(await call("/api/memory?limit=abc"), 400, "invalid_request");
     expect(body.error.details[0].path).toBe("limit");

@@ -23,14 +23,30 @@ function fromHttpStatus(err: any): AppError | null {
  */
 function invalidFields(err: ZodError): { path: string; message: string; text: string }[] {
   return err.issues.flatMap((i) => {
-    const at = i.path.join(".");
+    const at = echoed(i.path.join("."));
     if (i.code !== "unrecognized_keys") return [{ path: at, message: i.message, text: `${at || "body"}: ${i.message}` }];
     return i.keys.map((key) => ({
-      path: [...i.path, key].join("."),
+      path: echoed([...i.path, key].join(".")),
       message: "Unrecognized key",
-      text: `${at ? `${at}: ` : ""}Unrecognized key: ${JSON.stringify(key)}`,
+      text: `${at ? `${at}: ` : ""}Unrecognized key: ${JSON.stringify(echoed(key))}`,
     }));
   });
+}
+
+/** How many invalid fields a 400 names; the message counts the others. */
+const FIELDS_SHOWN_MAX = 20;
+/** Longest field path or key an error repeats (a key can be as long as the body). */
+const FIELD_ECHO_MAX = 100;
+
+const echoed = (text: string) => (text.length > FIELD_ECHO_MAX ? `${text.slice(0, FIELD_ECHO_MAX)}…` : text);
+
+/** 400 naming the first {@link FIELDS_SHOWN_MAX} invalid fields, in `details` and the message, and counting the rest. */
+function invalidRequest(err: ZodError): AppError {
+  const all = invalidFields(err);
+  const fields = all.slice(0, FIELDS_SHOWN_MAX);
+  const more = all.length - fields.length;
+  const message = fields.map((f) => f.text).join("; ") + (more > 0 ? `; and ${more} more invalid field${more === 1 ? "" : "s"}` : "");
+  return new AppError("invalid_request", { message, details: fields.map(({ path, message }) => ({ path, message })) });
 }
 
 /** Maps every error to the contract's `{error:{code,message}}`; 5xx are logged with the stack, never sent. */
@@ -38,10 +54,7 @@ export function errorHandler(): ErrorRequestHandler {
   return (err, req, res, _next) => {
     let appErr: AppError;
     if (err instanceof AppError) appErr = err;
-    else if (err instanceof ZodError) {
-      const fields = invalidFields(err);
-      appErr = new AppError("invalid_request", { message: fields.map((f) => f.text).join("; "), details: fields.map(({ path, message }) => ({ path, message })) });
-    }
+    else if (err instanceof ZodError) appErr = invalidRequest(err);
     else appErr = fromHttpStatus(err) ?? (isUnavailableError(err) ? new AppError("unavailable", { cause: err }) : new AppError("internal_error", { cause: err }));
 
     const log = req.log ?? console;
