@@ -1,11 +1,13 @@
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
+import type { Duplex } from "node:stream";
 import type { Express } from "express";
 import { appMessageClasses } from "@agentrun/express-server";
 import { declaresBodyOver } from "@agentrun/json-body";
 import type { GatewayConfig } from "./config";
-import { answerMalformedRequests } from "./middleware/malformed-requests";
+import { answerMalformedRequests, answerRaw } from "./middleware/malformed-requests";
+import { noRoute } from "./middleware/error.middleware";
 
 /** Longest interval between Node's checks for requests past their time (its default: 30 s). */
 const MAX_TIMEOUT_CHECK_INTERVAL_MS = 30_000;
@@ -49,5 +51,11 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
   // Any other expectation goes to the app too, which refuses it (417) in the contract's shape
   // where Node would answer a bare 417 (refuseMalformedHead).
   server.on("checkExpectation", (req: http.IncomingMessage, res: http.ServerResponse) => server.emit("request", req, res));
+  // CONNECT (a proxy tunnel) is not a request Node hands to the app: answered here, as the app
+  // answers a method no route serves, where Node would close the connection without a word.
+  server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
+    const { code, message } = noRoute("CONNECT", req.url ?? "");
+    answerRaw(socket, 404, "Not Found", { code, message });
+  });
   return server;
 }

@@ -62,6 +62,15 @@ it.each([
   expect(JSON.parse(body!)).toEqual({ error: { code: "invalid_request", message: expect.any(String) } });
 });
 
+it("CONNECT is answered 404 not_found in the error shape, as a method no route serves, and the connection closes", async () => {
+  // rawExchange resolves only once the server has closed the connection.
+  const answer = await rawExchange(stack.gatewayUrl, "CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n");
+  const [head, body] = answer.split("\r\n\r\n");
+  expect(head).toMatch(/^HTTP\/1\.1 404 /);
+  expect(head).toMatch(/\r\nx-request-id: req_[0-9a-f]{32}\r\n/i);
+  expect(JSON.parse(body!)).toEqual({ error: { code: "not_found", message: "No route for CONNECT example.com:443." } });
+});
+
 it("Host may be missing from HTTP/1.0, and Expect: 100-continue is served", async () => {
   expect(await rawExchange(stack.gatewayUrl, "GET /healthz HTTP/1.0\r\n\r\n")).toMatch(/^HTTP\/1\.1 200 /);
   const body = JSON.stringify({ title: "expecting" });

@@ -28,15 +28,24 @@ export function answerMalformedRequests(server: Server): void {
       return;
     }
     const [status, reason, message] = answerFor(err.code);
-    const body = JSON.stringify({ error: { code: "invalid_request", message } });
-    const cutOff = setTimeout(() => socket.destroy(), ANSWER_FLUSH_MS).unref();
-    socket.end(
-      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        `X-Request-Id: ${newRequestId()}\r\nConnection: close\r\n\r\n${body}`,
-      () => {
-        clearTimeout(cutOff);
-        socket.destroy();
-      },
-    );
+    answerRaw(socket, status, reason, { code: "invalid_request", message });
   });
+}
+
+/**
+ * Writes a whole answer in the contract's error shape, with an X-Request-Id, straight to a
+ * connection the HTTP server no longer answers on (a refused request, a CONNECT), then closes it
+ * (destroyed if the answer has not left within a second).
+ */
+export function answerRaw(socket: Duplex, status: number, reason: string, error: { code: string; message: string }): void {
+  const body = JSON.stringify({ error });
+  const cutOff = setTimeout(() => socket.destroy(), ANSWER_FLUSH_MS).unref();
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${newRequestId()}\r\nConnection: close\r\n\r\n${body}`,
+    () => {
+      clearTimeout(cutOff);
+      socket.destroy();
+    },
+  );
 }
