@@ -8,12 +8,15 @@ export const LISTS_ORG = "org_bench_lists";
 export const LISTS_AGENT = "agt_bench_lists";
 export const TASK_COUNT = 1_000_000;
 export const MESSAGE_COUNT = 5_000;
-/** The newest task (first on the list) holds the messages. */
-export const MESSAGES_TASK = `task_${TASK_COUNT.toString(16).padStart(32, "0")}`;
+/** The newest of `taskCount` seeded tasks (first on the list), which holds the messages. */
+export const messagesTaskOf = (taskCount: number) => `task_${taskCount.toString(16).padStart(32, "0")}`;
+export const MESSAGES_TASK = messagesTaskOf(TASK_COUNT);
 
 export interface SeedReport {
   tasksSeeded: boolean;
   messagesSeeded: boolean;
+  /** The agent's task counters were rebuilt (with the tasks, or because they did not add up). */
+  countsRebuilt: boolean;
   seedMs: number;
 }
 
@@ -21,68 +24,80 @@ export interface SeedReport {
  * Seeds 1,000,000 tasks for one agent (one INSERT … SELECT over generate_series; ids
  * `task_` + 32 hex digits, increasing with created_at, which is spread over the last year, so
  * both orders agree as with real time-ordered ids) and 5,000 messages on the newest task.
- * Checks the counts first: an already seeded database is left as it is.
+ * Checks the counts first: an already seeded database is left as it is. Everything is written in
+ * one transaction, so that a seed cut short leaves nothing behind; counters that do not add up
+ * to the tasks (whatever left them so) are rebuilt.
  */
-export async function seedLists(client: pg.Client): Promise<SeedReport> {
+export async function seedLists(client: pg.Client, sizes = { tasks: TASK_COUNT, messages: MESSAGE_COUNT }): Promise<SeedReport> {
   const t0 = performance.now();
+  const messagesTask = messagesTaskOf(sizes.tasks);
   await client.query("SET synchronous_commit = off");
-  await client.query(
-    `INSERT INTO organizations (id, name, plan, rpm_limit, credit_balance, updated_at) VALUES ($1, 'bench lists', 'enterprise', 10000000, 0, now()) ON CONFLICT (id) DO NOTHING`,
-    [LISTS_ORG],
-  );
-  await client.query(
-    `INSERT INTO agents (id, org_id, name, model, tools, http_allowlist, updated_at) VALUES ($1, $2, 'bench lists', 'scripted', '{}', '{}', now()) ON CONFLICT (id) DO NOTHING`,
-    [LISTS_AGENT, LISTS_ORG],
-  );
-  const tasks = Number((await client.query("SELECT count(*) AS n FROM tasks WHERE agent_id = $1", [LISTS_AGENT])).rows[0].n);
-  const tasksSeeded = tasks !== TASK_COUNT;
-  // The row-level trigger that keeps task_counts (migration task_counts) updates the same ~80
-  // counter rows once per inserted task; within one transaction every update adds a version
-  // that later updates must walk past, so a 1,000,000-row INSERT never finishes. Seed with
-  // triggers off (session_replication_role = replica, also skipping FK checks: the data is
-  // consistent by construction) and rebuild this agent's counters the way the migration does.
-  await client.query("SET session_replication_role = replica");
-  if (tasksSeeded) {
-    await client.query("DELETE FROM messages WHERE task_id IN (SELECT id FROM tasks WHERE agent_id = $1)", [LISTS_AGENT]);
-    await client.query("DELETE FROM tasks WHERE agent_id = $1", [LISTS_AGENT]);
+  await client.query("BEGIN");
+  try {
     await client.query(
-      `INSERT INTO tasks (id, org_id, agent_id, title, status, user_id, run_count, credits_used, created_at, updated_at)
-       SELECT 'task_' || lpad(to_hex(i), 32, '0'), $1, $2, 'Benchmark task ' || i,
-              (ARRAY['completed', 'completed', 'completed', 'failed', 'pending']::"TaskStatus"[])[1 + i % 5],
-              'user_' || (i % 1000), 1 + i % 3, 1 + i % 7,
-              ts, ts + interval '5 seconds'
-       FROM generate_series(1, $3::int) AS i,
-            LATERAL (SELECT now() - interval '365 days' + (i * (interval '365 days' / $3::int)) AS ts) AS t`,
-      [LISTS_ORG, LISTS_AGENT, TASK_COUNT],
+      `INSERT INTO organizations (id, name, plan, rpm_limit, credit_balance, updated_at) VALUES ($1, 'bench lists', 'enterprise', 10000000, 0, now()) ON CONFLICT (id) DO NOTHING`,
+      [LISTS_ORG],
     );
-  }
-  const messages = Number((await client.query("SELECT count(*) AS n FROM messages WHERE task_id = $1", [MESSAGES_TASK])).rows[0].n);
-  const messagesSeeded = tasksSeeded || messages !== MESSAGE_COUNT;
-  if (messagesSeeded) {
-    await client.query("DELETE FROM messages WHERE task_id = $1", [MESSAGES_TASK]);
     await client.query(
-      `INSERT INTO messages (id, task_id, role, content, created_at)
-       SELECT 'msg_' || lpad(to_hex(i), 32, '0'), $1,
-              (CASE WHEN i % 2 = 1 THEN 'user' ELSE 'assistant' END)::"MessageRole",
-              'Benchmark message ' || i || ': ' || repeat('lorem ipsum ', 8),
-              (SELECT created_at FROM tasks WHERE id = $1) + i * interval '1 second'
-       FROM generate_series(1, $2::int) AS i`,
-      [MESSAGES_TASK, MESSAGE_COUNT],
+      `INSERT INTO agents (id, org_id, name, model, tools, http_allowlist, updated_at) VALUES ($1, $2, 'bench lists', 'scripted', '{}', '{}', now()) ON CONFLICT (id) DO NOTHING`,
+      [LISTS_AGENT, LISTS_ORG],
     );
+    const tasks = Number((await client.query("SELECT count(*) AS n FROM tasks WHERE agent_id = $1", [LISTS_AGENT])).rows[0].n);
+    const newest = (await client.query("SELECT 1 FROM tasks WHERE id = $1 AND agent_id = $2", [messagesTask, LISTS_AGENT])).rowCount === 1;
+    const tasksSeeded = tasks !== sizes.tasks || !newest;
+    // The row-level trigger that keeps task_counts (migration task_counts) updates the same ~80
+    // counter rows once per inserted task; within one transaction every update adds a version
+    // that later updates must walk past, so a 1,000,000-row INSERT never finishes. Seed with
+    // triggers off (session_replication_role = replica, also skipping FK checks: the data is
+    // consistent by construction) and rebuild this agent's counters the way the migration does.
+    await client.query("SET LOCAL session_replication_role = replica");
+    if (tasksSeeded) {
+      await client.query("DELETE FROM messages WHERE task_id IN (SELECT id FROM tasks WHERE agent_id = $1)", [LISTS_AGENT]);
+      await client.query("DELETE FROM tasks WHERE agent_id = $1", [LISTS_AGENT]);
+      await client.query(
+        `INSERT INTO tasks (id, org_id, agent_id, title, status, user_id, run_count, credits_used, created_at, updated_at)
+         SELECT 'task_' || lpad(to_hex(i), 32, '0'), $1, $2, 'Benchmark task ' || i,
+                (ARRAY['completed', 'completed', 'completed', 'failed', 'pending']::"TaskStatus"[])[1 + i % 5],
+                'user_' || (i % 1000), 1 + i % 3, 1 + i % 7,
+                ts, ts + interval '5 seconds'
+         FROM generate_series(1, $3::int) AS i,
+              LATERAL (SELECT now() - interval '365 days' + (i * (interval '365 days' / $3::int)) AS ts) AS t`,
+        [LISTS_ORG, LISTS_AGENT, sizes.tasks],
+      );
+    }
+    const messages = Number((await client.query("SELECT count(*) AS n FROM messages WHERE task_id = $1", [messagesTask])).rows[0].n);
+    const messagesSeeded = tasksSeeded || messages !== sizes.messages;
+    if (messagesSeeded) {
+      await client.query("DELETE FROM messages WHERE task_id = $1", [messagesTask]);
+      await client.query(
+        `INSERT INTO messages (id, task_id, role, content, created_at)
+         SELECT 'msg_' || lpad(to_hex(i), 32, '0'), $1,
+                (CASE WHEN i % 2 = 1 THEN 'user' ELSE 'assistant' END)::"MessageRole",
+                'Benchmark message ' || i || ': ' || repeat('lorem ipsum ', 8),
+                (SELECT created_at FROM tasks WHERE id = $1) + i * interval '1 second'
+         FROM generate_series(1, $2::int) AS i`,
+        [messagesTask, sizes.messages],
+      );
+    }
+    const counted = (await client.query("SELECT to_regclass('task_counts') IS NOT NULL AS ok")).rows[0].ok;
+    const countedTasks = counted ? Number((await client.query("SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE agent_id = $1", [LISTS_AGENT])).rows[0].n) : sizes.tasks;
+    const countsRebuilt = counted && (tasksSeeded || countedTasks !== sizes.tasks);
+    if (countsRebuilt) {
+      await client.query("DELETE FROM task_counts WHERE agent_id = $1", [LISTS_AGENT]);
+      await client.query(
+        `INSERT INTO task_counts (agent_id, status, shard, n)
+         SELECT agent_id, status, abs(hashtext(id)::bigint) % 16, count(*) FROM tasks WHERE agent_id = $1 GROUP BY 1, 2, 3`,
+        [LISTS_AGENT],
+      );
+    }
+    await client.query("COMMIT");
+    // Statistics and the visibility map (index-only scans) as a database that has been running a while.
+    if (tasksSeeded || messagesSeeded) await client.query(`VACUUM (ANALYZE) tasks, messages${counted ? ", task_counts" : ""}`);
+    return { tasksSeeded, messagesSeeded, countsRebuilt, seedMs: performance.now() - t0 };
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
   }
-  await client.query("SET session_replication_role = origin");
-  const counted = (await client.query("SELECT to_regclass('task_counts') IS NOT NULL AS ok")).rows[0].ok;
-  if (tasksSeeded && counted) {
-    await client.query("DELETE FROM task_counts WHERE agent_id = $1", [LISTS_AGENT]);
-    await client.query(
-      `INSERT INTO task_counts (agent_id, status, shard, n)
-       SELECT agent_id, status, abs(hashtext(id)::bigint) % 16, count(*) FROM tasks WHERE agent_id = $1 GROUP BY 1, 2, 3`,
-      [LISTS_AGENT],
-    );
-  }
-  // Statistics and the visibility map (index-only scans) as a database that has been running a while.
-  if (tasksSeeded || messagesSeeded) await client.query(`VACUUM (ANALYZE) tasks, messages${counted ? ", task_counts" : ""}`);
-  return { tasksSeeded, messagesSeeded, seedMs: performance.now() - t0 };
 }
 
 /** A new API key of the lists organization (keys accumulate harmlessly across invocations). */
