@@ -148,6 +148,8 @@ async function main(): Promise<void> {
     }
   }
   if (shared) await shared.then((s) => s.bench.stop(), () => {});
+  // Interrupted: the signal handler stops everything and exits; no second probe, no results.
+  if (shutdownSignal.aborted) return;
 
   const speedProbe = { before: speedBefore, after: await probeSpeed() };
   const totalS = round((Date.now() - stamp) / 1000, 1);

@@ -33,7 +33,7 @@ export function speedProbeMs(rounds = 7): number {
 
 const ECHO_SERVER = `
 const net = require("node:net");
-const server = net.createServer((s) => { s.setNoDelay(true); s.on("data", (d) => s.write(d)); });
+const server = net.createServer((s) => { s.setNoDelay(true); s.on("error", () => s.destroy()); s.on("data", (d) => s.write(d)); });
 server.listen(0, "127.0.0.1", () => process.stdout.write(String(server.address().port) + "\\n"));
 `;
 

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createTenant, startStack, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
-import { onCleanup, trackPid } from "./cleanup";
+import { onCleanup, shutdownSignal, trackPid } from "./cleanup";
 import { assertLoopback } from "./env";
 
 export interface BenchStackOptions {
@@ -49,21 +49,23 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
   };
   const level = process.env.BENCH_SERVICE_LOG_LEVEL ?? "error";
   let stopping: Promise<void> | null = null;
-  let stack: Stack | null = null;
   const prisma = testPrisma(opts.databaseUrl);
-  const stop = () =>
-    (stopping ??= (async () => {
-      await stack?.stop();
-      await prisma.$disconnect();
-    })());
-  const unregister = onCleanup("stack", stop);
-  stack = await startStack({
+  // Ctrl-C or SIGTERM while the stack starts stops what it started (startStack does, then rejects).
+  const starting = startStack({
     workers: opts.workers,
     memory: opts.memory ?? true,
     env: { LOG_LEVEL: level, DB_POOL_SIZE: "20", SHUTDOWN_GRACE_MS: "1000", SHUTDOWN_STREAM_GRACE_MS: "500" },
     workerEnv: { WORKER_CONCURRENCY: String(opts.workerConcurrency), ...prof("worker"), ...opts.workerEnv },
     gatewayEnv: { ...prof("gateway"), ...opts.gatewayEnv },
+    signal: shutdownSignal,
   });
+  const stop = () =>
+    (stopping ??= (async () => {
+      await (await starting.catch(() => null))?.stop();
+      await prisma.$disconnect();
+    })());
+  const unregister = onCleanup("stack", stop);
+  const stack: Stack = await starting;
   assertLoopback(stack.gatewayUrl, "gateway");
   assertLoopback(stack.modelUrl, "scripted model");
   for (const p of [stack.gateway, stack.model, stack.memory, ...stack.workers]) trackPid(p?.child.pid);
@@ -76,7 +78,7 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
     profileDirs: opts.profileDir ? { gateway: path.join(opts.profileDir, "gateway"), worker: path.join(opts.profileDir, "worker") } : null,
     logTail(chars = 4000) {
       const out: Record<string, string> = {};
-      for (const p of [stack!.gateway, ...stack!.workers, stack!.model]) {
+      for (const p of [stack.gateway, ...stack.workers, stack.model]) {
         const text = p.output().trim();
         if (text) out[`${p.name}#${p.child.pid}`] = text.slice(-chars);
       }

@@ -13,6 +13,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   workerEnv?: Record<string, string>;
   gatewayEnv?: Record<string, string>;
+  /** Aborting it during start-up stops every process started so far; startStack then rejects with its reason. */
+  signal?: AbortSignal;
 }
 
 export interface Stack {
@@ -100,12 +102,36 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await Promise.all([...workers.map((w) => w.stop()), ...extraGateways.map((g) => g.stop()), gateway.stop(), model.stop(), memory?.stop()]);
     },
   };
-  try {
+  const { signal } = opts;
+  const startup = (async () => {
     await Promise.all([waitForOk(`${modelUrl}/v1/models`, model), memory ? waitForOk(`${memoryUrl}/healthz`, memory) : null, waitForOk(`${gatewayUrl}/healthz`, gateway)]);
-    for (let i = 0; i < (opts.workers ?? 1); i++) await addWorker();
+    for (let i = 0; i < (opts.workers ?? 1); i++) {
+      signal?.throwIfAborted();
+      await addWorker();
+    }
+  })();
+  const interrupted = signal ? abortedBy(signal) : null;
+  try {
+    await (interrupted ? Promise.race([startup, interrupted.promise]) : startup);
   } catch (err) {
+    // A start-up cut short goes on until its next step, which then fails: nothing more starts.
+    startup.catch(() => {});
     await stack.stop();
     throw err;
+  } finally {
+    interrupted?.dispose();
   }
   return stack;
+}
+
+/** A promise that rejects with `signal`'s reason once it aborts, and how to stop listening. */
+function abortedBy(signal: AbortSignal): { promise: Promise<never>; dispose(): void } {
+  let onAbort = () => {};
+  const promise = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  promise.catch(() => {});
+  return { promise, dispose: () => signal.removeEventListener("abort", onAbort) };
 }
