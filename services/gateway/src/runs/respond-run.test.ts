@@ -33,10 +33,10 @@ afterAll(async () => {
 });
 
 /** A gateway route answering for one run, in JSON, with the parts respondWithRun uses. */
-function app(input: { runId: string; taskId: string; sent?: RunEvent[] }, redis = broken, waitMs = 5000) {
+function app(input: { runId: string; taskId: string; sent?: RunEvent[] }, redis = broken, waitMs = 5000, db: PrismaClient = prisma) {
   const config = { REDIS_PREFIX: `${testEnv().redisPrefix}:respond`, RUN_WAIT_TIMEOUT_MS: waitMs, SSE_HEARTBEAT_MS: 15_000 };
   // Only what respondWithRun reads; the rest of the gateway's dependencies play no part.
-  const deps = { config, prisma, redis, hub } as unknown as GatewayDeps;
+  const deps = { config, prisma: db, redis, hub } as unknown as GatewayDeps;
   const logger = createLogger({ service: "test", level: "silent", pretty: false });
   const a = express();
   a.use((req, _res, next) => ((req.log = logger), next()));
@@ -74,6 +74,15 @@ describe("respondWithRun (JSON)", () => {
     expect(await failRun(store(), { id: runId, query: "q" }, { code: "unavailable", message: "The run queue is unavailable." }, { onlyIfQueued: true })).toBe(true);
     const res = await request(app({ runId, taskId }, working)).post("/run");
     expect([res.status, res.body.error]).toEqual([503, { code: "unavailable", message: "The run queue is unavailable." }]);
+  });
+
+  it("answers a replay of a queued run 202 queued when the database does not answer at the end of the wait: run_started alone is no sign of running", async () => {
+    const { runId, taskId } = await queuedRun();
+    // The run's status cannot be read when the wait ends (PostgreSQL out of reach); the rest works.
+    const down = new Error("Can't reach database server at 127.0.0.1:5432");
+    const unreachable = new Proxy(prisma, { get: (target, key) => (key === "run" ? { findUnique: () => Promise.reject(down) } : Reflect.get(target, key)) });
+    const res = await request(app({ runId, taskId }, working, 300, unreachable)).post("/run");
+    expect([res.status, res.body]).toEqual([202, { run_id: runId, task_id: taskId, status: "queued" }]);
   });
 
   // Last: shutdown, once begun, stays begun in this module.

@@ -95,7 +95,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   try {
     let terminal: RunEvent | null;
     try {
-      terminal = await follow(() => (started = true), wait.signal);
+      terminal = await follow((e) => void (e.seq > 1 && (started = true)), wait.signal);
     } catch (err) {
       // A replay of an earlier request can be asked again (with its Idempotency-Key). A run this
       // request created was accepted: an error now (Redis or the database failing the first
