@@ -11,5 +11,5 @@ export { countLiveWorkers, isWorkerLive, newWorkerId, recordWorkerHeartbeat, WOR
 export { followRun, type FollowRunOptions } from "./run-event-reader";
 export { readStoredEvents, readUnstoredEvents, withoutGaps, type EventStore } from "./stored-events";
 export { readDbEvents } from "./db-events";
-export { removeRunLogs } from "./run-log-removal";
+export { removeRunKeys } from "./run-log-removal";
 export { releaseRunHeartbeatIfHeld, renewRunHeartbeatIfHeld } from "./run-heartbeat";

@@ -1,7 +1,7 @@
 import type Redis from "ioredis";
 import { apiJson, eventually, runJson, stackWithTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
-import { runLogKey } from "@agentrun/events";
+import { runCancelKey, runHeartbeatKey, runLogKey, runWriterKey } from "@agentrun/events";
 
 // DELETE /api/tasks/{id} racing the requests that read the task's runs. No worker: every run
 // stays queued until the delete cancels it, which ends it at once and lets the delete go on, so
@@ -54,6 +54,26 @@ it("answers GET /tasks/{id}/runs for a task deleted meanwhile with its runs or 4
   expect(outcomes.filter((o) => o !== "200 with 1 run(s)" && o !== "404 task_not_found")).toEqual([]);
 });
 
+it("answers GET /tasks/{id}/runs?after= for a task deleted meanwhile with its runs or 404, never 400 for the cursor", async () => {
+  const outcomes: string[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const { body: task } = await apiJson(stack.gatewayUrl, "POST", "/tasks", tenant.headers, { title: "paged as it goes" });
+    const ids = [`run_paged_${i}_a`, `run_paged_${i}_b`];
+    await prisma.$executeRawUnsafe(
+      `INSERT INTO runs (id, task_id, org_id, agent_id, status, query, output, created_at)
+       SELECT id, $1, $2, $3, 'completed', 'q', 'a', now() + n * interval '1 millisecond' FROM unnest($4::text[]) WITH ORDINALITY AS t(id, n)`,
+      task.task_id, tenant.orgId, tenant.agentId, ids,
+    );
+    const reads = Array.from({ length: 8 }, (_, n) =>
+      new Promise((r) => setTimeout(r, n)).then(() => apiJson(stack.gatewayUrl, "GET", `/tasks/${task.task_id}/runs?after=${ids[0]}`, tenant.headers)),
+    );
+    const deleted = apiJson(stack.gatewayUrl, "DELETE", `/tasks/${task.task_id}`, tenant.headers);
+    for (const { status, body } of await Promise.all(reads)) outcomes.push(status === 200 ? `200 with ${body.runs.length} run(s)` : `${status} ${body.error.code}`);
+    expect((await deleted).status).toBe(204);
+  }
+  expect(outcomes.filter((o) => o !== "200 with 1 run(s)" && o !== "404 task_not_found")).toEqual([]);
+});
+
 it("ends a stream and a JSON wait whose run vanished with its task after they began following it", async () => {
   // What a delete leaves when it cancels the run, deletes its events and unlinks its log between
   // a reader's look-up of the run and its first read: both stores empty, the run's row gone.
@@ -74,7 +94,7 @@ it("ends a stream and a JSON wait whose run vanished with its task after they be
   expect([status, body.error.code]).toEqual([404, "task_not_found"]);
 }, 40_000);
 
-it("deletes a task holding 100,000 runs: 204, the logs of its runs removed, the gateway still serving", async () => {
+it("deletes a task holding 100,000 runs: 204, what Redis held of its runs removed, the gateway still serving", async () => {
   const created = await apiJson(stack.gatewayUrl, "POST", "/tasks", tenant.headers, { title: "a long history" });
   const taskId: string = created.body.task_id;
   const n = 100_000;
@@ -84,12 +104,16 @@ it("deletes a task holding 100,000 runs: 204, the logs of its runs removed, the 
     taskId, tenant.orgId, tenant.agentId,
   );
   // Recently ended runs still have their Redis logs: the first, one in the middle, the last.
-  const logged = ["run_hist1", "run_hist50000", `run_hist${n}`].map((id) => runLogKey(stack.env.REDIS_PREFIX!, id));
+  const prefix = stack.env.REDIS_PREFIX!;
+  const logged = ["run_hist1", "run_hist50000", `run_hist${n}`].map((id) => runLogKey(prefix, id));
   for (const key of logged) await redis.rpush(key, JSON.stringify({ seq: 1, type: "run_started" }));
+  // The last one was cancelled and taken over as it ended: its flag, writer key and heartbeat too.
+  const flags = [runCancelKey, runWriterKey, runHeartbeatKey].map((key) => key(prefix, `run_hist${n}`));
+  for (const key of flags) await redis.set(key, "1", "EX", 3600);
 
   const deleted = await apiJson(stack.gatewayUrl, "DELETE", `/tasks/${taskId}`, tenant.headers);
   expect(deleted.status).toBe(204);
-  expect(await redis.exists(...logged)).toBe(0);
+  expect(await redis.exists(...logged, ...flags)).toBe(0);
   expect(await prisma.run.count({ where: { taskId } })).toBe(0);
   // The gateway goes on serving (a single UNLINK of every key crashed it a tick later).
   await new Promise((resolve) => setTimeout(resolve, 500));

@@ -2,7 +2,7 @@ import { Router } from "express";
 import { Prisma, newId } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import { runListQuerySchema, taskCreateSchema, taskListQuerySchema } from "@agentrun/contracts";
-import { removeRunLogs } from "@agentrun/events";
+import { removeRunKeys } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
 import { cancelRunAndWait } from "../tasks/cancel-run";
@@ -50,7 +50,12 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
   router.get("/tasks/:task_id/runs", async (req, res) => {
     const q = runListQuerySchema.parse(req.query);
     const task = await ownedTask(prisma, authOf(req), req.params.task_id);
-    const page = await runListPage(prisma, { taskId: task.id, limit: q.limit, after: q.after });
+    const page = await runListPage(prisma, { taskId: task.id, limit: q.limit, after: q.after }).catch(async (err: unknown) => {
+      // An `after` that names no run of the task: the task may have been deleted (with its
+      // runs) since it was checked; 404 then, 400 only for a cursor that is wrong.
+      if (q.after) await ownedTask(prisma, authOf(req), req.params.task_id);
+      throw err;
+    });
     // None: the task may have been deleted (with its runs) since it was checked; 404 then.
     if (page.runs.length === 0) await ownedTask(prisma, authOf(req), req.params.task_id);
     res.json(page);
@@ -78,10 +83,10 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
       const gone = deleted?.count === 1 || !(await prisma.task.findUnique({ where: { id: task.id }, select: { id: true } }));
       if (gone) {
         // The task is gone: a Redis that fails now must not answer the delete as failed (a retry
-        // would get 404). Logs left behind are unreachable (their runs are gone) and expire.
+        // would get 404). Keys left behind are unreachable (their runs are gone) and expire.
         if (runs.length) {
-          await removeRunLogs(deps.redis, deps.config.REDIS_PREFIX, runs.map((r) => r.id)).catch((err: unknown) => {
-            req.log.warn({ err, taskId: task.id }, "could not remove the event logs of a deleted task's runs; they expire on their own");
+          await removeRunKeys(deps.redis, deps.config.REDIS_PREFIX, runs.map((r) => r.id)).catch((err: unknown) => {
+            req.log.warn({ err, taskId: task.id }, "could not remove the Redis keys of a deleted task's runs; they expire on their own");
           });
         }
         break;
