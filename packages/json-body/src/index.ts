@@ -5,6 +5,8 @@ import { isStorableText, nestsDeeperThan } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
 import { inexactNumber } from "./inexact-number";
 import { readBody } from "./read-body";
+
+export { answeredBeforeBodyEnd, DRAIN_AFTER_ANSWER_MS } from "./read-body";
 import { foreignCharset, foreignCharsetRefused, parseUtf8Json } from "./utf8-json";
 
 /** What the parser's look at the raw body found, for the checks after parsing. */

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable, Transform } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { RequestHandler } from "express";
@@ -6,12 +6,46 @@ import getRawBody from "raw-body";
 import { AppError } from "@agentrun/errors";
 
 /** The content codings a body may arrive in, with their decoders. */
-const DECODERS: Record<string, () => Transform> = {
-  gzip: createGunzip,
-  "x-gzip": createGunzip,
-  deflate: createInflate,
-  br: createBrotliDecompress,
-};
+const DECODERS = new Map<string, () => Transform>([
+  ["gzip", createGunzip],
+  ["x-gzip", createGunzip],
+  ["deflate", createInflate],
+  ["br", createBrotliDecompress],
+]);
+
+/**
+ * How long a connection whose request was answered before its body had all arrived goes on
+ * reading (and dropping) the rest of it: long enough for the client to read the answer rather
+ * than have it cut by a reset, after which the connection is closed.
+ */
+export const DRAIN_AFTER_ANSWER_MS = 2000;
+
+/** Connections whose request was answered while its body was still arriving. */
+const answeredEarly = new WeakSet<object>();
+
+/**
+ * Whether the request under way on `socket` has been answered already, its body still arriving:
+ * a request timeout on it is no reason for a second answer (see answerMalformedRequests).
+ */
+export function answeredBeforeBodyEnd(socket: object): boolean {
+  return answeredEarly.has(socket);
+}
+
+/** Drops the rest of a body whose request is answered now, and closes the connection if it keeps coming. */
+function dropRest(req: IncomingMessage, res: ServerResponse): void {
+  req.resume();
+  if (req.complete) return;
+  const socket = req.socket;
+  answeredEarly.add(socket);
+  let cutOff: NodeJS.Timeout | undefined;
+  req.once("end", () => {
+    clearTimeout(cutOff);
+    answeredEarly.delete(socket);
+  });
+  res.once("finish", () => {
+    if (!req.complete) cutOff = setTimeout(() => socket.destroy(), DRAIN_AFTER_ANSWER_MS).unref();
+  });
+}
 
 /** Whether the request carries a body (of any length, even 0), as HTTP/1.1 frames it. */
 export function hasBody(req: Pick<IncomingMessage, "headers">): boolean {
@@ -23,17 +57,18 @@ export function hasBody(req: Pick<IncomingMessage, "headers">): boolean {
  * `req.body` as bytes, and hands them to `inspect` before the next handler; a request without a
  * body is passed on untouched. At most `limitBytes` (decoded) are read: a body found longer while
  * it arrives (chunked, or compressed) is answered 413 at once, and the rest of it is read and
- * dropped after the answer (up to the server's request timeout) rather than before it, so that a
- * client sending an endless body gets its answer. The other failures (a body that is not what its
+ * dropped after the answer rather than before it, so that a client sending an endless body gets
+ * its answer; the connection closes {@link DRAIN_AFTER_ANSWER_MS} after the answer if the body
+ * is still coming. The other failures (a body that is not what its
  * coding says, a client that went away) are 400 `invalid_request`, an unknown coding 415.
  */
 export function readBody(limitBytes: number, inspect: (req: IncomingMessage, body: Buffer) => void): RequestHandler {
-  return (req, _res, next) => {
+  return (req, res, next) => {
     if (!hasBody(req)) return next();
-    const coding = String(req.headers["content-encoding"] ?? "identity").trim().toLowerCase();
+    const coding = String(req.headers["content-encoding"] ?? "").trim().toLowerCase() || "identity";
     let decoder: Transform | null = null;
     if (coding !== "identity") {
-      const decoderFor = DECODERS[coding];
+      const decoderFor = DECODERS.get(coding);
       if (!decoderFor) {
         throw new AppError("unsupported_media_type", { message: `The Content-Encoding ${JSON.stringify(coding)} is not supported: send gzip, deflate, br or none.` });
       }
@@ -47,9 +82,7 @@ export function readBody(limitBytes: number, inspect: (req: IncomingMessage, bod
         decoder.destroy();
       }
       if (err) {
-        // What was not read is dropped once the answer is under way (Node reads the request to
-        // its end, or to its timeout, before the connection takes another one).
-        req.resume();
+        dropRest(req, res);
         return next(bodyError(err, coding, limitBytes));
       }
       try {

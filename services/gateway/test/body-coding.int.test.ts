@@ -1,4 +1,5 @@
 import http from "node:http";
+import net from "node:net";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 
@@ -8,7 +9,7 @@ let tenant: Tenant;
 const LIMIT = 64 * 1024;
 
 stackWithTenant((started) => ({ stack, tenant } = started), {
-  stack: { workers: 0, memory: false, gatewayEnv: { BODY_LIMIT_BYTES: String(LIMIT), AUTH_FAILURE_LIMIT: "100000" } },
+  stack: { workers: 0, memory: false, gatewayEnv: { BODY_LIMIT_BYTES: String(LIMIT), AUTH_FAILURE_LIMIT: "100000", REQUEST_TIMEOUT_MS: "1500" } },
   tenant: { plan: "enterprise", rpmLimit: 100_000 },
 });
 
@@ -86,6 +87,39 @@ it("a body that is not what its coding says is 400, an unknown coding 415", asyn
   const unknown = await postTasks(Buffer.from('{"title":"x"}'), { "content-encoding": "compress" });
   expect(unknown.status).toBe(415);
   expect(unknown.json.error).toEqual({ code: "unsupported_media_type", message: expect.stringContaining("compress") });
-  // The connection still serves requests afterwards.
+  // Names an object has of its own kind are codings like any other unknown one.
+  for (const coding of ["constructor", "__proto__", "hasOwnProperty", "toString"]) {
+    const odd = await postTasks(Buffer.from('{"title":"x"}'), { "content-encoding": coding });
+    expect([coding, odd.status, odd.json.error.code]).toEqual([coding, 415, "unsupported_media_type"]);
+  }
+  // An empty Content-Encoding is none at all.
+  expect((await postTasks(Buffer.from('{"title":"plain"}'), { "content-encoding": "" })).status).toBe(201);
+  // The gateway still serves requests afterwards.
   expect((await postTasks(Buffer.from('{"title":"after"}'), {})).status).toBe(201);
+  expect((await fetch(`${stack.gatewayUrl}/healthz`)).status).toBe(200);
+});
+
+it("a request answered 413 while its body keeps coming gets that one answer, and its connection closes", async () => {
+  const url = new URL(stack.gatewayUrl);
+  const socket = net.connect(Number(url.port), url.hostname);
+  let received = "";
+  socket.on("data", (d: Buffer) => (received += d.toString("latin1")));
+  socket.on("error", () => {});
+  const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+  const head = Object.entries({ ...tenant.headers, host: url.host, "content-type": "application/json", "transfer-encoding": "chunked" })
+    .map(([k, v]) => `${k}: ${v}`)
+    .join("\r\n");
+  socket.write(`POST /api/tasks HTTP/1.1\r\n${head}\r\n\r\n`);
+  const chunk = (size: number) => `${size.toString(16)}\r\n${" ".repeat(size)}\r\n`;
+  socket.write(chunk(2 * LIMIT));
+  // Then a trickle, past the request timeout (1.5 s) and the drain after the answer (2 s).
+  const trickle = setInterval(() => socket.writable && socket.write(chunk(16)), 100);
+  try {
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 6000))]);
+  } finally {
+    clearInterval(trickle);
+    socket.destroy();
+  }
+  expect(received.match(/HTTP\/1\.1 \d{3} /g)).toEqual(["HTTP/1.1 413 "]);
+  expect(socket.readyState).toBe("closed");
 });

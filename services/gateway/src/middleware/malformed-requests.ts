@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import type { Duplex } from "node:stream";
+import { answeredBeforeBodyEnd } from "@agentrun/json-body";
 import { newRequestId } from "./request-id.middleware";
 
 /** What Node found wrong with a request before the app saw it: status, reason phrase, message. */
@@ -23,7 +24,8 @@ const ANSWER_FLUSH_MS = 1000;
 export function answerMalformedRequests(server: Server): void {
   server.on("clientError", (err: Error & { code?: string }, socket: Duplex & { _httpMessage?: { headersSent?: boolean } }) => {
     const httpError = err.code?.startsWith("HPE_") || err.code === "ERR_HTTP_REQUEST_TIMEOUT";
-    if (!httpError || !socket.writable || socket._httpMessage?.headersSent) {
+    // A request answered while its body was still arriving (413) gets no second answer.
+    if (!httpError || answeredBeforeBodyEnd(socket) || !socket.writable || socket._httpMessage?.headersSent) {
       socket.destroy();
       return;
     }
