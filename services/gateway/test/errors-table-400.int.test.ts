@@ -38,6 +38,15 @@ describe("400 invalid_request", () => {
     expect(error.message).toMatch(/; and 2981 more invalid fields$/);
   });
 
+  it("a long key is cut before a character that would not fit whole, never within a surrogate pair", async () => {
+    const key = `${"a".repeat(99)}😀tail`;
+    const res = await postJson("/api/run", { query: "x", [key]: 1 });
+    const text = await res.clone().text();
+    const { error } = await expectError(res, 400, "invalid_request");
+    expect(error.details).toEqual([{ path: `${"a".repeat(99)}…`, message: "Unrecognized key" }]);
+    expect(text).not.toMatch(/\\ud83d/i);
+  });
+
   it("invalid query parameter", async () => {
     const body = await expectError(await call("/api/memory?limit=abc"), 400, "invalid_request");
     expect(body.error.details[0].path).toBe("limit");

@@ -38,7 +38,12 @@ const FIELDS_SHOWN_MAX = 20;
 /** Longest field path or key an error repeats (a key can be as long as the body). */
 const FIELD_ECHO_MAX = 100;
 
-const echoed = (text: string) => (text.length > FIELD_ECHO_MAX ? `${text.slice(0, FIELD_ECHO_MAX)}…` : text);
+/** `text` cut after {@link FIELD_ECHO_MAX} UTF-16 units, never between the two of a surrogate pair. */
+function echoed(text: string): string {
+  if (text.length <= FIELD_ECHO_MAX) return text;
+  const end = /[\ud800-\udbff]/.test(text[FIELD_ECHO_MAX - 1]!) ? FIELD_ECHO_MAX - 1 : FIELD_ECHO_MAX;
+  return `${text.slice(0, end)}…`;
+}
 
 /** 400 naming the first {@link FIELDS_SHOWN_MAX} invalid fields, in `details` and the message, and counting the rest. */
 function invalidRequest(err: ZodError): AppError {
