@@ -94,7 +94,7 @@ it("ends a stream and a JSON wait whose run vanished with its task after they be
   expect([status, body.error.code]).toEqual([404, "task_not_found"]);
 }, 40_000);
 
-it("deletes a task holding 100,000 runs: 204, what Redis held of its runs removed, the gateway still serving", async () => {
+it("deletes a task holding 100,000 runs: 204, the logs and heartbeats of its runs removed, the gateway still serving", async () => {
   const created = await apiJson(stack.gatewayUrl, "POST", "/tasks", tenant.headers, { title: "a long history" });
   const taskId: string = created.body.task_id;
   const n = 100_000;
@@ -107,13 +107,16 @@ it("deletes a task holding 100,000 runs: 204, what Redis held of its runs remove
   const prefix = stack.env.REDIS_PREFIX!;
   const logged = ["run_hist1", "run_hist50000", `run_hist${n}`].map((id) => runLogKey(prefix, id));
   for (const key of logged) await redis.rpush(key, JSON.stringify({ seq: 1, type: "run_started" }));
-  // The last one was cancelled and taken over as it ended: its flag, writer key and heartbeat too.
-  const flags = [runCancelKey, runWriterKey, runHeartbeatKey].map((key) => key(prefix, `run_hist${n}`));
-  for (const key of flags) await redis.set(key, "1", "EX", 3600);
+  // The last one was ended by a forced cancel as it was deleted: its heartbeat goes, while its
+  // cancel flag and writer key stay, to keep out its worker should it come back to Redis.
+  const last = `run_hist${n}`;
+  const kept = [runCancelKey(prefix, last), runWriterKey(prefix, last)];
+  for (const key of [...kept, runHeartbeatKey(prefix, last)]) await redis.set(key, "1", "EX", 3600);
 
   const deleted = await apiJson(stack.gatewayUrl, "DELETE", `/tasks/${taskId}`, tenant.headers);
   expect(deleted.status).toBe(204);
-  expect(await redis.exists(...logged, ...flags)).toBe(0);
+  expect(await redis.exists(...logged, runHeartbeatKey(prefix, last))).toBe(0);
+  expect(await redis.exists(...kept)).toBe(2);
   expect(await prisma.run.count({ where: { taskId } })).toBe(0);
   // The gateway goes on serving (a single UNLINK of every key crashed it a tick later).
   await new Promise((resolve) => setTimeout(resolve, 500));
