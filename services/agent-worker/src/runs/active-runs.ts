@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { StopReason } from "./run-failure";
 
 /** What a run's execution gets from {@link ActiveRuns}: its stop signal and a way to stop itself. */
@@ -14,7 +15,13 @@ export interface RunControl {
 /** The runs this process is executing, each with the controller that stops it. */
 export class ActiveRuns {
   private readonly runs = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /** Aborted by close(); every run waiting for a takeover listens to it (no listener cap, see constructor). */
   private readonly closed = new AbortController();
+
+  constructor() {
+    // One listener per run waiting to take another worker's run over, as many as its concurrency.
+    setMaxListeners(0, this.closed.signal);
+  }
   private stoppedFor: StopReason | undefined;
 
   /**
