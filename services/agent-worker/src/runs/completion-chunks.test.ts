@@ -31,6 +31,10 @@ describe("completionChunks", () => {
     expect(await reads([event(chunk("a")) + event(chunk("b")), event(chunk("c")), event("[DONE]")])).toEqual([["a", "b"], ["c"]]);
   });
 
+  it("skips an event without data (a keep-alive `data:` line), as the SDK does", async () => {
+    expect(await reads([event(chunk("a")), "data: \n\n", "data:\n\n", event(chunk("b", { choices: [{ index: 0, delta: { content: "b" }, finish_reason: "stop" }] })), event("[DONE]")])).toEqual([["a"], ["b"]]);
+  });
+
   it("assembles an event split across reads, also inside a multi-byte character", async () => {
     const bytes = new TextEncoder().encode(event(chunk("héllo 🦊")));
     const cut = bytes.indexOf(0xf0) + 2; // inside the fox's four bytes

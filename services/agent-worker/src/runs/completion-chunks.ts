@@ -59,8 +59,10 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
   const take = (read: EventSourceMessage[]): { chunks: ChatCompletionChunk[]; failure?: Error } => {
     seen += read.length;
     const chunks: ChatCompletionChunk[] = [];
-    for (const { data } of read) {
+    for (const { data, event } of read) {
       if (done) continue;
+      // An unnamed event without data (`data:` alone, a proxy's keep-alive): skipped, as the SDK does.
+      if (data === "" && event === undefined) continue;
       if (data.startsWith("[DONE]")) {
         done = true;
         continue;
