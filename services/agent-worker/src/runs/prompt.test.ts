@@ -71,9 +71,15 @@ describe("recentHistory", () => {
   it("keeps the newest messages whose characters fit, and none older than the first that does not", () => {
     expect(recentHistory(history, 70)).toEqual(history.slice(2));
     expect(recentHistory(history, 369)).toEqual(history.slice(2));
-    expect(recentHistory(history, 370)).toEqual(history.slice(1));
+    // The long answer fits, its question does not: it is left out with it.
+    expect(recentHistory(history, 370)).toEqual(history.slice(2));
     // The user's 40 characters would fit beside the first two, but not without the long answer.
-    expect(recentHistory(history, 409)).toEqual(history.slice(1));
+    expect(recentHistory(history, 409)).toEqual(history.slice(2));
+  });
+
+  it("starts with a user message, also when the history it is given does not (cut by the message count)", () => {
+    expect(recentHistory(history.slice(1), 10_000)).toEqual(history.slice(2));
+    expect(recentHistory([msg("assistant", 5), msg("assistant", 5)], 10_000)).toEqual([]);
   });
 
   it("keeps all of a history within the limit, and none when even the newest message is over it", () => {

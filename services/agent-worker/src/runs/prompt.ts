@@ -36,12 +36,16 @@ export interface HistoryMessage {
 /**
  * The newest messages of `history` (oldest first) whose characters add up to at most `maxChars`:
  * a task's history grows with every run, and a prompt beyond the model's window would fail every
- * later run of the task. The first message that does not fit ends it, so no gap is left.
+ * later run of the task. The first message that does not fit ends it, so no gap is left, and
+ * it begins with a user message.
  */
 export function recentHistory(history: HistoryMessage[], maxChars: number): HistoryMessage[] {
   let chars = 0;
   let start = history.length;
   while (start > 0 && chars + history[start - 1]!.content.length <= maxChars) chars += history[--start]!.content.length;
+  // It starts with a question, as a conversation does: an answer whose question was cut (by
+  // either limit) is left out too, since some providers refuse a history that starts with one.
+  while (start < history.length && history[start]!.role !== "user") start++;
   return start === 0 ? history : history.slice(start);
 }
 
