@@ -2,7 +2,7 @@
  * The only package that touches the Prisma client: the client factory, generated model types,
  * id generation and database lifecycle helpers.
  */
-export { createPrisma, type CreatePrismaOptions, type PrismaClient } from "./client";
+export { createPrisma, warmUp, type CreatePrismaOptions, type PrismaClient } from "./client";
 export { Prisma } from "./generated/prisma/client";
 export type { Organization, ApiKey, Agent, WidgetKey, Task, Run, RunEventBatch, Message, MemoryEntry, CreditLedgerEntry, IdempotencyKey } from "./generated/prisma/client";
 export * from "./generated/prisma/enums";

@@ -1,5 +1,5 @@
 import type { Logger } from "@agentrun/logger";
-import { createPrisma } from "@agentrun/db";
+import { createPrisma, warmUp } from "@agentrun/db";
 import { closeRedis, createRedis } from "@agentrun/redis";
 import { SubscriberHub } from "@agentrun/events";
 import { createRunQueue } from "@agentrun/queue";
@@ -13,6 +13,7 @@ import { SlidingWindowLimiter } from "./rate-limit/sliding-window-limiter";
 export function createGatewayDeps(config: GatewayConfig, logger: Logger): { deps: GatewayDeps; close: () => Promise<void> } {
   const onError = (err: Error, role: string) => logger.warn({ err: err.message, role }, "redis connection error");
   const prisma = createPrisma({ databaseUrl: config.DATABASE_URL, poolSize: config.DB_POOL_SIZE, preparedStatements: config.DB_PREPARED_STATEMENTS, queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS, onPoolError: (err) => logger.warn({ err: err.message }, "database pool error") });
+  warmUp(prisma);
   const redis = createRedis({ url: config.REDIS_URL, role: "commands", onError, name: "gateway" });
   const subscriber = createRedis({ url: config.REDIS_URL, role: "subscriber", onError, name: "gateway" });
   const bull = createRedis({ url: config.REDIS_URL, role: "bullmq", onError, name: "gateway" });

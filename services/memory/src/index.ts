@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import { once } from "node:events";
 import { loadConfig, runMain } from "@agentrun/config";
-import { createPrisma } from "@agentrun/db";
+import { createPrisma, warmUp } from "@agentrun/db";
 import { appMessageClasses } from "@agentrun/express-server";
 import { createLogger } from "@agentrun/logger";
 import { createApp } from "./app";
@@ -23,6 +23,7 @@ runMain(async () => {
     onPoolError: (err) => logger.warn({ err }, "idle database connection failed"),
   });
 
+  warmUp(prisma);
   const app = createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN });
   const server = createServer(appMessageClasses(app), app);
   // A port in use rejects here, so runMain reports it as one line.
