@@ -1,5 +1,5 @@
-import Redis from "ioredis";
-import { createTenant, eventually, startStack, testEnv, testPrisma, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import type Redis from "ioredis";
+import { eventually, stackWithTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import { isTerminalEvent } from "@agentrun/contracts";
 import type { PrismaClient } from "@agentrun/db";
 import { runHeartbeatKey } from "@agentrun/events";
@@ -13,18 +13,7 @@ let prisma: PrismaClient;
 let redis: Redis;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: 2, memory: false, workerEnv });
-  prisma = testPrisma(testEnv().databaseUrl);
-  redis = new Redis(stack.env.REDIS_URL!);
-  tenant = await createTenant(prisma);
-});
-
-afterAll(async () => {
-  await stack?.stop();
-  redis?.disconnect();
-  await prisma?.$disconnect();
-});
+stackWithTenant((started) => ({ stack, prisma, tenant, redis } = started as typeof started & { redis: Redis }), { stack: { workers: 2, memory: false, workerEnv }, redis: true });
 
 describe("a worker that closes while it waits to take over a stopped worker's run", () => {
   it("gives the job back at once and exits, taking nothing; the run's own worker finishes it", async () => {
