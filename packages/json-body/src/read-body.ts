@@ -48,7 +48,7 @@ function dropRest(req: IncomingMessage, res: ServerResponse): void {
 }
 
 /** Whether the request carries a body (of any length, even 0), as HTTP/1.1 frames it. */
-export function hasBody(req: Pick<IncomingMessage, "headers">): boolean {
+function hasBody(req: Pick<IncomingMessage, "headers">): boolean {
   return req.headers["transfer-encoding"] !== undefined || !Number.isNaN(Number(req.headers["content-length"]));
 }
 

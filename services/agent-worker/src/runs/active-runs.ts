@@ -17,12 +17,12 @@ export class ActiveRuns {
   private readonly runs = new Map<string, { controller: AbortController; done: Promise<void> }>();
   /** Aborted by close(); every run waiting for a takeover listens to it (no listener cap, see constructor). */
   private readonly closed = new AbortController();
+  private stoppedFor: StopReason | undefined;
 
   constructor() {
     // One listener per run waiting to take another worker's run over, as many as its concurrency.
     setMaxListeners(0, this.closed.signal);
   }
-  private stoppedFor: StopReason | undefined;
 
   /**
    * Whether this process takes new runs: not once it closes. BullMQ still hands over a job whose

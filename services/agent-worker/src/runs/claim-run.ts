@@ -1,6 +1,6 @@
 import { readStoredEvents, releaseRunHeartbeatIfHeld, renewRunHeartbeatIfHeld, RUN_LOG_TTL_LIVE_S, runHeartbeatKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
 import { endAbandonedRun } from "@agentrun/run-state";
-import { waitOneRenewal } from "./heartbeat-renewal";
+import { pause, waitOneRenewal } from "./heartbeat-renewal";
 import type { HistoryMessage } from "./prompt";
 import type { RunDeps } from "./run-deps";
 import { WORKER_LOST } from "./run-failure";
@@ -33,20 +33,6 @@ export class RunHandedBack extends Error {
   constructor(readonly runId: string) {
     super(`run ${runId} handed back: its worker is closing`);
   }
-}
-
-/** Waits `ms`, cut short when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({

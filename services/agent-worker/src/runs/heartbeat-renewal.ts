@@ -14,6 +14,11 @@ const RENEWAL_MARGIN_MS = 500;
  */
 export function waitOneRenewal(ttlMs: number, signal?: AbortSignal): Promise<void> {
   const interval = renewalIntervalMs(ttlMs);
+  return pause(interval + Math.min(RENEWAL_MARGIN_MS, interval), signal);
+}
+
+/** Waits `ms`, cut short (resolved, not rejected) when `signal` aborts. */
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const done = () => {
@@ -21,7 +26,7 @@ export function waitOneRenewal(ttlMs: number, signal?: AbortSignal): Promise<voi
       signal?.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, interval + Math.min(RENEWAL_MARGIN_MS, interval));
+    const timer = setTimeout(done, ms);
     signal?.addEventListener("abort", done, { once: true });
   });
 }
