@@ -73,6 +73,7 @@ export function readBody(limitBytes: number, inspect: (req: IncomingMessage, bod
         throw new AppError("unsupported_media_type", { message: `The Content-Encoding ${JSON.stringify(coding)} is not supported: send gzip, deflate, br or none.` });
       }
       decoder = req.pipe(decoderFor());
+      endWithClient(req, decoder);
     }
     const stream: Readable = decoder ?? req;
     const length = coding === "identity" ? req.headers["content-length"] : undefined;
@@ -94,6 +95,16 @@ export function readBody(limitBytes: number, inspect: (req: IncomingMessage, bod
       next();
     });
   };
+}
+
+/**
+ * Fails `decoder` when the client goes away before its body has all arrived: a pipe does not end
+ * its destination then, and the body's reader would wait on the decoder for ever.
+ */
+function endWithClient(req: IncomingMessage, decoder: Transform): void {
+  req.once("close", () => {
+    if (!req.complete) decoder.destroy(Object.assign(new Error("request aborted"), { type: "request.aborted" }));
+  });
 }
 
 function bodyError(err: Error & { type?: string }, coding: string, limitBytes: number): AppError {
