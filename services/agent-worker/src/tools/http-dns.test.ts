@@ -1,5 +1,6 @@
 import { Resolver } from "node:dns/promises";
 import { createSocket as udpSocket } from "node:dgram";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ToolError, type ToolContext } from "./tool";
 import { httpGetAction } from "./http.tool";
@@ -69,4 +70,42 @@ describe("http_get with a name server that does not answer", () => {
     setTimeout(() => controller.abort("cancel"), 50);
     await expect(patient.run({ url: "https://slow.example/x" }, ctxWith(controller.signal))).rejects.toBe("cancel");
   }, 10_000);
+});
+
+describe("http_get to a host with several addresses", () => {
+  let web: Server;
+  let port: number;
+  beforeAll(async () => {
+    web = createServer((_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end("here"));
+    await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
+    port = (web.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    web.closeAllConnections();
+    await new Promise((resolve) => web.close(resolve));
+  });
+
+  it("tries the next checked address when the first refuses the connection", async () => {
+    // 127.0.0.2 is on the loopback interface, but nothing listens there on the port.
+    const twoAddresses = async () => [
+      { address: "127.0.0.2", family: 4 },
+      { address: "127.0.0.1", family: 4 },
+    ];
+    const multi = httpGetAction({ timeoutMs: 5000, maxBytes: 1000, allowPrivate: true, lookup: twoAddresses });
+    const ctx = { ...ctxWith(new AbortController().signal), httpAllowlist: ["multi.example"] } as ToolContext;
+    await expect(multi.run({ url: `http://multi.example:${port}/` }, ctx)).resolves.toMatchObject({ status: 200, body: "here" });
+  });
+
+  it("refuses the host when any of its addresses is private, without connecting to the others", async () => {
+    let requests = 0;
+    web.once("request", () => requests++);
+    const mixed = async () => [
+      { address: "127.0.0.1", family: 4 },
+      { address: "10.0.0.1", family: 4 },
+    ];
+    const action = httpGetAction({ timeoutMs: 5000, maxBytes: 1000, allowPrivate: false, lookup: mixed });
+    const ctx = { ...ctxWith(new AbortController().signal), httpAllowlist: ["multi.example"] } as ToolContext;
+    await expect(action.run({ url: `http://multi.example:${port}/` }, ctx)).rejects.toMatchObject({ code: "address_not_allowed" });
+    expect(requests).toBe(0);
+  });
 });

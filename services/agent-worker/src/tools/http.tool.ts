@@ -72,14 +72,15 @@ async function lookUp(hostname: string, limits: HttpToolLimits, slots: LookupSlo
   }
 }
 
-async function resolvePublic(hostname: string, limits: HttpToolLimits, slots: LookupSlots, orgId: string, signal: AbortSignal): Promise<{ address: string; family: number }> {
+/** Every address `hostname` has, each of them checked: the connection tries them in turn. */
+async function resolvePublic(hostname: string, limits: HttpToolLimits, slots: LookupSlots, orgId: string, signal: AbortSignal): Promise<{ address: string; family: number }[]> {
   const literal = hostname.replace(/^\[|\]$/g, "");
   // The lookup counts against the timeout and stops with the run, like the request after it
   // (the lookup itself goes on, holding its slot, until the resolver answers or gives up).
   const addrs = ipaddr.isValid(literal) ? [{ address: literal, family: literal.includes(":") ? 6 : 4 }] : await lookUp(hostname, limits, slots, orgId, signal);
   const bad = addrs.find((a) => !addressAllowed(a.address, limits.allowPrivate));
   if (bad || addrs.length === 0) throw new ToolError("address_not_allowed", `${hostname} resolves to a private or reserved address.`, REFUSED);
-  return addrs[0]!;
+  return addrs.map(({ address, family }) => ({ address, family }));
 }
 
 /**
@@ -144,9 +145,11 @@ export function httpGetAction(limits: HttpToolLimits) {
       let dispatcher: Agent | undefined;
       try {
         const resolved = await resolvePublic(target.hostname, limits, slots, ctx.orgId, signal);
-        // Connect to the address that was checked, so DNS cannot change between check and use.
+        // Connect to the addresses that were checked, so DNS cannot change between check and
+        // use; one that does not answer (an unroutable IPv6 address, a host that is down) gives
+        // way to the next, as Node's autoSelectFamily tries them in turn.
         dispatcher = new Agent({
-          connect: { lookup: (_h, _o, cb) => cb(null, [{ address: resolved.address, family: resolved.family }] as never) },
+          connect: { autoSelectFamily: true, lookup: (_h, _o, cb) => cb(null, resolved as never) },
           maxResponseSize: -1,
         });
         const res = await request(target, { method: "GET", dispatcher, signal, headers: { "user-agent": "agentrun-http-tool/1", accept: "*/*" } });
