@@ -59,6 +59,24 @@ describe("buildMessages", () => {
     ]);
   });
 
+  it("sends the text said before tool calls and the answer after them as one assistant message", () => {
+    const history: HistoryMessage[] = [
+      { role: "user", content: "what is 6*7?" },
+      { role: "assistant", content: "Let me calculate." },
+      { role: "assistant", content: "" },
+      { role: "assistant", content: "It is 42." },
+      { role: "user", content: "thanks" },
+    ];
+    expect(buildMessages({ instructions: "", memories: [], history, query: "and 6*8?" })).toEqual([
+      { role: "user", content: "what is 6*7?" },
+      { role: "assistant", content: "Let me calculate.\n\nIt is 42." },
+      { role: "user", content: "thanks" },
+      { role: "user", content: "and 6*8?" },
+    ]);
+    // The history given is left as it was.
+    expect(history[1]).toEqual({ role: "assistant", content: "Let me calculate." });
+  });
+
   it("sends no system message when there are no instructions and no memories", () => {
     expect(buildMessages({ instructions: "", memories: [], history: [], query: "q" })).toEqual([{ role: "user", content: "q" }]);
   });

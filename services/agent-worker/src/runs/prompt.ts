@@ -67,8 +67,15 @@ export function buildMessages(input: {
   const messages: ChatCompletionMessageParam[] = [];
   if (system) messages.push({ role: "system", content: system });
   // An answer with no text (a run that ended its turn without any) stays in the task's messages
-  // but is not sent: providers refuse an assistant message with empty content.
-  for (const h of input.history) if (h.role === "user" || h.content !== "") messages.push({ role: h.role, content: h.content });
+  // but is not sent: providers refuse an assistant message with empty content. What the model
+  // said before calling tools and its answer after them, stored as two messages, are one turn
+  // of the conversation: sent as one, since some providers refuse two assistant messages in a row.
+  for (const h of input.history) {
+    if (h.role === "assistant" && h.content === "") continue;
+    const last = messages.at(-1);
+    if (h.role === "assistant" && last?.role === "assistant") last.content = `${last.content as string}\n\n${h.content}`;
+    else messages.push({ role: h.role, content: h.content });
+  }
   messages.push({ role: "user", content: input.query });
   return messages;
 }
