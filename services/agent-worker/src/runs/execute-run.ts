@@ -12,6 +12,7 @@ import type { RunControl } from "./active-runs";
 import { RunFailure, stopReasonOf } from "./run-failure";
 import type { RunDeps } from "./run-deps";
 import type { ToolCallOutcome } from "../tools/registry";
+import { StoppedBeforeStart } from "../tools/tool";
 
 /** How long a finished run's result is held while PostgreSQL is unreachable before giving up. */
 const FINISH_RETRY_MS = 120_000;
@@ -210,9 +211,11 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
           writer.emit({ type: "tool_call", ...announced, call_id: call.id });
         });
       } catch (err) {
-        // Stopped while the tool ran: the call it announced is recorded, with what stopped it, then the run stops.
+        // Stopped while the tool ran: the call it announced is recorded, with what stopped it, then
+        // the run stops. One that still waited for a calc thread or a lookup slot never ran.
         if (!signal.aborted || !started) throw err;
-        outcome = { ...started, result: { error: STOPPED_TOOL }, ok: false, charged: true };
+        const unstarted = err instanceof StoppedBeforeStart;
+        outcome = { ...started, result: { error: unstarted ? UNSTARTED_TOOL : STOPPED_TOOL }, ok: false, charged: !unstarted };
         recordToolCall(call.id, outcome);
         throw err;
       }
@@ -223,6 +226,8 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
 
 /** The result of a tool call the run was stopped during (cancelled, or its worker shutting down); the tool ran, so it is charged. */
 const STOPPED_TOOL = { code: "stopped", message: "The run was stopped while this tool ran; its result was not awaited." } as const;
+/** The result of a tool call the run was stopped before it began (waiting for a free calc thread or lookup): not charged. */
+const UNSTARTED_TOOL = { code: "stopped", message: "The run was stopped before this tool started; it did not run." } as const;
 
 type RunEnd = { status: "completed" | "cancelled" | "failed"; error?: { code: string; message: string } };
 

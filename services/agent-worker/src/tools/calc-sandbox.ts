@@ -17,8 +17,11 @@ export interface CalcLimits {
 export class CalcFailure extends Error {
   override name = "CalcFailure";
   constructor(
-    /** `unavailable`: no thread could load, so the expression was never evaluated. */
-    readonly reason: "invalid" | "timeout" | "memory" | "busy" | "aborted" | "unavailable",
+    /**
+     * `unavailable`: no thread could load, so the expression was never evaluated. `aborted`: its
+     * run stopped while a thread computed it; `unstarted`: while it waited for one.
+     */
+    readonly reason: "invalid" | "timeout" | "memory" | "busy" | "aborted" | "unstarted" | "unavailable",
     message: string,
   ) {
     super(message);
@@ -81,14 +84,14 @@ export class CalcSandbox {
 
   evaluate(expression: string, signal: AbortSignal): Promise<number | boolean | string> {
     return new Promise((resolve, reject) => {
-      if (signal.aborted) return reject(new CalcFailure("aborted", "stopped"));
+      if (signal.aborted) return reject(new CalcFailure("unstarted", "stopped"));
       const job: Job = {
         id: this.nextId++,
         expression,
         resolve,
         reject,
         signal,
-        onAbort: () => this.fail(job, new CalcFailure("aborted", "stopped")),
+        onAbort: () => this.fail(job, new CalcFailure(this.queue.includes(job) ? "unstarted" : "aborted", "stopped")),
         waitTimer: setTimeout(() => this.waitedTooLong(job), this.limits.maxWaitMs),
         askedAt: Date.now(),
       };

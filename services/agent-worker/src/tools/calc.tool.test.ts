@@ -1,7 +1,7 @@
 import net from "node:net";
 import { createMemoryClient } from "@agentrun/memory-client";
 import { CALC_MAX_WAIT_MS, CALC_TIMEOUT_MS, calcEvaluate, warmCalcThreads } from "./calc.tool";
-import { ToolError, type ToolContext } from "./tool";
+import { StoppedBeforeStart, ToolError, type ToolContext } from "./tool";
 
 let ctx: ToolContext;
 
@@ -178,6 +178,8 @@ describe("calc_evaluate limits", () => {
   });
 
   it("stops at once when the run is cancelled, with the run's stop reason", async () => {
+    // A thread loaded and free: the expression computes when the cancel comes.
+    await warmCalcThreads();
     const controller = new AbortController();
     const pending = calcEvaluate.run({ expression: "f(x) = x < 2 ? x : f(x - 1) + f(x - 2); f(40)" }, { ...ctx, signal: controller.signal });
     setTimeout(() => controller.abort("cancel"), 50);
@@ -209,6 +211,20 @@ describe("calc_evaluate under load from other runs", () => {
     expect((stopped.error as ToolError).charged).toBe(true);
     // Answered at once, not after the slow one's time limit (queueing order: calc-sandbox.test.ts).
     expect(quick.at).toBeLessThan(stopped.at);
+  });
+
+  it("says a calculation cancelled while it waited for a thread never started (so it is not charged)", async () => {
+    await warmCalcThreads();
+    const t0 = Date.now();
+    const slow = [outcome(SLOW, t0), outcome(SLOW, t0)];
+    const controller = new AbortController();
+    const waiting = calcEvaluate.run({ expression: "1 + 1" }, { ...ctx, signal: controller.signal }).catch((e: unknown) => e);
+    setTimeout(() => controller.abort("cancel"), 50);
+    const err = await waiting;
+    expect(err).toBeInstanceOf(StoppedBeforeStart);
+    expect((err as StoppedBeforeStart).reason).toBe("cancel");
+    // The calculations on the threads went on to their own end.
+    expect((await Promise.all(slow)).map((s) => (s.error as ToolError).code)).toEqual(["too_expensive", "too_expensive"]);
   });
 
   it("refuses as busy, unevaluated, a calculation that found no free thread in time", async () => {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CalcFailure, CalcSandbox } from "./calc-sandbox";
-import { defineAction, ToolError } from "./tool";
+import { defineAction, StoppedBeforeStart, ToolError } from "./tool";
 
 /** Longest a calculation may compute, heap it may use, and longest answer it may give. */
 export const CALC_TIMEOUT_MS = 1000;
@@ -25,7 +25,7 @@ export const warmCalcThreads = () => sandbox.warm();
  * The tool error for each way a calculation fails (a stopped run is reported as the stop). An
  * expression that found no free thread, or no thread at all, was never evaluated: not charged.
  */
-const FAILURES: Record<Exclude<CalcFailure["reason"], "aborted">, { code: string; charged: boolean }> = {
+const FAILURES: Record<Exclude<CalcFailure["reason"], "aborted" | "unstarted">, { code: string; charged: boolean }> = {
   invalid: { code: "invalid_expression", charged: true },
   timeout: { code: "too_expensive", charged: true },
   memory: { code: "too_expensive", charged: true },
@@ -47,6 +47,7 @@ export const calcEvaluate = defineAction({
       if (!(err instanceof CalcFailure)) throw err;
       // A stopped run: the registry reports the stop, not a tool error.
       if (err.reason === "aborted") throw ctx.signal.reason ?? err;
+      if (err.reason === "unstarted") throw new StoppedBeforeStart(ctx.signal.reason);
       const { code, charged } = FAILURES[err.reason];
       throw new ToolError(code, `Cannot evaluate '${expression}': ${err.message}.`, { charged });
     }

@@ -2,7 +2,7 @@ import { Resolver } from "node:dns/promises";
 import { createSocket as udpSocket } from "node:dgram";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ToolError, type ToolContext } from "./tool";
+import { StoppedBeforeStart, ToolError, type ToolContext } from "./tool";
 import { httpGetAction } from "./http.tool";
 
 // A name server that receives queries and never answers: the lookup must count against the
@@ -70,6 +70,27 @@ describe("http_get with a name server that does not answer", () => {
     setTimeout(() => controller.abort("cancel"), 50);
     await expect(patient.run({ url: "https://slow.example/x" }, ctxWith(controller.signal))).rejects.toBe("cancel");
   }, 10_000);
+});
+
+describe("http_get waiting for a lookup slot", () => {
+  let afterThisTest = () => {};
+  afterEach(() => afterThisTest());
+
+  it("says a call cancelled while it waited for a slot never started (so it is not charged)", async () => {
+    const hanging = new Promise<never>(() => {});
+    const action = httpGetAction({ timeoutMs: 120_000, maxBytes: 1000, allowPrivate: false, lookup: () => hanging });
+    const holders = new AbortController();
+    const hold = (orgId: string) => void action.run({ url: "https://slow.example/x" }, { ...ctxWith(holders.signal), orgId }).catch(() => {});
+    // Both slots held by lookups that never answer.
+    hold("org_a");
+    hold("org_b");
+    afterThisTest = () => holders.abort("done");
+    const controller = new AbortController();
+    setTimeout(() => controller.abort("cancel"), 50);
+    const err = await action.run({ url: "https://slow.example/x" }, { ...ctxWith(controller.signal), orgId: "org_c" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoppedBeforeStart);
+    expect((err as StoppedBeforeStart).reason).toBe("cancel");
+  });
 });
 
 describe("http_get to a host with several addresses", () => {

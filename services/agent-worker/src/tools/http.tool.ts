@@ -5,7 +5,7 @@ import ipaddr from "ipaddr.js";
 import { Agent, request } from "undici";
 import { z } from "zod";
 import { nestsDeeperThan } from "@agentrun/db";
-import { defineAction, MAX_TOOL_JSON_DEPTH, ToolError, type ToolContext } from "./tool";
+import { defineAction, MAX_TOOL_JSON_DEPTH, StoppedBeforeStart, ToolError, type ToolContext } from "./tool";
 import { LookupSlots, NoFreeSlot } from "./lookup-slots";
 
 export interface HttpToolLimits {
@@ -68,7 +68,8 @@ async function lookUp(hostname: string, limits: HttpToolLimits, slots: LookupSlo
     if ((err.reason as Error | undefined)?.name === "TimeoutError") {
       throw new ToolError("busy", `${hostname} was not looked up: the worker's host name lookups are all waiting for slow name servers. Try again later.`, { charged: false });
     }
-    throw err.reason;
+    // Stopped with its run while it waited for a slot: it never looked up.
+    throw new StoppedBeforeStart(err.reason);
   }
 }
 

@@ -56,6 +56,18 @@ export class ToolError extends Error {
   }
 }
 
+/**
+ * Thrown by a tool whose run was stopped (`reason`: the run's signal's) while the call waited for
+ * this service's own capacity (a calc thread, a host name lookup slot), before its work began:
+ * recorded as stopped, and not charged.
+ */
+export class StoppedBeforeStart extends Error {
+  override name = "StoppedBeforeStart";
+  constructor(readonly reason: unknown) {
+    super("the run stopped before the tool started");
+  }
+}
+
 export function defineAction<P extends z.ZodType>(a: ToolAction<P>): ToolAction {
   return a as unknown as ToolAction;
 }
