@@ -17,6 +17,13 @@ describe("renderInstructions", () => {
     expect(renderInstructions("{{metadata.constructor}}", { metadata: { constructor: "given" } })).toBe("given");
   });
 
+  it("fills metadata keys of any characters but braces, as metadata keys may have", () => {
+    const metadata = { "first name": "Ada", "plan/tier": "pro", "Größe": 3, "a:b": "c" };
+    expect(renderInstructions("{{metadata.first name}}|{{ metadata.plan/tier }}|{{metadata.Größe}}|{{metadata.a:b}}|{{metadata.no such}}", { metadata })).toBe("Ada|pro|3|c|");
+    // Other text in double braces is not a placeholder.
+    expect(renderInstructions("{{not a placeholder}} {{metadata.{x}}}", { metadata })).toBe("{{not a placeholder}} {{metadata.{x}}}");
+  });
+
   it("leaves text without placeholders alone and works without context", () => {
     expect(renderInstructions("No {braces} here {{user_name}}", undefined)).toBe("No {braces} here ");
   });

@@ -5,10 +5,11 @@ import { argumentsForModel } from "./tool-call-deltas";
 
 /**
  * Fills `{{user_name}}`, `{{user_id}}` and `{{metadata.KEY}}` from the run context; a missing
- * value (or an unknown placeholder) becomes empty. Objects are inserted as JSON.
+ * value (or an unknown placeholder) becomes empty. Objects are inserted as JSON. A metadata key
+ * is any text without braces (`{{metadata.first name}}`), as metadata keys are.
  */
 export function renderInstructions(template: string, ctx: RunContext | undefined): string {
-  return template.replace(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g, (_m, path: string) => {
+  return template.replace(/\{\{\s*(metadata\.[^{}]*?|[A-Za-z0-9_.-]+)\s*\}\}/g, (_m, path: string) => {
     let value: unknown;
     if (path === "user_name") value = ctx?.user_name;
     else if (path === "user_id") value = ctx?.user_id;
