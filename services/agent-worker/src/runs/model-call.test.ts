@@ -1,4 +1,4 @@
-import { MAX_REPORTED_TOKENS, MAX_TOOL_CALLS_PER_ANSWER, type ModelUsage } from "./model-call";
+import { MAX_REPORTED_TOKENS, MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS_PER_ANSWER, type ModelUsage } from "./model-call";
 import { chunk, scriptedProvider, toolCall } from "./model-call.fixture";
 import { RunFailure } from "./run-failure";
 
@@ -33,6 +33,21 @@ describe("callModel", () => {
     });
     // Once, as an estimate: 64 × ("calc" + "{}") = 384 characters.
     expect(usages).toEqual([{ promptTokens: 2, completionTokens: 96 }]);
+  });
+
+  it(`fails with model_bad_response once an answer's tool call arguments pass ${MAX_TOOL_ARGUMENTS_CHARS} characters, without reading on`, async () => {
+    const piece = "x".repeat(64 * 1024);
+    const start = chunk({ tool_calls: [{ index: 0, id: "call_1", function: { name: "calc", arguments: '{"expression":"' } }] });
+    const more = chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] });
+    // Arguments of 4 MiB, sent in pieces of 64 KiB.
+    provider.script = [start, ...Array.from({ length: 64 }, () => more)];
+    const { err } = await failure({});
+    expect(err).toBeInstanceOf(RunFailure);
+    expect(err).toMatchObject({ code: "model_bad_response", message: `The model sent tool call arguments of more than ${MAX_TOOL_ARGUMENTS_CHARS} characters in one answer.` });
+    // Up to the limit, in one call or spread over several, they are taken.
+    provider.script = [start, ...Array.from({ length: 14 }, () => more), chunk({ tool_calls: [{ index: 1, id: "call_2", function: { name: "calc", arguments: piece } }] })];
+    const { turn } = await call();
+    expect(turn.toolCalls.map((c) => c.arguments.length)).toEqual([15 + 14 * piece.length, piece.length]);
   });
 
   it("fails with model_bad_response on chunks of the wrong shape, not with a TypeError's model_error", async () => {

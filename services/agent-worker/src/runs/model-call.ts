@@ -46,6 +46,15 @@ export const MAX_REPORTED_TOKENS = 40_000_000;
 export const MAX_TOOL_CALLS_PER_ANSWER = 64;
 
 /**
+ * Most characters the arguments of one answer's tool calls may add up to. The tools take short
+ * arguments (a URL, an expression, a sentence to remember); a model that streams arguments
+ * without end fails the call here instead of filling the worker's memory, which every run on it
+ * shares.
+ * @defaultValue 1 MiB
+ */
+export const MAX_TOOL_ARGUMENTS_CHARS = 1024 * 1024;
+
+/**
  * A token count as the model reported it, or null when it is not a count (missing, null,
  * negative, not a finite number): such a count is estimated instead. A fraction is rounded up,
  * a count beyond {@link MAX_REPORTED_TOKENS} taken as that.
@@ -193,6 +202,10 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
           if (!calls.add(tc)) {
             reportUsage();
             throw new RunFailure("model_bad_response", `The model requested more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls in one answer.`);
+          }
+          if (calls.argumentsChars > MAX_TOOL_ARGUMENTS_CHARS) {
+            reportUsage();
+            throw new RunFailure("model_bad_response", `The model sent tool call arguments of more than ${MAX_TOOL_ARGUMENTS_CHARS} characters in one answer.`);
           }
         }
       }

@@ -37,6 +37,9 @@ export class ToolCallDeltas {
   /** The latest call of each index. */
   private readonly byIndex = new Map<number, Entry>();
 
+  /** The characters of every call's arguments so far. */
+  argumentsChars = 0;
+
   constructor(private readonly maxCalls: number) {}
 
   /** The calls so far, in order (by index where the provider gave one, then as they came). */
@@ -64,7 +67,10 @@ export class ToolCallDeltas {
     const name = delta.function?.name;
     if (typeof name === "string" && name) call.name = mergedName(call.name, storableText(name));
     const args = delta.function?.arguments;
-    if (typeof args === "string") call.arguments += args;
+    if (typeof args === "string") {
+      call.arguments += args;
+      this.argumentsChars += args.length;
+    }
     return true;
   }
 
