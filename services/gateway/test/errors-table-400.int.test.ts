@@ -95,6 +95,27 @@ describe("400 invalid_request", () => {
     expect(await prisma.task.count({ where: { id: task_id } })).toBe(1);
   });
 
+  it("body fields on endpoints that take no body: refused before anything is done", async () => {
+    const run = await postJson("/api/run", { query: "hi", stream: false });
+    const { task_id, run_id } = (await run.json()) as { task_id: string; run_id: string };
+    const json = { ...tenant.headers, "content-type": "application/json" };
+    const requests: [string, string][] = [
+      [`/api/tasks/${task_id}/runs/${run_id}/cancel`, "POST"],
+      ["/api/memory/mem_none", "DELETE"],
+      [`/api/tasks/${task_id}`, "DELETE"],
+    ];
+    for (const [path, method] of requests) {
+      const body = await expectError(await call(path, { method, headers: json, body: JSON.stringify({ reason: "x" }) }), 400, "invalid_request");
+      expect([path, body.error.details]).toEqual([path, [{ path: "reason", message: expect.any(String) }]]);
+      // An array is no set of fields either.
+      await expectError(await call(path, { method, headers: json, body: "[]" }), 400, "invalid_request");
+    }
+    expect(await prisma.task.count({ where: { id: task_id } })).toBe(1);
+    // An empty object is no field at all.
+    expect((await call(`/api/tasks/${task_id}/runs/${run_id}/cancel`, { method: "POST", headers: json, body: "{}" })).status).toBe(202);
+    expect((await call(`/api/tasks/${task_id}`, { method: "DELETE", headers: json, body: "{}" })).status).toBe(204);
+  });
+
   it("missing X-Agent-Id", async () => {
     const body = await expectError(await call("/api/memory", { headers: { authorization: tenant.headers.authorization! } }), 400, "invalid_request");
     expect(body.error.message).toMatch(/X-Agent-Id/);

@@ -36,3 +36,11 @@ const NO_QUERY = z.strictObject({});
 export function readsNoQuery(req: Request): void {
   if (req.url.includes("?")) NO_QUERY.parse(req.query);
 }
+
+/**
+ * Called by a route that takes no body: a JSON body with any field is 400 `invalid_request`
+ * naming it (a `{"reason": …}` sent to cancel is not silently dropped); `{}` or no body is fine.
+ */
+export function takesNoBody(req: Request): void {
+  if (req.body !== undefined) NO_QUERY.parse(req.body);
+}

@@ -4,7 +4,7 @@ import { AppError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
 import { toMemoryEntryView } from "../views/memory.view";
-import { readsNoQuery } from "../middleware/strict-query";
+import { readsNoQuery, takesNoBody } from "../middleware/strict-query";
 
 /** The memory scope of the caller: its organization and the agent named by X-Agent-Id. */
 function scopeOf(req: Request): MemoryScope {
@@ -47,6 +47,7 @@ export function memoryRoutes(deps: GatewayDeps, router: Router = Router()): Rout
   /** `DELETE /memory/:memory_id`: 204; 404 when no entry has the id, 403 when another org's or agent's. */
   router.delete("/memory/:memory_id", async (req, res) => {
     readsNoQuery(req);
+    takesNoBody(req);
     const scope = scopeOf(req);
     const id = req.params.memory_id;
     // An id no entry can have is not found, without a call to the memory service.

@@ -8,7 +8,7 @@ import { replayFrom, resumeAfter, streamRunEvents } from "../runs/run-events-str
 import { cancelRun } from "../tasks/cancel-run";
 import { ownedRun } from "../tasks/task-access";
 import { toRunView } from "../views/run.view";
-import { readsNoQuery } from "../middleware/strict-query";
+import { readsNoQuery, takesNoBody } from "../middleware/strict-query";
 
 /**
  * What the events endpoint answers in, by `Accept`: its media types and their q-values decide,
@@ -62,6 +62,7 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
 
   router.post("/tasks/:task_id/runs/:run_id/cancel", async (req, res) => {
     readsNoQuery(req);
+    takesNoBody(req);
     const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);
     await cancelRun(store, run);
     // Gone when its task was deleted meanwhile.

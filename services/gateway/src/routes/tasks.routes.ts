@@ -11,7 +11,7 @@ import { runListPage } from "../views/run-list-query";
 import { taskListBody } from "../views/list-queries";
 import { taskDetailBody } from "../views/task-detail-query";
 import { toTaskView } from "../views/task.view";
-import { readsNoQuery } from "../middleware/strict-query";
+import { readsNoQuery, takesNoBody } from "../middleware/strict-query";
 
 /** Tasks of the caller's agent: list, create, read, delete, and their runs. */
 export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Router {
@@ -63,6 +63,7 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
 
   router.delete("/tasks/:task_id", async (req, res) => {
     readsNoQuery(req);
+    takesNoBody(req);
     const task = await ownedTask(prisma, authOf(req), req.params.task_id);
     // Stop what is in progress first, so that its streams end with run_cancelled and no worker
     // writes to the task while it is deleted. The task goes only while no run holds it: a run
