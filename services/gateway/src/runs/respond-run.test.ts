@@ -33,14 +33,14 @@ afterAll(async () => {
 });
 
 /** A gateway route answering for one run, in JSON, with the parts respondWithRun uses. */
-function app(input: { runId: string; taskId: string; sent?: RunEvent[] }, redis = broken, waitMs = 5000, db: PrismaClient = prisma) {
+function app(input: { runId: string; taskId: string; sent?: RunEvent[]; stream?: boolean }, redis = broken, waitMs = 5000, db: PrismaClient = prisma) {
   const config = { REDIS_PREFIX: `${testEnv().redisPrefix}:respond`, RUN_WAIT_TIMEOUT_MS: waitMs, SSE_HEARTBEAT_MS: 15_000 };
   // Only what respondWithRun reads; the rest of the gateway's dependencies play no part.
   const deps = { config, prisma: db, redis, hub } as unknown as GatewayDeps;
   const logger = createLogger({ service: "test", level: "silent", pretty: false });
   const a = express();
   a.use((req, _res, next) => ((req.log = logger), next()));
-  a.post("/run", (req, res) => respondWithRun(deps, req, res, { ...input, stream: false, fresh: input.sent !== undefined }));
+  a.post("/run", (req, res) => respondWithRun(deps, req, res, { ...input, stream: input.stream ?? false, fresh: input.sent !== undefined }));
   a.use(errorHandler());
   return a;
 }
@@ -102,4 +102,25 @@ describe("respondWithRun (JSON)", () => {
     const res = await request(app({ runId, taskId }, working, 60_000)).post("/run");
     expect([res.status, res.body.run_id, res.body.status, res.body.error]).toEqual([200, runId, "failed", { code: "model_error", message: "The model failed." }]);
   }, 10_000);
+});
+
+describe("respondWithRun (SSE)", () => {
+  it("answers a replay whose first read fails 503 unavailable, not as an empty stream: the client may ask again with its key", async () => {
+    const { runId, taskId } = await queuedRun();
+    const res = await request(app({ runId, taskId, stream: true })).post("/run");
+    expect([res.status, res.headers["content-type"], res.body.error?.code]).toEqual([503, expect.stringMatching(/^application\/json/), "unavailable"]);
+  });
+
+  it("streams a replay of a run that has ended from its first event to its last", async () => {
+    const { runId, taskId } = await queuedRun();
+    await failRun(store(), { id: runId, query: "q" }, { code: "model_error", message: "m" }, { onlyIfQueued: true });
+    const res = await request(app({ runId, taskId, stream: true }, working)).post("/run").buffer(true).parse((r, done) => {
+      let text = "";
+      r.on("data", (c: Buffer) => (text += c.toString()));
+      r.on("end", () => done(null, text));
+    });
+    expect(res.status).toBe(200);
+    const types = [...(res.body as string).matchAll(/"type":"([a-z_]+)"/g)].map((m) => m[1]);
+    expect(types.at(-1)).toBe("run_failed");
+  });
 });

@@ -4,7 +4,7 @@ import { followRun, type EarlyRunSubscription } from "@agentrun/events";
 import { AppError, isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { onKeyRevoked } from "../auth/revocation-watch";
-import { openSse, type SseStream } from "./sse";
+import { clearSseHeaders, openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
 import { freesItsKey } from "./idempotency";
 
@@ -60,17 +60,22 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   const afterSeq = input.sent?.at(-1)?.seq ?? 0;
   // Each call's options written out rather than spread from shared fields: V8 keeps no
   // transitions from a spread's copy, so every run made new hidden classes.
-  const follow = (onEvent: (event: RunEvent) => void, signal: AbortSignal) =>
-    followRun({ prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, hub: deps.hub, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent, signal });
+  const follow = (onEvent: (event: RunEvent) => void, signal: AbortSignal, onReady?: () => void) =>
+    followRun({ prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, hub: deps.hub, runId, afterSeq, fresh: input.fresh, subscription: input.subscription, onEvent, signal, onReady });
   if (input.stream) {
-    let sse = input.sse;
-    if (!sse) {
-      sse = openSse(req, res, deps.config.SSE_HEARTBEAT_MS);
-      for (const e of input.sent ?? []) sse.send(e);
-    }
+    // A replay (no stream opened by the caller): the status goes out once the follow has read
+    // what the stores hold, so that a store failing that first read is answered 503 like any
+    // outage (the request may be asked again with its key), not as an empty stream.
+    const replay = !input.sse;
+    const sse = input.sse ?? openSse(req, res, deps.config.SSE_HEARTBEAT_MS, { deferHeaders: true });
+    if (replay) for (const e of input.sent ?? []) sse.send(e);
     try {
-      await follow(sse.send, sse.signal);
+      await follow(sse.send, sse.signal, replay ? sse.ready : undefined);
     } catch (err) {
+      if (replay && !res.headersSent && !res.destroyed) {
+        clearSseHeaders(res);
+        throw err;
+      }
       // The run goes on; the client can re-attach through the events endpoint.
       req.log.error({ err, runId }, "lost the run's event stream");
     }
