@@ -116,9 +116,27 @@ describe("400 invalid_request", () => {
     expect((await call(`/api/tasks/${task_id}`, { method: "DELETE", headers: json, body: "{}" })).status).toBe(204);
   });
 
+  it("a cursor that names nothing, or a malformed Last-Event-ID or Idempotency-Key, named in details as validation names fields", async () => {
+    const run = await postJson("/api/run", { query: "hi", stream: false });
+    const { task_id, run_id } = (await run.json()) as { task_id: string; run_id: string };
+    const cases: [string, Record<string, string>, string][] = [
+      [`/api/tasks/${task_id}/runs?after=run_nope`, {}, "after"],
+      [`/api/messages?task_id=${task_id}&before=msg_nope`, {}, "before"],
+      ["/api/memory?before=xyz", {}, "before"],
+      [`/api/tasks/${task_id}/runs/${run_id}/events`, { "last-event-id": "x" }, "Last-Event-ID"],
+      ["/api/run", { "idempotency-key": "has spaces", "content-type": "application/json" }, "Idempotency-Key"],
+    ];
+    for (const [path, headers, field] of cases) {
+      const init = path === "/api/run" ? { method: "POST", body: JSON.stringify({ query: "q" }) } : {};
+      const body = await expectError(await call(path, { ...init, headers: { ...tenant.headers, ...headers } }), 400, "invalid_request");
+      expect([path, body.error.details]).toEqual([path, [{ path: field, message: body.error.message }]]);
+    }
+  });
+
   it("missing X-Agent-Id", async () => {
     const body = await expectError(await call("/api/memory", { headers: { authorization: tenant.headers.authorization! } }), 400, "invalid_request");
     expect(body.error.message).toMatch(/X-Agent-Id/);
+    expect(body.error.details).toEqual([{ path: "X-Agent-Id", message: body.error.message }]);
   });
 
   it("X-Agent-Id sent twice", async () => {
@@ -127,6 +145,7 @@ describe("400 invalid_request", () => {
     headers.append("x-agent-id", tenant.agentId);
     const body = await expectError(await fetch(`${stack.gatewayUrl}/api/memory`, { headers }), 400, "invalid_request");
     expect(body.error.message).toMatch(/X-Agent-Id once/);
+    expect(body.error.details).toEqual([{ path: "X-Agent-Id", message: body.error.message }]);
   });
 
   it.each([

@@ -4,7 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { Prisma, type PrismaClient } from "@agentrun/db";
-import { AppError } from "@agentrun/errors";
+import { AppError, fieldRefused } from "@agentrun/errors";
 import type { MemoryCategoryValue, MemoryEntryView, MemoryScope } from "@agentrun/contracts";
 import { memoryIdTime, newMemoryId } from "./memory-id";
 import { toMemoryView, type MemoryRow } from "./memory.view";
@@ -81,11 +81,11 @@ async function cursorPosition(prisma: PrismaClient, query: ListMemoriesQuery & {
   const row = await prisma.memoryEntry.findUnique({ where: { id: query.before }, select: { id: true, createdAt: true, orgId: true, agentId: true, userId: true } });
   if (row) {
     const inScope = row.orgId === query.org_id && row.agentId === query.agent_id && (query.user_id === undefined || row.userId === query.user_id);
-    if (!inScope) throw new AppError("invalid_request", { message: `'before' names no memory entry of this ${query.user_id === undefined ? "agent" : "user"}.` });
+    if (!inScope) throw fieldRefused("before", `'before' names no memory entry of this ${query.user_id === undefined ? "agent" : "user"}.`);
     return { id: row.id, createdAt: row.createdAt };
   }
   const createdAt = memoryIdTime(query.before);
-  if (!createdAt) throw new AppError("invalid_request", { message: "'before' is not a memory id." });
+  if (!createdAt) throw fieldRefused("before", "'before' is not a memory id.");
   return { id: query.before, createdAt };
 }
 

@@ -1,6 +1,6 @@
 import type { RequestHandler } from "express";
 import { API_KEY_PREFIX, hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
-import { AppError } from "@agentrun/errors";
+import { AppError, fieldRefused } from "@agentrun/errors";
 import type { AuthCache } from "../auth/auth-cache";
 import type { ApiKeyContext, AuthContext } from "../request-context";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
@@ -32,9 +32,9 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
     req.apiKey = apiKey;
 
     const agentId = req.get("x-agent-id");
-    if (!agentId) throw new AppError("invalid_request", { message: "The X-Agent-Id header is required." });
+    if (!agentId) throw fieldRefused("X-Agent-Id", "The X-Agent-Id header is required.");
     // Node joins a header sent twice with ", ": two agents, where the API takes one.
-    if (agentId.includes(",")) throw new AppError("invalid_request", { message: "Send X-Agent-Id once, with one agent id." });
+    if (agentId.includes(",")) throw fieldRefused("X-Agent-Id", "Send X-Agent-Id once, with one agent id.");
     const agent = AGENT_ID.test(agentId) ? await cache.agent(agentId) : null;
     if (!agent) throw new AppError("agent_not_found", { message: agentNotFoundMessage(agentId) });
     if (agent.orgId !== key.orgId) throw new AppError("forbidden", { message: "This API key has no access to this agent." });

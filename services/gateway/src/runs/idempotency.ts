@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Request } from "express";
 import { Prisma, type PrismaClient } from "@agentrun/db";
-import { AppError, isUnavailableError, mayHaveBeenCarriedOut } from "@agentrun/errors";
+import { AppError, isUnavailableError, mayHaveBeenCarriedOut, fieldRefused } from "@agentrun/errors";
 import { withRetry } from "@agentrun/run-state";
 import { idempotencyKeySchema, type RunRequest, type WidgetRunRequest } from "@agentrun/contracts";
 
@@ -27,7 +27,7 @@ export function idempotencyKeyOf(req: Request): string | undefined {
   const header = req.get("idempotency-key");
   if (header === undefined) return undefined;
   const key = idempotencyKeySchema.safeParse(header);
-  if (!key.success) throw new AppError("invalid_request", { message: "Idempotency-Key must be 1-255 printable ASCII characters without spaces." });
+  if (!key.success) throw fieldRefused("Idempotency-Key", "Idempotency-Key must be 1-255 printable ASCII characters without spaces.");
   return key.data;
 }
 

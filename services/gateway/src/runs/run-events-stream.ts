@@ -1,6 +1,6 @@
 import type { Request, Response } from "express";
 import { eventsQuerySchema, isTerminalEvent, lastEventIdSchema, MAX_EVENT_SEQ } from "@agentrun/contracts";
-import { AppError } from "@agentrun/errors";
+import { fieldRefused } from "@agentrun/errors";
 import { followRun, readStoredEvents, type SubscriberHub } from "@agentrun/events";
 import type { PrismaClient } from "@agentrun/db";
 import type { Redis } from "@agentrun/redis";
@@ -14,7 +14,7 @@ import { clearSseHeaders, openSse, setSseHeaders } from "./sse";
 export function resumeAfter(req: Request): number {
   const header = req.get("last-event-id");
   const parsed = header === undefined ? undefined : lastEventIdSchema.safeParse(header.trim());
-  if (parsed && !parsed.success) throw new AppError("invalid_request", { message: `Last-Event-ID must be an integer from 0 to ${MAX_EVENT_SEQ} (an event's seq).` });
+  if (parsed && !parsed.success) throw fieldRefused("Last-Event-ID", `Last-Event-ID must be an integer from 0 to ${MAX_EVENT_SEQ} (an event's seq).`);
   // The query is checked also when the header wins: a parameter the endpoint does not read is refused.
   const { after } = eventsQuerySchema.parse(req.query);
   return parsed?.data ?? after;

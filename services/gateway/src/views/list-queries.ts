@@ -1,5 +1,5 @@
 import { Prisma, type PrismaClient } from "@agentrun/db";
-import { AppError } from "@agentrun/errors";
+import { fieldRefused } from "@agentrun/errors";
 import type { TaskStatusValue } from "@agentrun/contracts";
 import type { AuthContext } from "../request-context";
 import { checkTaskOwner } from "../tasks/task-access";
@@ -99,7 +99,7 @@ export async function messageListBody(prisma: PrismaClient, auth: AuthContext, q
   const [row] = await prisma.$queryRaw<MessagePageRow[]>(messageListSql(q));
   // (`task_id` is an id, up to 100 characters, as the contract's query schema checked.)
   checkTaskOwner(row?.orgId && row.agentId ? { orgId: row.orgId, agentId: row.agentId } : null, auth, q.task_id);
-  if (!row!.cursor_found) throw new AppError("invalid_request", { message: `'before' names no message of task '${q.task_id}'.` });
+  if (!row!.cursor_found) throw fieldRefused("before", `'before' names no message of task '${q.task_id}'.`);
   return row!.body;
 }
 

@@ -1,5 +1,5 @@
 import { Prisma, type PrismaClient } from "@agentrun/db";
-import { AppError } from "@agentrun/errors";
+import { fieldRefused } from "@agentrun/errors";
 import type { RunView } from "@agentrun/contracts";
 import { PAGE_MAX_BYTES } from "./list-queries";
 import { toRunView, type RunFields } from "./run.view";
@@ -22,7 +22,7 @@ interface RunPageRow extends RunFields {
 export async function runListPage(prisma: PrismaClient, q: RunListQuery): Promise<{ runs: RunView[]; has_more: boolean }> {
   if (q.after) {
     const cursor = await prisma.run.findFirst({ where: { id: q.after, taskId: q.taskId }, select: { id: true } });
-    if (!cursor) throw new AppError("invalid_request", { message: `'after' names no run of task '${q.taskId}'.` });
+    if (!cursor) throw fieldRefused("after", `'after' names no run of task '${q.taskId}'.`);
   }
   const after = q.after
     ? Prisma.sql`AND (r.created_at, r.id) > (SELECT created_at, id FROM runs WHERE id = ${q.after} AND task_id = ${q.taskId})`
