@@ -41,8 +41,11 @@ function loadDevConfig(): z.infer<typeof configSchema> {
 const config = loadDevConfig();
 const STATE_FILE = path.join(REPO_ROOT, ".agentrun-dev.json");
 const HOW_TO_START = "start them with `docker compose up -d postgres redis` (or your local services)";
-/** How long the services may take to stop (the worker's own deadline is 15 s by default) before they are killed. */
-const STOP_GRACE_MS = 20_000;
+/**
+ * How long the services may take to stop before they are killed: 5 s past the worker's own
+ * deadline (SHUTDOWN_GRACE_MS, 10 s by default, and 5 s to store its runs' ends), 20 s at least.
+ */
+const STOP_GRACE_MS = Math.max(20_000, (Number(process.env.SHUTDOWN_GRACE_MS) || 10_000) + 10_000);
 
 /** A reason to stop: main's catch prints it, stops every service started so far and exits 1. */
 class DevFailure extends Error {}
