@@ -11,6 +11,9 @@ import { ModelClients } from "../src/runs/model-clients";
 import { ReconnectBeats } from "../src/runs/reconnect-beats";
 import type { RunDeps } from "../src/runs/run-deps";
 import { ToolRegistry } from "../src/tools/registry";
+import { AGENT_RUNS_QUEUE, bullPrefix, createWorker } from "@agentrun/queue";
+import { ActiveRuns } from "../src/runs/active-runs";
+import { agentRunProcessor, MAX_START_DEFERRALS } from "../src/jobs/agent-run.job";
 
 // The worker's run execution in this process against the real stack (no worker process: runs
 // stay queued until the test executes them), with PostgreSQL lost for one read of the agent.
@@ -89,3 +92,26 @@ it("a run that could not start, whose claim PostgreSQL then lost, is started by 
   expect(logged.map((e) => e.type)).toEqual(events.slice(1).map((e) => e.type));
   expect(await redis.get(runWriterKey(stack.env.REDIS_PREFIX!, runId))).toBe("worker-other");
 });
+
+it("a run whose start meets an outage on more tries than its job has attempts goes back to the queue each time, and then answers", async () => {
+  const agents = new AgentsLosingOneRead(prisma);
+  // More than BullMQ's 3 attempts would absorb, fewer than the hand-backs allowed.
+  agents.failures = 5;
+  expect(agents.failures).toBeLessThan(MAX_START_DEFERRALS);
+  const deps = workerDeps("worker-deferring", agents);
+  const queueWorker = createWorker({ queueName: AGENT_RUNS_QUEUE, prefix: bullPrefix(deps.redisPrefix), connection: { url: stack.env.REDIS_URL! }, logger: deps.logger, processor: agentRunProcessor(deps, new ActiveRuns()) });
+  const failedAttempts: number[] = [];
+  queueWorker.on("failed", (job) => failedAttempts.push(job?.attemptsMade ?? -1));
+  try {
+    const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "after five lost connections" }, headers: tenant.headers, timeoutMs: 30_000 });
+    const events = (await live.result).events.map((e) => e.data);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.at(-1)).toMatchObject({ type: "run_completed" });
+    expect(agents.failures).toBeLessThan(0);
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: events[0]!.run_id as string } })).toMatchObject({ status: "completed", output: "Echo: after five lost connections" });
+    // No attempt of the job was used up by the outage.
+    expect(failedAttempts).toEqual([]);
+  } finally {
+    await queueWorker.close();
+  }
+}, 40_000);

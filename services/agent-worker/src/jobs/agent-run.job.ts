@@ -2,10 +2,16 @@ import { agentRunJobSchema, DelayedError, type Job } from "@agentrun/queue";
 import { executeRun } from "../runs/execute-run";
 import type { RunDeps } from "../runs/run-deps";
 import type { ActiveRuns } from "../runs/active-runs";
-import { RunHandedBack } from "../runs/claim-run";
+import { RunHandedBack, RunNotStarted } from "../runs/claim-run";
 
 /** How long a job handed back by a worker that cannot use its database waits before another worker may take it. */
 export const HAND_BACK_DELAY_MS = 1000;
+/**
+ * How many times one job is handed back because its run could not start for an outage
+ * (RunNotStarted); after that its errors use up its attempts, as any error does. A longer outage
+ * is the worker's database check's to notice, which hands jobs back before they start.
+ */
+export const MAX_START_DEFERRALS = 10;
 
 /**
  * Processor of `agent-run.execute`: validates the payload and executes the run under a stop
@@ -15,7 +21,9 @@ export const HAND_BACK_DELAY_MS = 1000;
  * start a run the shutdown's grace never stops), after {@link HAND_BACK_DELAY_MS} when it cannot
  * use its database (`databaseUsable`; it stops fetching, see startAgentWorker, but may have
  * fetched one more job as it did). So does a job whose run this worker was still waiting to take
- * over from a stopped worker when it began to close (see claimRun): at once.
+ * over from a stopped worker when it began to close (see claimRun): at once. And so does one whose
+ * run could not start for an outage (RunNotStarted), after {@link HAND_BACK_DELAY_MS}, up to
+ * {@link MAX_START_DEFERRALS} times.
  */
 export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsable: () => boolean = () => true) {
   return async (job: Job, token?: string): Promise<void> => {
@@ -28,8 +36,21 @@ export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsa
     try {
       await active.execute(runId, (control) => executeRun(deps, runId, control));
     } catch (err) {
-      if (!(err instanceof RunHandedBack) || !token) throw err;
-      await job.moveToDelayed(Date.now(), token);
+      if (!token) throw err instanceof RunNotStarted ? err.cause : err;
+      if (err instanceof RunHandedBack) {
+        await job.moveToDelayed(Date.now(), token);
+        throw new DelayedError();
+      }
+      if (!(err instanceof RunNotStarted)) throw err;
+      const deferrals = Number((job.data as { deferrals?: unknown }).deferrals) || 0;
+      if (deferrals >= MAX_START_DEFERRALS) throw err.cause;
+      try {
+        await job.updateData({ ...job.data, deferrals: deferrals + 1 });
+        await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
+      } catch {
+        // Redis out of reach too: the job fails this attempt, as any error does.
+        throw err.cause;
+      }
       throw new DelayedError();
     }
   };

@@ -35,6 +35,22 @@ export class RunHandedBack extends Error {
   }
 }
 
+/**
+ * Thrown by executeRun when PostgreSQL or Redis was out of reach before the run emitted anything
+ * (its claim, or reading its agent): the job goes back to the queue for a while without using up
+ * one of its attempts (see agentRunProcessor), so that an outage of a few seconds, before the
+ * worker's own database check notices it, does not fail the run for good.
+ */
+export class RunNotStarted extends Error {
+  override name = "RunNotStarted";
+  constructor(
+    readonly runId: string,
+    override readonly cause: unknown,
+  ) {
+    super(`run ${runId} could not start: ${(cause as Error)?.message ?? String(cause)}`);
+  }
+}
+
 const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
   lastSeq,
   run: { id: row.id, taskId: row.task_id, orgId: row.org_id, agentId: row.agent_id, query: row.query, context: row.context, taskUserId: row.task_user_id },

@@ -4,7 +4,7 @@ import { giveBackRunWriter, RUN_LOG_TTL_LIVE_S, RunEventWriter, runCancelKey, ru
 import { storableText } from "@agentrun/db";
 import { isUnavailableError } from "@agentrun/errors";
 import { finishRun, type FinishRunUsage, type MessageRecord } from "@agentrun/run-state";
-import { claimRun, type ClaimedRun } from "./claim-run";
+import { claimRun, RunNotStarted, type ClaimedRun } from "./claim-run";
 import { renewalIntervalMs } from "./heartbeat-renewal";
 import { callModel } from "./model-call";
 import { buildMessages, recentHistory, toolCallMessage, type PromptMemory } from "./prompt";
@@ -43,7 +43,9 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     deps.logger.warn({ runId, err }, "could not read the run's cancel flag; the heartbeat reads it again");
     return 0;
   });
-  const claim = await claimRun(deps, runId, control.closing);
+  const claim = await claimRun(deps, runId, control.closing).catch((err: unknown) => {
+    throw isUnavailableError(err) ? new RunNotStarted(runId, err) : err;
+  });
   if (!claim) return;
   const log = deps.logger.child({ runId });
   const store = { prisma, redis, redisPrefix };
@@ -87,7 +89,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
           // Its log too, which it has not written: should PostgreSQL have lost the claim, the
           // next attempt's claim is a fresh one (on any worker), which takes a free log only.
           await giveBackRunWriter(redis, runWriterKey(redisPrefix, runId), deps.workerId, null, RUN_LOG_TTL_LIVE_S).catch(() => {});
-          throw err;
+          throw new RunNotStarted(runId, err);
         }
         return endOf(err, signal, log);
       },
