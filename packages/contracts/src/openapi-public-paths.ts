@@ -28,7 +28,7 @@ const preflight = (operationId: string, path?: typeof runPathSchema) => ({
   operationId,
   tags: ["Widget"],
   summary: "CORS preflight",
-  description: "Answered for an Origin that at least one active widget key allows; any other Origin gets 403 without CORS headers (and counts as a failed authentication of the address). Browsers send it without credentials.",
+  description: "Answered for an Origin that at least one widget key allows, revoked or not (so that the request after it gets a 401 the page can read); any other Origin gets 403 without CORS headers (and counts as a failed authentication of the address). Browsers send it without credentials.",
   security: [],
   requestParams: {
     ...(path ? { path } : {}),
@@ -86,7 +86,7 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         security: [{ widgetKey: [] }],
         requestParams: {
           header: z.object({
-            Origin: z.string().meta({ description: "The page's origin, one of the widget key's allowed origins (browsers send it)." }),
+            Origin: z.string().optional().meta({ description: "The page's origin, one of the widget key's allowed origins (browsers send it); not needed on a same-origin request (`Sec-Fetch-Site: same-origin`)." }),
             "X-Visitor-Token": z.string().optional().meta({ description: "The token from an earlier answer." }),
             "Idempotency-Key": idempotencyKeySchema.optional().meta({
               description:

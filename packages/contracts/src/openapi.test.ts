@@ -182,4 +182,18 @@ describe("OpenAPI document", () => {
     const body = ok.content?.["application/json"]?.schema as OpenAPIV3_1.SchemaObject;
     expect(body.required).toEqual(expect.arrayContaining(["memories", "has_more"]));
   });
+
+  it("tells stream clients that a stream can end before the terminal event, and how to get the rest", () => {
+    for (const [path, method] of [["/api/run", "post"], ["/api/tasks/{task_id}/runs/{run_id}/events", "get"]] as const) {
+      const ok = op(path, method)?.responses?.["200"] as OpenAPIV3_1.ResponseObject;
+      expect([path, ok.description]).toEqual([path, expect.stringMatching(/can also end before it.*Last-Event-ID/)]);
+    }
+  });
+
+  it("describes the widget's preflight and Origin as the gateway answers them", () => {
+    expect(op("/api/v1/widget/run", "options")?.description).toMatch(/revoked or not/);
+    const origin = ((op("/api/v1/widget/run", "post")?.parameters ?? []) as OpenAPIV3_1.ParameterObject[]).find((p) => p.name === "Origin");
+    expect(origin).toMatchObject({ in: "header", description: expect.stringMatching(/Sec-Fetch-Site: same-origin/) });
+    expect(origin?.required ?? false).toBe(false);
+  });
 });
