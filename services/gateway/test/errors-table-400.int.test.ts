@@ -1,3 +1,4 @@
+import { request as httpRequest } from "node:http";
 import { stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { ERRORS_TABLE_STACK, expectError, requestsOf } from "./errors-table.fixture";
@@ -10,6 +11,19 @@ let tenant: Tenant;
 
 stackWithTenant((started) => ({ stack, prisma, tenant } = started), ERRORS_TABLE_STACK);
 const { call, postJson } = requestsOf(() => ({ stack, tenant }));
+
+/** A GET with a body, as some clients send one (fetch cannot). */
+function getWithBody(path: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: { error?: { details?: unknown } } }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${stack.gatewayUrl}${path}`, { method: "GET", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } }, (res) => {
+      let text = "";
+      res.on("data", (c: Buffer) => (text += c.toString()));
+      res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text || "{}") }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
 
 describe("400 invalid_request", () => {
   it("malformed JSON", async () => {
@@ -109,6 +123,11 @@ describe("400 invalid_request", () => {
       expect([path, body.error.details]).toEqual([path, [{ path: "reason", message: expect.any(String) }]]);
       // An array is no set of fields either.
       await expectError(await call(path, { method, headers: json, body: "[]" }), 400, "invalid_request");
+    }
+    // GET too, which fetch cannot send with a body: a filter sent as a body is not ignored.
+    for (const path of ["/api/tasks", `/api/tasks/${task_id}`, `/api/tasks/${task_id}/runs`, `/api/tasks/${task_id}/runs/${run_id}`, `/api/tasks/${task_id}/runs/${run_id}/events`, `/api/messages?task_id=${task_id}`, "/api/memory"]) {
+      const { status, body } = await getWithBody(path, { ...json, accept: "application/json" }, JSON.stringify({ status: "failed" }));
+      expect([path, status, body.error?.details]).toEqual([path, 400, [{ path: "status", message: expect.any(String) }]]);
     }
     expect(await prisma.task.count({ where: { id: task_id } })).toBe(1);
     // An empty object is no field at all.

@@ -25,6 +25,7 @@ export function memoryRoutes(deps: GatewayDeps, router: Router = Router()): Rout
    * absent; `has_more` when older entries follow (`before` = the last entry's id pages back).
    */
   router.get("/memory", async (req, res) => {
+    takesNoBody(req);
     const scope = scopeOf(req);
     const query = memoryListQuerySchema.parse(req.query);
     const { memories, has_more } = await deps.memory.list({ ...scope, user_id: query.user_id, limit: query.limit, before: query.before }, { requestId: req.id });

@@ -1,6 +1,7 @@
 import { Router } from "express";
 import { messageListQuerySchema } from "@agentrun/contracts";
 import type { GatewayDeps } from "../deps";
+import { takesNoBody } from "../middleware/strict-query";
 import { authOf } from "../request-context";
 import { messageListBody } from "../views/list-queries";
 
@@ -8,6 +9,7 @@ import { messageListBody } from "../views/list-queries";
 export function messagesRoutes(deps: GatewayDeps, router: Router = Router()): Router {
 
   router.get("/messages", async (req, res) => {
+    takesNoBody(req);
     const q = messageListQuerySchema.parse(req.query);
     res.type("application/json").send(await messageListBody(deps.prisma, authOf(req), q));
   });

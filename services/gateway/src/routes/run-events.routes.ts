@@ -42,6 +42,7 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
   const store = { prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, hub: deps.hub };
 
   router.get("/tasks/:task_id/runs/:run_id/events", async (req, res) => {
+    takesNoBody(req);
     const afterSeq = resumeAfter(req);
     const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);
     // The same URL answers in either format: a cache must key its copies by Accept.
@@ -56,6 +57,7 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
 
   router.get("/tasks/:task_id/runs/:run_id", async (req, res) => {
     readsNoQuery(req);
+    takesNoBody(req);
     const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);
     res.json(toRunView(run));
   });

@@ -19,6 +19,7 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
   const store = { prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
 
   router.get("/tasks", async (req, res) => {
+    takesNoBody(req);
     const auth = authOf(req);
     const q = taskListQuerySchema.parse(req.query);
     res.type("application/json").send(await taskListBody(prisma, auth, q));
@@ -44,10 +45,12 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
 
   router.get("/tasks/:task_id", async (req, res) => {
     readsNoQuery(req);
+    takesNoBody(req);
     res.type("application/json").send(await taskDetailBody(prisma, authOf(req), req.params.task_id));
   });
 
   router.get("/tasks/:task_id/runs", async (req, res) => {
+    takesNoBody(req);
     const q = runListQuerySchema.parse(req.query);
     const task = await ownedTask(prisma, authOf(req), req.params.task_id);
     const page = await runListPage(prisma, { taskId: task.id, limit: q.limit, after: q.after }).catch(async (err: unknown) => {

@@ -21,7 +21,7 @@ import { widgetPreflight } from "./widget-cors";
 import { newVisitorKeySpent, newVisitorRepeatAllowed, newVisitorRun, widgetKeyScope } from "./widget-idempotency";
 import { WidgetKeyCache } from "./widget-key-cache";
 import { widgetLimits } from "./widget-limits";
-import { readsNoQuery } from "../middleware/strict-query";
+import { readsNoQuery, takesNoBody } from "../middleware/strict-query";
 
 const RUN_PATH = "/run";
 const EVENTS_PATH = "/tasks/:task_id/runs/:run_id/events";
@@ -120,6 +120,7 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     const w = widgetOf(req);
     // A request without the visitor's token was refused before the limits (above).
     const visitorId = w.visitorId!;
+    takesNoBody(req);
     const afterSeq = resumeAfter(req);
     const task = await ownedTask(deps.prisma, widgetAuthContext(w), req.params.task_id);
     if (task.visitorId !== visitorId) throw new AppError("forbidden", { message: "This task belongs to another visitor." });
