@@ -6,7 +6,7 @@ import type { NextFunction, Request, Response } from "express";
 import { readBody } from "./read-body";
 
 /** A server whose only handler is readBody; every call of `next` is recorded. */
-function serverRecordingNext(): { server: Server; nexts: Array<unknown>; nextCalled: Promise<unknown> } {
+function serverRecordingNext(readAfterMs = 0): { server: Server; nexts: Array<unknown>; nextCalled: Promise<unknown> } {
   const nexts: unknown[] = [];
   let called!: (err: unknown) => void;
   const nextCalled = new Promise<unknown>((resolve) => (called = resolve));
@@ -17,7 +17,9 @@ function serverRecordingNext(): { server: Server; nexts: Array<unknown>; nextCal
       called(err);
       if (!res.headersSent) res.end();
     };
-    void read(req as Request, res as unknown as Response, next);
+    // As after the handlers before it (authentication, rate limits), which may await.
+    if (readAfterMs) setTimeout(() => void read(req as Request, res as unknown as Response, next), readAfterMs);
+    else void read(req as Request, res as unknown as Response, next);
   });
   return { server, nexts, nextCalled };
 }
@@ -33,8 +35,13 @@ describe("readBody with a content coding", () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  it.each(["gzip", "identity"])("ends the request with an error when the client goes away mid-body (%s)", async (coding) => {
-    const setup = serverRecordingNext();
+  it.each([
+    ["gzip", 0],
+    ["identity", 0],
+    ["gzip", 300],
+    ["identity", 300],
+  ])("ends the request with an error when the client goes away mid-body (%s, read %d ms after the request came)", async (coding, readAfterMs) => {
+    const setup = serverRecordingNext(readAfterMs);
     server = setup.server;
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as AddressInfo;

@@ -73,7 +73,6 @@ export function readBody(limitBytes: number, inspect: (req: IncomingMessage, bod
         throw new AppError("unsupported_media_type", { message: `The Content-Encoding ${JSON.stringify(coding)} is not supported: send gzip, deflate, br or none.` });
       }
       decoder = req.pipe(decoderFor());
-      endWithClient(req, decoder);
     }
     const stream: Readable = decoder ?? req;
     const length = coding === "identity" ? req.headers["content-length"] : undefined;
@@ -94,17 +93,22 @@ export function readBody(limitBytes: number, inspect: (req: IncomingMessage, bod
       req.body = body;
       next();
     });
+    // After the reader's listeners are on the decoder: it takes the error a gone client gives it.
+    if (decoder) endWithClient(req, decoder);
   };
 }
 
 /**
- * Fails `decoder` when the client goes away before its body has all arrived: a pipe does not end
- * its destination then, and the body's reader would wait on the decoder for ever.
+ * Fails `decoder` when the client goes away (or went away) before its body has all arrived: a
+ * pipe does not end its destination then, and the body's reader would wait on the decoder for ever.
  */
 function endWithClient(req: IncomingMessage, decoder: Transform): void {
-  req.once("close", () => {
+  const abandoned = () => {
     if (!req.complete) decoder.destroy(Object.assign(new Error("request aborted"), { type: "request.aborted" }));
-  });
+  };
+  // Gone already, while the handlers before this one (authentication, rate limits) awaited.
+  if (req.destroyed) abandoned();
+  else req.once("close", abandoned);
 }
 
 function bodyError(err: Error & { type?: string }, coding: string, limitBytes: number): AppError {

@@ -117,6 +117,17 @@ describe("http_get to a host with several addresses", () => {
     await expect(multi.run({ url: `http://multi.example:${port}/` }, ctx)).resolves.toMatchObject({ status: 200, body: "here" });
   });
 
+  it("says why when every address refuses the connection", async () => {
+    const twoClosed = async () => [
+      { address: "127.0.0.2", family: 4 },
+      { address: "127.0.0.3", family: 4 },
+    ];
+    const multi = httpGetAction({ timeoutMs: 5000, maxBytes: 1000, allowPrivate: true, lookup: twoClosed });
+    const ctx = { ...ctxWith(new AbortController().signal), httpAllowlist: ["multi.example"] } as ToolContext;
+    const err = (await multi.run({ url: `http://multi.example:${port}/` }, ctx).catch((e: unknown) => e)) as ToolError;
+    expect([err.code, err.message]).toEqual(["fetch_failed", expect.stringMatching(/ECONNREFUSED 127\.0\.0\.2.*ECONNREFUSED 127\.0\.0\.3/)]);
+  });
+
   it("refuses the host when any of its addresses is private, without connecting to the others", async () => {
     let requests = 0;
     web.once("request", () => requests++);

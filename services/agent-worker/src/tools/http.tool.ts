@@ -127,6 +127,17 @@ export function textByType(contentType: string): boolean | null {
 /** A body with a NUL byte in its first kilobyte is not text (what file(1) and git also go by). */
 const looksBinary = (bytes: Buffer) => bytes.subarray(0, 1024).includes(0);
 
+/**
+ * What went wrong, in words: a connection that tried several addresses fails with an
+ * AggregateError whose own message is empty; its addresses' errors say why.
+ */
+function failureText(err: unknown): string {
+  // (By shape: an error of another realm is no instance of this one's AggregateError.)
+  const errors = (err as { errors?: unknown } | null)?.errors;
+  if (Array.isArray(errors) && errors.length) return errors.map((e: unknown) => (e as Error)?.message ?? String(e)).join("; ");
+  return (err as Error)?.message ?? String(err);
+}
+
 export function httpGetAction(limits: HttpToolLimits) {
   const slots = new LookupSlots();
   return defineAction({
@@ -199,7 +210,7 @@ export function httpGetAction(limits: HttpToolLimits) {
         if (err instanceof ToolError) throw err;
         if (ctx.signal.aborted) throw err;
         const timedOut = (err as Error).name === "TimeoutError" || (err as Error).name === "AbortError";
-        throw new ToolError(timedOut ? "timeout" : "fetch_failed", timedOut ? `No answer from ${target.hostname} within ${limits.timeoutMs} ms.` : `Fetching ${url} failed: ${(err as Error).message}`);
+        throw new ToolError(timedOut ? "timeout" : "fetch_failed", timedOut ? `No answer from ${target.hostname} within ${limits.timeoutMs} ms.` : `Fetching ${url} failed: ${failureText(err)}`);
       } finally {
         clearTimeout(timer);
         void dispatcher?.close();
