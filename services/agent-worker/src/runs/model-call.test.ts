@@ -1,4 +1,4 @@
-import { MAX_REPORTED_TOKENS, MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS_PER_ANSWER, type ModelUsage } from "./model-call";
+import { MAX_REASONING_CHARS, MAX_REPORTED_TOKENS, MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS_PER_ANSWER, type ModelUsage } from "./model-call";
 import { chunk, scriptedProvider, toolCall } from "./model-call.fixture";
 import { RunFailure } from "./run-failure";
 
@@ -48,6 +48,16 @@ describe("callModel", () => {
     provider.script = [start, ...Array.from({ length: 14 }, () => more), chunk({ tool_calls: [{ index: 1, id: "call_2", function: { name: "calc", arguments: piece } }] })];
     const { turn } = await call();
     expect(turn.toolCalls.map((c) => c.arguments.length)).toEqual([15 + 14 * piece.length, piece.length]);
+  });
+
+  it(`fails with model_bad_response once an answer's reasoning passes ${MAX_REASONING_CHARS} characters`, async () => {
+    const thought = chunk({ reasoning_content: "x".repeat(256 * 1024) });
+    provider.script = Array.from({ length: 17 }, () => thought);
+    const { err } = await failure({});
+    expect(err).toMatchObject({ code: "model_bad_response", message: `The model sent more than ${MAX_REASONING_CHARS} characters of reasoning in one answer.` });
+    provider.script = [...Array.from({ length: 16 }, () => thought), chunk({ content: "done" })];
+    const { turn } = await call();
+    expect([turn.reasoning?.length, turn.text]).toEqual([MAX_REASONING_CHARS, "done"]);
   });
 
   it("fails with model_bad_response on chunks of the wrong shape, not with a TypeError's model_error", async () => {

@@ -55,6 +55,14 @@ export const MAX_TOOL_CALLS_PER_ANSWER = 64;
 export const MAX_TOOL_ARGUMENTS_CHARS = 1024 * 1024;
 
 /**
+ * Most characters of reasoning (a thinking model's `reasoning_content`) one answer may stream:
+ * about a million tokens, more than any model thinks in one answer; it is kept for the next call
+ * of the turn, so one that never stops fails the call here rather than filling the worker's memory.
+ * @defaultValue 4 MiB
+ */
+export const MAX_REASONING_CHARS = 4 * 1024 * 1024;
+
+/**
  * A token count as the model reported it, or null when it is not a count (missing, null,
  * negative, not a finite number): such a count is estimated instead. A fraction is rounded up,
  * a count beyond {@link MAX_REPORTED_TOKENS} taken as that.
@@ -188,7 +196,13 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
           throw new RunFailure("model_error", "The model ended its answer with an error.", { detail: `finish_reason: ${finish}` });
         }
         const reasoning = reasoningOf(delta);
-        if (reasoning) turn.reasoning = (turn.reasoning ?? "") + reasoning;
+        if (reasoning) {
+          turn.reasoning = (turn.reasoning ?? "") + reasoning;
+          if (turn.reasoning.length > MAX_REASONING_CHARS) {
+            reportUsage();
+            throw new RunFailure("model_bad_response", `The model sent more than ${MAX_REASONING_CHARS} characters of reasoning in one answer.`);
+          }
+        }
         const text = deltaText(delta?.content);
         if (delta?.tool_calls && !Array.isArray(delta.tool_calls)) throw new RunFailure("model_bad_response", "The model sent tool calls that are not a list.");
         if (text) {
