@@ -16,11 +16,13 @@ describe("requeueRun", () => {
 
   it("gives a run that failed for good all its attempts again", async () => {
     const attempts: number[] = [];
+    const deferrals: unknown[] = [];
     let failedTimes = 0;
     worker = new Worker(
       AGENT_RUNS_QUEUE,
       async (job) => {
         attempts.push(job.attemptsMade);
+        deferrals.push(job.data.deferrals);
         throw new Error("database down");
       },
       { connection, prefix: bullPrefix(prefix) },
@@ -39,12 +41,17 @@ describe("requeueRun", () => {
     let done = failedForGood();
     await enqueueRun(queue, { runId: "run_requeue_1" });
     await done;
-    expect(await (await queue.getJob("run_requeue_1"))!.getState()).toBe("failed");
+    const job = (await queue.getJob("run_requeue_1"))!;
+    expect(await job.getState()).toBe("failed");
+    // Handed back as often as it may be (the worker's count), as after a long outage.
+    await job.updateData({ runId: "run_requeue_1", deferrals: 10 });
 
     done = failedForGood();
     expect(await requeueRun(queue, "run_requeue_1")).toBe("retried");
     await done;
     // Three attempts each time: the second round did not fail for good at its first error.
     expect(attempts).toEqual([0, 1, 2, 0, 1, 2]);
+    // And its hand-backs counted anew.
+    expect(deferrals).toEqual([undefined, undefined, undefined, undefined, undefined, undefined]);
   }, 20_000);
 });

@@ -5,7 +5,11 @@ import { z } from "zod";
 export const AGENT_RUNS_QUEUE = "agent-runs";
 export const AGENT_RUN_JOB = "agent-run.execute";
 
-export const agentRunJobSchema = z.object({ runId: z.string().min(1) });
+export const agentRunJobSchema = z.object({
+  runId: z.string().min(1),
+  /** How often the job was handed back because its run could not start for an outage (see the worker's agentRunProcessor). */
+  deferrals: z.number().int().nonnegative().optional(),
+});
 export type AgentRunJob = z.infer<typeof agentRunJobSchema>;
 
 /** BullMQ keys live under the deployment's Redis prefix. */
@@ -51,8 +55,9 @@ export async function requeueRun(queue: Queue<AgentRunJob>, runId: string): Prom
   }
   const state = await job.getState();
   if (state === "failed") {
-    // With the counts of attempts cleared: the job gets all its attempts again, rather than
-    // failing for good at its first error.
+    // With the counts of attempts cleared, and of its hand-backs (data beyond the run's id): the
+    // job gets all its attempts again, rather than failing for good at its first error.
+    await job.updateData({ runId });
     await job.retry("failed", { resetAttemptsMade: true, resetAttemptsStarted: true });
     return "retried";
   }

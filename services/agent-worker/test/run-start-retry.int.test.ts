@@ -11,7 +11,7 @@ import { ModelClients } from "../src/runs/model-clients";
 import { ReconnectBeats } from "../src/runs/reconnect-beats";
 import type { RunDeps } from "../src/runs/run-deps";
 import { ToolRegistry } from "../src/tools/registry";
-import { AGENT_RUNS_QUEUE, bullPrefix, createWorker } from "@agentrun/queue";
+import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
 import { ActiveRuns } from "../src/runs/active-runs";
 import { agentRunProcessor, MAX_START_DEFERRALS } from "../src/jobs/agent-run.job";
 
@@ -111,6 +111,30 @@ it("a run whose start meets an outage on more tries than its job has attempts go
     expect(await prisma.run.findUniqueOrThrow({ where: { id: events[0]!.run_id as string } })).toMatchObject({ status: "completed", output: "Echo: after five lost connections" });
     // No attempt of the job was used up by the outage.
     expect(failedAttempts).toEqual([]);
+  } finally {
+    await queueWorker.close();
+  }
+}, 40_000);
+
+it("a run whose job has been handed back as often as it may uses up an attempt at the next outage, and then answers", async () => {
+  const live = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "after many hand-backs" }, headers: tenant.headers, timeoutMs: 30_000 });
+  await live.waitFor((e) => e.type === "run_started");
+  const runId: string = live.events[0].run_id;
+  const queue = createRunQueue({ connection: { url: stack.env.REDIS_URL! }, redisPrefix: stack.env.REDIS_PREFIX! });
+  const job = await queue.getJob(runId);
+  await job!.updateData({ runId, deferrals: MAX_START_DEFERRALS });
+  await queue.close();
+
+  const deps = workerDeps("worker-deferred-out", new AgentsLosingOneRead(prisma));
+  const queueWorker = createWorker({ queueName: AGENT_RUNS_QUEUE, prefix: bullPrefix(deps.redisPrefix), connection: { url: stack.env.REDIS_URL! }, logger: deps.logger, processor: agentRunProcessor(deps, new ActiveRuns()) });
+  const failed: [string | undefined, number | undefined, string | undefined][] = [];
+  queueWorker.on("failed", (j, err) => failed.push([j?.id, j?.attemptsMade, err.message]));
+  try {
+    const events = (await live.result).events.map((e) => e.data);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.at(-1)).toMatchObject({ type: "run_completed" });
+    // The outage's error failed one attempt (BullMQ tried the job again), not a hand-back.
+    expect(failed.filter(([id]) => id === runId)).toEqual([[runId, 1, "Connection terminated unexpectedly"]]);
   } finally {
     await queueWorker.close();
   }

@@ -27,7 +27,7 @@ export const MAX_START_DEFERRALS = 10;
  */
 export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsable: () => boolean = () => true) {
   return async (job: Job, token?: string): Promise<void> => {
-    const { runId } = agentRunJobSchema.parse(job.data);
+    const { runId, deferrals = 0 } = agentRunJobSchema.parse(job.data);
     // A run executing here already (its job handed out again) is joined, as ActiveRuns does.
     if (token && !active.has(runId) && (!active.accepting || !databaseUsable())) {
       await job.moveToDelayed(Date.now() + (active.accepting ? HAND_BACK_DELAY_MS : 0), token);
@@ -42,13 +42,13 @@ export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsa
         throw new DelayedError();
       }
       if (!(err instanceof RunNotStarted)) throw err;
-      const deferrals = Number((job.data as { deferrals?: unknown }).deferrals) || 0;
       if (deferrals >= MAX_START_DEFERRALS) throw err.cause;
       try {
-        await job.updateData({ ...job.data, deferrals: deferrals + 1 });
+        await job.updateData({ runId, deferrals: deferrals + 1 });
         await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
       } catch {
-        // Redis out of reach too: the job fails this attempt, as any error does.
+        // The job could not be handed back (its lock lapsed while Redis was out of reach, its
+        // connection waiting for it meanwhile): it fails this attempt, as any error does.
         throw err.cause;
       }
       throw new DelayedError();
