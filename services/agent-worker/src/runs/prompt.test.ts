@@ -24,6 +24,14 @@ describe("renderInstructions", () => {
     expect(renderInstructions("{{not a placeholder}} {{metadata.{x}}}", { metadata })).toBe("{{not a placeholder}} {{metadata.{x}}}");
   });
 
+  it("takes time in proportion to the template's length, with an unclosed placeholder before a long text too", () => {
+    const template = "{{metadata." + " ".repeat(200_000) + "{{user_name}}";
+    const t0 = process.hrtime.bigint();
+    expect(renderInstructions(template, { user_name: "Ada" })).toBe("{{metadata." + " ".repeat(200_000) + "Ada");
+    // Unbounded, this took minutes (1.25 s at 40,000 characters, growing with the square).
+    expect(Number(process.hrtime.bigint() - t0) / 1e6).toBeLessThan(5_000);
+  });
+
   it("leaves text without placeholders alone and works without context", () => {
     expect(renderInstructions("No {braces} here {{user_name}}", undefined)).toBe("No {braces} here ");
   });

@@ -6,10 +6,13 @@ import { argumentsForModel } from "./tool-call-deltas";
 /**
  * Fills `{{user_name}}`, `{{user_id}}` and `{{metadata.KEY}}` from the run context; a missing
  * value (or an unknown placeholder) becomes empty. Objects are inserted as JSON. A metadata key
- * is any text without braces (`{{metadata.first name}}`), as metadata keys are.
+ * is any text without braces (`{{metadata.first name}}`), as metadata keys are, of at most 200
+ * characters.
  */
 export function renderInstructions(template: string, ctx: RunContext | undefined): string {
-  return template.replace(/\{\{\s*(metadata\.[^{}]*?|[A-Za-z0-9_.-]+)\s*\}\}/g, (_m, path: string) => {
+  // Keys of at most 200 characters: an unclosed `{{metadata.` followed by a long text costs a
+  // pattern without a bound time that grows with the square of that text.
+  return template.replace(/\{\{\s*(metadata\.[^{}]{0,200}?|[A-Za-z0-9_.-]{1,200})\s*\}\}/g, (_m, path: string) => {
     let value: unknown;
     if (path === "user_name") value = ctx?.user_name;
     else if (path === "user_id") value = ctx?.user_id;
