@@ -46,20 +46,11 @@ export const MAX_REPORTED_TOKENS = 40_000_000;
 export const MAX_TOOL_CALLS_PER_ANSWER = 64;
 
 /**
- * Most characters the arguments of one answer's tool calls may add up to. The tools take short
- * arguments (a URL, an expression, a sentence to remember); a model that streams arguments
- * without end fails the call here instead of filling the worker's memory, which every run on it
- * shares.
- * @defaultValue 1 MiB
+ * Most characters one answer's tool call arguments may add up to (the tools take a URL, an
+ * expression, a sentence), and its reasoning (`reasoning_content`, about a million tokens): a
+ * model that streams either without end fails the call instead of filling the worker's memory.
  */
 export const MAX_TOOL_ARGUMENTS_CHARS = 1024 * 1024;
-
-/**
- * Most characters of reasoning (a thinking model's `reasoning_content`) one answer may stream:
- * about a million tokens, more than any model thinks in one answer; it is kept for the next call
- * of the turn, so one that never stops fails the call here rather than filling the worker's memory.
- * @defaultValue 4 MiB
- */
 export const MAX_REASONING_CHARS = 4 * 1024 * 1024;
 
 /**
