@@ -1,5 +1,4 @@
-import { request as httpRequest } from "node:http";
-import { stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import { rawExchange, rawHead, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { ERRORS_TABLE_STACK, expectError, requestsOf } from "./errors-table.fixture";
 
@@ -12,17 +11,11 @@ let tenant: Tenant;
 stackWithTenant((started) => ({ stack, prisma, tenant } = started), ERRORS_TABLE_STACK);
 const { call, postJson } = requestsOf(() => ({ stack, tenant }));
 
-/** A GET with a body, as some clients send one (fetch cannot). */
-function getWithBody(path: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: { error?: { details?: unknown } } }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${stack.gatewayUrl}${path}`, { method: "GET", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } }, (res) => {
-      let text = "";
-      res.on("data", (c: Buffer) => (text += c.toString()));
-      res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text || "{}") }));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
+/** A GET with a body, as some clients send one (fetch cannot): its status and JSON body. */
+async function getWithBody(path: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: { error?: { details?: unknown } } }> {
+  const head = rawHead("GET", path, { ...headers, "content-length": String(Buffer.byteLength(body)), connection: "close" });
+  const [statusLine, answer] = (await rawExchange(stack.gatewayUrl, head + body)).split("\r\n\r\n");
+  return { status: Number(statusLine!.split(" ")[1]), body: JSON.parse(answer || "{}") };
 }
 
 describe("400 invalid_request", () => {
