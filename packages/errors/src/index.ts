@@ -77,7 +77,7 @@ export class AppError extends Error {
   }
 }
 
-/** 400 `invalid_request` for one field (a query parameter, a header) that `message` says is wrong, named in its details as validation names fields. */
+/** 400 `invalid_request` for one field (of the body, the query or the headers) that `message` says is wrong, named in its details as validation names fields. */
 export function fieldRefused(path: string, message: string): AppError {
   return new AppError("invalid_request", { message, details: [{ path, message }] });
 }

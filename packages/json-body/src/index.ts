@@ -2,12 +2,12 @@ import { isUtf8 } from "node:buffer";
 import type { IncomingMessage } from "node:http";
 import type { RequestHandler } from "express";
 import { isStorableText, nestsDeeperThan } from "@agentrun/db";
-import { AppError } from "@agentrun/errors";
+import { AppError, fieldRefused } from "@agentrun/errors";
 import { inexactNumber } from "./inexact-number";
 import { readBody } from "./read-body";
+import { foreignCharset, foreignCharsetRefused, parseUtf8Json } from "./utf8-json";
 
 export { answeredBeforeBodyEnd, DRAIN_AFTER_ANSWER_MS } from "./read-body";
-import { foreignCharset, foreignCharsetRefused, parseUtf8Json } from "./utf8-json";
 
 /** What the parser's look at the raw body found, for the checks after parsing. */
 interface RawBodyFlags {
@@ -98,7 +98,7 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
       if (at) {
         const path = at.join(".");
         const message = `The key __proto__ is not accepted${path ? ` (in ${path})` : ""}.`;
-        throw new AppError("invalid_request", { message, details: [{ path: [...at, "__proto__"].join("."), message }] });
+        throw fieldRefused([...at, "__proto__"].join("."), message);
       }
     }
     next();
@@ -127,7 +127,7 @@ function protoKeyPath(value: unknown, at: (string | number)[]): (string | number
 function unstorableRefused(where: string, text: string, path?: string): AppError {
   const what = text.includes("\0") ? "the NUL character (U+0000)" : "a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape)";
   const message = `${where} must not contain ${what}.`;
-  return new AppError("invalid_request", { message, details: path === undefined ? undefined : [{ path, message }] });
+  return path === undefined ? new AppError("invalid_request", { message }) : fieldRefused(path, message);
 }
 
 /** The first string or key holding U+0000 or a lone surrogate, with its path; or null. */

@@ -26,7 +26,8 @@ export function strictQueryParser(query: string | null | undefined): querystring
   return querystring.parse(query, undefined, undefined, { maxKeys: 0 });
 }
 
-const NO_QUERY = z.strictObject({});
+/** What a route takes none of (query parameters, body fields): any one given is refused, named. */
+const NO_FIELDS = z.strictObject({});
 
 /**
  * Called first by a route that reads no query parameter: any one given is 400 `invalid_request`
@@ -34,7 +35,7 @@ const NO_QUERY = z.strictObject({});
  * silently ignored (`POST /api/run?stream=false` would otherwise stream).
  */
 export function readsNoQuery(req: Request): void {
-  if (req.url.includes("?")) NO_QUERY.parse(req.query);
+  if (req.url.includes("?")) NO_FIELDS.parse(req.query);
 }
 
 /**
@@ -42,5 +43,5 @@ export function readsNoQuery(req: Request): void {
  * naming it (a `{"reason": …}` sent to cancel is not silently dropped); `{}` or no body is fine.
  */
 export function takesNoBody(req: Request): void {
-  if (req.body !== undefined) NO_QUERY.parse(req.body);
+  if (req.body !== undefined) NO_FIELDS.parse(req.body);
 }

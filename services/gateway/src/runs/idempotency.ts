@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Request } from "express";
 import { Prisma, type PrismaClient } from "@agentrun/db";
-import { AppError, isUnavailableError, mayHaveBeenCarriedOut, fieldRefused } from "@agentrun/errors";
+import { AppError, fieldRefused, isUnavailableError, mayHaveBeenCarriedOut } from "@agentrun/errors";
 import { withRetry } from "@agentrun/run-state";
 import { idempotencyKeySchema, type RunRequest, type WidgetRunRequest } from "@agentrun/contracts";
 
