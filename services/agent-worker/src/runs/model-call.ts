@@ -189,10 +189,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
         const reasoning = reasoningOf(delta);
         if (reasoning) {
           turn.reasoning = (turn.reasoning ?? "") + reasoning;
-          if (turn.reasoning.length > MAX_REASONING_CHARS) {
-            reportUsage();
-            throw new RunFailure("model_bad_response", `The model sent more than ${MAX_REASONING_CHARS} characters of reasoning in one answer.`);
-          }
+          if (turn.reasoning.length > MAX_REASONING_CHARS) throw new RunFailure("model_bad_response", `The model sent more than ${MAX_REASONING_CHARS} characters of reasoning in one answer.`);
         }
         const text = deltaText(delta?.content);
         if (delta?.tool_calls && !Array.isArray(delta.tool_calls)) throw new RunFailure("model_bad_response", "The model sent tool calls that are not a list.");
@@ -204,14 +201,9 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
         }
         for (const tc of delta?.tool_calls ?? []) {
           if (!tc || typeof tc !== "object") throw new RunFailure("model_bad_response", "The model sent a tool call that is not an object.");
-          if (!calls.add(tc)) {
-            reportUsage();
-            throw new RunFailure("model_bad_response", `The model requested more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls in one answer.`);
-          }
-          if (calls.argumentsChars > MAX_TOOL_ARGUMENTS_CHARS) {
-            reportUsage();
-            throw new RunFailure("model_bad_response", `The model sent tool call arguments of more than ${MAX_TOOL_ARGUMENTS_CHARS} characters in one answer.`);
-          }
+          // (What the call consumed is reported by the catch below, as for any failure of an accepted call.)
+          if (!calls.add(tc)) throw new RunFailure("model_bad_response", `The model requested more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls in one answer.`);
+          if (calls.argumentsChars > MAX_TOOL_ARGUMENTS_CHARS) throw new RunFailure("model_bad_response", `The model sent tool call arguments of more than ${MAX_TOOL_ARGUMENTS_CHARS} characters in one answer.`);
         }
       }
     }
