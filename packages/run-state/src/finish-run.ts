@@ -186,9 +186,10 @@ async function storeEnd(deps: FinishRunDeps, input: FinishRunInput, writer: RunE
 
   const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: 0, chargedToolCalls: 0, modelCalls: 0 };
   // Failed runs are refunded, except one stopped by its agent's own step limit or by the run time
-  // limit: like a cancelled one, it pays for what it consumed. A cancelled run that never reached
-  // the model pays nothing.
-  const free = (input.status === "failed" && !CHARGED_FAILURES.has(input.error?.code ?? "")) || (input.status === "cancelled" && usage.modelCalls === 0);
+  // limit: like a cancelled one, it pays for what it consumed. Either, stopped before it reached
+  // the model, pays nothing.
+  const paysForUse = input.status === "cancelled" || (input.status === "failed" && CHARGED_FAILURES.has(input.error?.code ?? ""));
+  const free = (input.status === "failed" && !paysForUse) || (paysForUse && usage.modelCalls === 0);
   const cost = free ? 0 : runCost({ toolCalls: usage.chargedToolCalls, totalTokens: usage.promptTokens + usage.completionTokens }, input.pricing);
   const messages = input.messages.map((m) => ({
     id: newId("msg"),
