@@ -43,4 +43,9 @@ describe("runReservation", () => {
   it("reserves nothing for an agent that charges nothing", () => {
     expect(runReservation({ base: 0, per_tool_call: 0, per_1k_tokens: 0 })).toBe(0);
   });
+
+  it("holds no more than a run can cost, whatever base price is stored", () => {
+    expect(runReservation({ base: 3_000_000_000, per_tool_call: 0, per_1k_tokens: 0 })).toBe(MAX_RUN_COST);
+    expect(runReservation({ base: MAX_RUN_COST + 1, per_tool_call: 1, per_1k_tokens: 1 })).toBe(MAX_RUN_COST);
+  });
 });

@@ -28,7 +28,9 @@ export function parsePricing(raw: unknown): Pricing {
  */
 export function runReservation(raw: unknown): number {
   const p = parsePricing(raw);
-  return p.base > 0 || (p.per_tool_call === 0 && p.per_1k_tokens === 0) ? p.base : 1;
+  // A run never costs more than MAX_RUN_COST, so it never holds more either (also keeping the
+  // hold inside PostgreSQL's integer, whatever base price an agent has stored).
+  return Math.min(p.base > 0 || (p.per_tool_call === 0 && p.per_1k_tokens === 0) ? p.base : 1, MAX_RUN_COST);
 }
 
 /**
