@@ -25,6 +25,12 @@ const BUSY = `error: the database did not answer within ${STATEMENT_TIMEOUT_MS /
 /** Prisma gave up on the transaction, which is then rolled back. */
 const TRANSACTION_EXPIRED = "error: the database did not finish the transaction in time (busy or locked); nothing was changed";
 
+/**
+ * Prisma could not start the transaction: no connection was had in time (a server that accepts
+ * connections but does not answer them, or one out of reach), so nothing was sent.
+ */
+const TRANSACTION_NOT_STARTED = "error: the database is unreachable or not answering (no connection within the wait for a transaction; check DATABASE_URL); nothing was changed";
+
 /** The server sent nothing back: a statement may still be carried out, or may have been. */
 const NOT_ANSWERING = `error: the database stopped answering (no reply within ${QUERY_TIMEOUT_MS / 1000} s); check whether the command took effect before retrying`;
 
@@ -64,7 +70,9 @@ export function databaseErrorLine(err: unknown): string | undefined {
   // pg's query timeout also counts as unavailable, so it is told apart first.
   if (isQueryTimeoutError(err)) return NOT_ANSWERING;
   if (sqlState === "55P03" || (sqlState === "57014" && /timeout/i.test(text(cause?.originalMessage) ?? ""))) return BUSY;
-  if ((err as { code?: unknown } | null)?.code === PRISMA_TRANSACTION_EXPIRED) return TRANSACTION_EXPIRED;
+  if ((err as { code?: unknown } | null)?.code === PRISMA_TRANSACTION_EXPIRED) {
+    return /unable to start a transaction/i.test((err as Error).message) ? TRANSACTION_NOT_STARTED : TRANSACTION_EXPIRED;
+  }
   if (cause?.kind === "TlsConnectionError") {
     const reason = text(cause.reason) ?? "";
     if (/does not support SSL/i.test(reason)) return TLS_REFUSED;

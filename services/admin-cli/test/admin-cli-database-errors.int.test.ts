@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { createPrisma, REPO_ROOT, type PrismaClient } from "@agentrun/db";
 import { testEnv } from "@agentrun/testing";
 import { runCli } from "../src/cli";
@@ -114,6 +115,25 @@ describe("other database failures", () => {
     } finally {
       await Promise.all([db.$disconnect(), holder.$disconnect()]);
       await prisma.$executeRawUnsafe(`DROP ROLE ${role}`);
+    }
+  });
+
+  it("a server that takes connections but never answers: unreachable, not busy, also for a command in a transaction", async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const url = new URL(testEnv().databaseUrl);
+    url.host = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const db = createPrisma({ databaseUrl: url.toString(), poolSize: 1 });
+    try {
+      for (const args of [["org", "create", "--name", "Silent"], ["credits", "show", "--org", "org_x"]]) {
+        const res = await runCli(args, { prisma: db });
+        expect(res).toEqual({ exitCode: 1, stderr: expect.stringMatching(/^error: the database is unreachable/) });
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await db.$disconnect();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 
