@@ -40,7 +40,7 @@ const preflight = (operationId: string, path?: typeof runPathSchema) => ({
       headers: {
         "Access-Control-Allow-Origin": { description: "The request's Origin.", schema: { type: "string" as const } },
         "Access-Control-Allow-Methods": { description: "GET, POST, OPTIONS.", schema: { type: "string" as const } },
-        "Access-Control-Allow-Headers": { description: "Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key.", schema: { type: "string" as const } },
+        "Access-Control-Allow-Headers": { description: "Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key, X-Request-Id.", schema: { type: "string" as const } },
         "Access-Control-Max-Age": intHeader("Seconds the browser may cache this answer (600)."),
       },
     },

@@ -1,5 +1,6 @@
 import { createTenant, freePort, startService, testEnv, testPrisma, waitForOk, type ServiceProcess, type Tenant } from "@agentrun/testing";
 import { dropDatabase, ensureDatabase, type PrismaClient } from "@agentrun/db";
+import { generateWidgetKey } from "@agentrun/api-keys";
 
 // Gateways whose dependencies are unreachable or broken answer in the contract's shape, quickly.
 let prisma: PrismaClient;
@@ -77,4 +78,14 @@ it("500 internal_error with a generic message on an unexpected failure, logged w
   } finally {
     await dropDatabase(broken.toString());
   }
+});
+
+it("503 of a widget request whose key lookup fails carries CORS headers, so that the page can read it", async () => {
+  const { url } = await gateway({ DATABASE_URL: "postgresql://postgres@127.0.0.1:1/agentrun" });
+  const origin = "https://shop.example";
+  const res = await expectQuickError(`${url}/api/v1/widget/run`, {
+    method: "POST", headers: { "x-widget-key": generateWidgetKey(), origin, "content-type": "application/json" }, body: '{"query":"x","stream":false}',
+  }, 503, "unavailable");
+  expect(res.headers.get("access-control-allow-origin")).toBe(origin);
+  expect(res.headers.get("access-control-expose-headers")).toMatch(/Retry-After/);
 });

@@ -155,7 +155,7 @@ describe("widget keys and origins", () => {
       expect(ok.status).toBe(204);
       expect(ok.headers.get("access-control-allow-origin")).toBe(ORIGIN);
       expect(ok.headers.get("vary")).toMatch(/Origin/);
-      expect(ok.headers.get("access-control-allow-headers")).toBe("Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key");
+      expect(ok.headers.get("access-control-allow-headers")).toBe("Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key, X-Request-Id");
       expect(ok.headers.get("access-control-allow-methods")).toMatch(/POST/);
       expect(Number(ok.headers.get("access-control-max-age"))).toBeGreaterThan(0);
 
@@ -167,7 +167,7 @@ describe("widget keys and origins", () => {
     // The OpenAPI document names the same headers.
     const doc = (await (await fetch(`${stack.gatewayUrl}/api/openapi.json`)).json()) as any;
     for (const path of ["/api/v1/widget/run", "/api/v1/widget/tasks/{task_id}/runs/{run_id}/events"]) {
-      expect(doc.paths[path].options.responses["204"].headers["Access-Control-Allow-Headers"].description).toBe("Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key.");
+      expect(doc.paths[path].options.responses["204"].headers["Access-Control-Allow-Headers"].description).toBe("Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key, X-Request-Id.");
     }
   });
 

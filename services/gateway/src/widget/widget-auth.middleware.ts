@@ -1,4 +1,4 @@
-import type { RequestHandler } from "express";
+import type { RequestHandler, Response } from "express";
 import { AppError } from "@agentrun/errors";
 import { looksLikeWidgetKey } from "@agentrun/api-keys";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
@@ -13,7 +13,8 @@ import { requestOrigin, setCorsHeaders } from "./widget-cors";
  * or minted for another widget key). CORS headers are added as soon as a known key, revoked
  * included, allows the request's origin, so that the page can read every answer from then on:
  * the 401 of a revoked key, the 429 of too many failed authentications, and later a 402 or a 403
- * of a task. An unknown key allows no origin, so its refusal carries no CORS headers.
+ * of a task. An unknown key allows no origin, so its refusal carries no CORS headers (a failed
+ * lookup, which checked no key, carries them for any origin).
  * Each refusal counts as a failed authentication of the client's address (`failures`): beyond
  * the limit the answer is 429, as on the API routes.
  */
@@ -22,8 +23,8 @@ export function widgetAuth(keys: WidgetKeyCache, tokens: VisitorTokens, failures
     res.vary("Origin");
     const refuse = (error: AppError) => failures.reject(req, error);
     const value = req.get("x-widget-key");
-    const key = looksLikeWidgetKey(value) ? await keys.byKey(value) : null;
     const origin = requestOrigin(req);
+    const key = looksLikeWidgetKey(value) ? await lookUp(keys, value, res, origin) : null;
     const allowed = key !== null && origin !== null && key.allowedOrigins.has(origin);
     if (allowed) setCorsHeaders(res, origin);
     if (!key || key.revoked) throw await refuse(new AppError("unauthorized", { message: "Missing, unknown or revoked widget key (X-Widget-Key)." }));
@@ -40,4 +41,18 @@ export function widgetAuth(keys: WidgetKeyCache, tokens: VisitorTokens, failures
     req.credential = { id: value!, checker: keys };
     next();
   };
+}
+
+/**
+ * The key's entry. When the lookup itself fails (the key store out of reach: 503), the answer
+ * carries CORS headers for the request's origin whatever it is, so that the page can read the
+ * 503 and its Retry-After: it holds nothing but the outage, and no key was checked.
+ */
+async function lookUp(keys: WidgetKeyCache, value: string, res: Response, origin: string | null) {
+  try {
+    return await keys.byKey(value);
+  } catch (err) {
+    if (origin !== null) setCorsHeaders(res, origin);
+    throw err;
+  }
 }

@@ -4,7 +4,7 @@ import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 import { normalizeOrigin, type WidgetKeyCache } from "./widget-key-cache";
 
 /** Request headers a widget page may send. */
-export const WIDGET_ALLOWED_HEADERS = "Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key";
+export const WIDGET_ALLOWED_HEADERS = "Content-Type, X-Widget-Key, X-Visitor-Token, Last-Event-ID, Idempotency-Key, X-Request-Id";
 /** Response headers a widget page may read (the session token, the request id for support, the limits, the streams' ping interval). */
 export const WIDGET_EXPOSED_HEADERS = "X-Visitor-Token, X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Heartbeat-Interval-Ms";
 export const WIDGET_ALLOWED_METHODS = "GET, POST, OPTIONS";
