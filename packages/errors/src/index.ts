@@ -82,6 +82,19 @@ export function fieldRefused(path: string, message: string): AppError {
   return new AppError("invalid_request", { message, details: [{ path, message }] });
 }
 
+/**
+ * Client errors that Express and its helpers raise with an HTTP status (http-errors, the router's
+ * URIError for a malformed escape in a path parameter) as contract errors; null for any other.
+ */
+export function fromHttpStatus(err: any): AppError | null {
+  const status = Number(err?.status ?? err?.statusCode);
+  if (!(err instanceof URIError || err?.expose === true) || !(status >= 400 && status < 500)) return null;
+  if (status === 404) return new AppError("not_found");
+  if (status === 413) return new AppError("payload_too_large");
+  if (status === 415) return new AppError("unsupported_media_type");
+  return new AppError("invalid_request", { message: err instanceof URIError ? "The URL contains a malformed percent-encoding." : "The request could not be understood." });
+}
+
 /** The contract's error body. */
 export interface ErrorBody {
   error: { code: string; message: string; details?: unknown };

@@ -53,6 +53,15 @@ describe("memory service: auth, health and errors", () => {
     expect(malformed.body.error.code).toBe("invalid_request");
   });
 
+  it("answers 400 for a malformed percent-escape in a path parameter, not 500", async () => {
+    for (const id of ["%zz", "%E0%A4%A"]) {
+      for (const method of ["get", "delete"] as const) {
+        const res = await api()[method](`/internal/memories/${id}?org_id=o&agent_id=a`).set(AUTH).expect(400);
+        expect(res.body).toEqual({ error: { code: "invalid_request", message: "The URL contains a malformed percent-encoding." } });
+      }
+    }
+  });
+
   it("answers 503 unavailable while the database cannot be reached", async () => {
     const down = createPrisma({ databaseUrl: "postgresql://postgres@127.0.0.1:1/agentrun_down" });
     const app = createApp({ prisma: down, logger: createLogger({ service: "memory", level: "silent" }), internalToken: "test-internal-token-0123456789" });

@@ -1,19 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ZodError } from "zod";
-import { AppError, errorBody, isUnavailableError } from "@agentrun/errors";
-
-/**
- * Client errors that Express and its helpers raise with an HTTP status (http-errors, the router's
- * URIError for a malformed escape in a path parameter) as contract errors.
- */
-function fromHttpStatus(err: any): AppError | null {
-  const status = Number(err?.status ?? err?.statusCode);
-  if (!(err instanceof URIError || err?.expose === true) || !(status >= 400 && status < 500)) return null;
-  if (status === 404) return new AppError("not_found");
-  if (status === 413) return new AppError("payload_too_large");
-  if (status === 415) return new AppError("unsupported_media_type");
-  return new AppError("invalid_request", { message: err instanceof URIError ? "The URL contains a malformed percent-encoding." : "The request could not be understood." });
-}
+import { AppError, errorBody, fromHttpStatus, isUnavailableError } from "@agentrun/errors";
 
 /**
  * One entry per invalid field of a failed parse, with its line of the error's message. Zod

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ZodError } from "zod";
-import { AppError, errorBody, isUnavailableError } from "@agentrun/errors";
+import { AppError, errorBody, fromHttpStatus, isUnavailableError } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { requestLog } from "../request-context";
 
@@ -16,6 +16,8 @@ function toAppError(err: unknown): AppError {
     const details = err.issues.map((i) => ({ path: i.path.map(String).join(".") || "(root)", message: i.message }));
     return new AppError("invalid_request", { message: "The request has invalid fields.", details });
   }
+  const fromStatus = fromHttpStatus(err);
+  if (fromStatus) return fromStatus;
   if (isUnavailableError(err)) return new AppError("unavailable", { message: "The database is unavailable; retry shortly.", cause: err });
   return new AppError("internal_error", { cause: err });
 }
