@@ -7,7 +7,7 @@ import { finishRun, type FinishRunUsage, type MessageRecord } from "@agentrun/ru
 import { claimRun, RunNotStarted, type ClaimedRun } from "./claim-run";
 import { renewalIntervalMs } from "./heartbeat-renewal";
 import { callModel } from "./model-call";
-import { buildMessages, recentHistory, toolCallMessage, type PromptMemory } from "./prompt";
+import { buildMessages, memoriesForPrompt, recentHistory, toolCallMessage, type PromptMemory } from "./prompt";
 import type { RunControl } from "./active-runs";
 import { RunFailure, stopReasonOf } from "./run-failure";
 import type { RunDeps } from "./run-deps";
@@ -278,7 +278,7 @@ async function loadMemories(deps: RunDeps, q: { runId: string; orgId: string; ag
       max_chars: deps.config.MEMORY_PROMPT_MAX_CHARS,
     }, { requestId: q.runId, signal });
     // The client checks the shape; a prompt without memories still beats a failed run.
-    return Array.isArray(res?.memories) ? res.memories : [];
+    return Array.isArray(res?.memories) ? memoriesForPrompt(res.memories, q.userId, deps.config.MEMORY_PROMPT_MAX_COUNT, deps.config.MEMORY_PROMPT_MAX_CHARS) : [];
   } catch (err) {
     if (!signal.aborted) deps.logger.warn({ err: (err as Error).message, userId: q.userId }, "memories skipped: memory service unavailable");
     return [];

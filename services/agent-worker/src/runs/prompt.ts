@@ -32,6 +32,24 @@ export interface PromptMemory {
   category: string;
 }
 
+/**
+ * The memory service's answer for the prompt, held to what was asked of it: the run's user's
+ * entries only, at most `maxCount` of them and `maxChars` content characters in all, in the
+ * order given (an entry that does not fit is left out, as the service does). A faulty service's
+ * oversized or foreign answer then cannot make the prompt too large or another user's.
+ */
+export function memoriesForPrompt<M extends PromptMemory & { user_id: string }>(memories: M[], userId: string, maxCount: number, maxChars: number): M[] {
+  const kept: M[] = [];
+  let chars = 0;
+  for (const m of memories) {
+    if (kept.length >= maxCount) break;
+    if (m.user_id !== userId || chars + m.content.length > maxChars) continue;
+    kept.push(m);
+    chars += m.content.length;
+  }
+  return kept;
+}
+
 export interface HistoryMessage {
   role: "user" | "assistant";
   content: string;
