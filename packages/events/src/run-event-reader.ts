@@ -177,10 +177,13 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         // The run has ended and neither store has the next seq: it was lost for good (an append
         // that failed, and its worker gone before storing it). Go on past the gap rather than
         // wait for ever. A terminal event that arrived during the read proves nothing about what
-        // the read saw: the fill it asked for reads again.
+        // the read saw: the fill it asked for reads again. Every gap before the end is such a
+        // loss, so each is passed in turn.
         if (!finished && !covered && (endKnown || read.some(isTerminalEvent)) && endPending()) {
-          next = Math.min(...pending.keys());
-          deliver();
+          while (!finished && pending.size > 0) {
+            next = Math.min(...pending.keys());
+            deliver();
+          }
         }
       } catch {
         // The next check tries again; a lasting outage is reported by the caller's checks.
@@ -230,6 +233,10 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
             ? mergeEvents([], await readLog(opts, runId), next - 1)
             : await readStoredEvents(opts, runId, next - 1);
           for (const e of first) add(e);
+          // Nothing after the cursor: a run that ended at or before it (one that ended since it
+          // was looked up, past lost events) is told by the log's tail or PostgreSQL's end, which
+          // a fill reads, rather than at the first periodic check.
+          if (first.length === 0 && !finished) void fill();
         }
         if (!finished) opts.onReady?.();
       })
