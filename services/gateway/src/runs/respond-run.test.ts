@@ -120,7 +120,7 @@ describe("respondWithRun (SSE)", () => {
       r.on("end", () => done(null, text));
     });
     expect(res.status).toBe(200);
-    const types = [...(res.body as string).matchAll(/"type":"([a-z_]+)"/g)].map((m) => m[1]);
-    expect(types.at(-1)).toBe("run_failed");
+    const events = [...(res.body as string).matchAll(/^id: (\d+)\n(?:event: [a-z_]+\n)?data: (.*)$/gm)].map((m) => [Number(m[1]), JSON.parse(m[2]!).type]);
+    expect(events).toEqual([[1, "run_started"], [2, "run_failed"]]);
   });
 });
