@@ -132,7 +132,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
       get: authed("Tasks", {
         operationId: "listRuns",
         summary: "List a task's runs, oldest first",
-        description: "Every run of the task by default, as far as 8 MB of their queries and outputs (at least one run); `has_more` says whether runs were left out, `after` pages on. 400 when `after` names no run of this task.",
+        description: "Every run of the task by default, as far as 8 MB of their queries and outputs, each run counted 512 bytes more for its other fields (at least one run, at most 16,384); `has_more` says whether runs were left out, `after` pages on. 400 when `after` names no run of this task.",
         requestParams: { path: taskPathSchema, query: runListQuerySchema },
         responses: { "200": json(runListSchema, "The runs.") },
       }),

@@ -68,11 +68,11 @@ export const taskViewSchema = z.object({
 });
 
 export const runSummarySchema = runViewSchema.pick({ run_id: true, status: true, query: true, credits_used: true, duration_ms: true, created_at: true });
-export const taskDetailSchema = taskViewSchema.extend({ runs: z.array(runSummarySchema).meta({ description: "Oldest first, as far as 8 MB of their queries (at least one run): fewer than `run_count` then; `GET /api/tasks/{task_id}/runs` pages through them all." }) });
+export const taskDetailSchema = taskViewSchema.extend({ runs: z.array(runSummarySchema).meta({ description: "Oldest first, as far as 8 MB of their queries, each run counted 512 bytes more for its other fields (at least one run, at most 16,384): fewer than `run_count` then; `GET /api/tasks/{task_id}/runs` pages through them all." }) });
 export const taskListSchema = z.object({ tasks: z.array(taskViewSchema), total: z.number().int().meta({ description: "Tasks matching the filter, over all pages." }) });
 export const runListSchema = z.object({
   runs: z.array(runViewSchema).meta({ description: "Oldest first." }),
-  has_more: z.boolean().meta({ description: "True when runs after the last one were left out (by `limit`, or past 8 MB of queries and outputs): ask again with `after` set to the last run's id." }),
+  has_more: z.boolean().meta({ description: "True when runs after the last one were left out (by `limit`, or past 8 MB of queries and outputs or 16,384 runs): ask again with `after` set to the last run's id." }),
 });
 
 export const messageViewSchema = z.object({

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { stackWithTenant, apiJson, type Stack, type Tenant } from "@agentrun/testing";
 import { newId, type PrismaClient } from "@agentrun/db";
+import { PAGE_MAX_BYTES, RUN_OVERHEAD_BYTES, RUNS_PER_PAGE_MAX } from "../src/views/list-queries";
 
 // Pages of GET /api/messages, GET /api/tasks/{id}/runs and GET /api/tasks/{id} whose rows are
 // megabytes each: they end at their byte budget, with has_more, rather than being built whole.
@@ -85,4 +86,36 @@ describe("runs of many megabytes", () => {
     expect(detail.runs.map((r: any) => r.run_id)).toEqual([first.run_id, ids[0], ids[1]]);
     expect(detail.run_count).toBe(4);
   }, 60_000);
+});
+
+describe("a task of many short runs", () => {
+  it("is listed at most RUNS_PER_PAGE_MAX runs a page, with has_more, and its summaries stop there too", async () => {
+    const first = (await run("a task of many runs")).body;
+    const task = await prisma.task.findUniqueOrThrow({ where: { id: first.task_id } });
+    const MANY = RUNS_PER_PAGE_MAX + 100;
+    // Each run counts RUN_OVERHEAD_BYTES more than its query and output (empty here, so that the
+    // page ends at the count alone).
+    expect(RUN_OVERHEAD_BYTES * RUNS_PER_PAGE_MAX).toBe(PAGE_MAX_BYTES);
+    await prisma.$executeRaw`
+      INSERT INTO runs (id, task_id, org_id, agent_id, status, query, output, created_at)
+      SELECT 'run_many_' || ${task.id} || '_' || g, ${task.id}, ${task.orgId}, ${task.agentId}, 'completed', '', '', now() + g * interval '1 millisecond'
+      FROM generate_series(1, ${MANY}::integer) g`;
+    await prisma.task.update({ where: { id: task.id }, data: { runCount: MANY + 1 } });
+
+    const page = await api("GET", `/tasks/${task.id}/runs`);
+    expect(page.status).toBe(200);
+    expect(page.body.runs).toHaveLength(RUNS_PER_PAGE_MAX);
+    expect(page.body.has_more).toBe(true);
+    expect(page.body.runs[0].run_id).toBe(first.run_id);
+    const rest = await api("GET", `/tasks/${task.id}/runs?after=${page.body.runs.at(-1).run_id}`);
+    expect(rest.body.runs).toHaveLength(MANY + 1 - RUNS_PER_PAGE_MAX);
+    expect(rest.body.runs.at(-1).run_id).toBe(`run_many_${task.id}_${MANY}`);
+    expect(rest.body.has_more).toBe(false);
+    // A page of `limit` runs is unchanged by the cap.
+    expect((await api("GET", `/tasks/${task.id}/runs?limit=1000`)).body).toMatchObject({ runs: expect.any(Array), has_more: true });
+
+    const detail = (await api("GET", `/tasks/${task.id}`)).body;
+    expect(detail.runs).toHaveLength(RUNS_PER_PAGE_MAX);
+    expect(detail.run_count).toBe(MANY + 1);
+  }, 120_000);
 });

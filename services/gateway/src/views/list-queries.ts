@@ -90,6 +90,15 @@ interface MessagePageRow {
 export const PAGE_MAX_BYTES = 8 * 1024 * 1024;
 
 /**
+ * What a run counts in a page's budget beyond its query and output: its other fields as sent
+ * (ids, status, figures, times). A task of many short runs then also ends a page, at most
+ * {@link RUNS_PER_PAGE_MAX} of them, rather than sending hundreds of thousands in one answer.
+ */
+export const RUN_OVERHEAD_BYTES = 512;
+/** Most runs one page (or a task's summaries) can hold: {@link PAGE_MAX_BYTES} of their overhead alone. */
+export const RUNS_PER_PAGE_MAX = PAGE_MAX_BYTES / RUN_OVERHEAD_BYTES;
+
+/**
  * `{messages, has_more}`: the newest `limit` messages of the task (before the `before` message),
  * oldest first, on the (task_id, created_at, id) index, in the same statement as the task's
  * ownership check: 404 task_not_found / 403 forbidden / 400 for a `before` of another task.
