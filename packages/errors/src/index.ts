@@ -95,6 +95,16 @@ export function fromHttpStatus(err: any): AppError | null {
   return new AppError("invalid_request", { message: err instanceof URIError ? "The URL contains a malformed percent-encoding." : "The request could not be understood." });
 }
 
+/**
+ * `text` as an error message repeats it: whole up to `max` UTF-16 units, else cut there (one
+ * earlier rather than split a surrogate pair, which strict JSON parsers refuse) and marked `…`.
+ */
+export function echoed(text: string, max = 100): string {
+  if (text.length <= max) return text;
+  const end = /[\ud800-\udbff]/.test(text[max - 1]!) ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
+}
+
 /** The contract's error body. */
 export interface ErrorBody {
   error: { code: string; message: string; details?: unknown };

@@ -54,6 +54,20 @@ describe("400 invalid_request", () => {
     expect(text).not.toMatch(/\\ud83d/i);
   });
 
+  it("a long id in a path is repeated in a 404's message cut whole, never within a surrogate pair", async () => {
+    const id = `x_${"a".repeat(97)}😀tail`;
+    const { task_id: taskId } = (await (await postJson("/api/run", { query: "x", stream: false })).json()) as { task_id: string };
+    for (const [res, message] of [
+      [await call(`/api/tasks/${encodeURIComponent(id)}`), `No task has the id 'x_${"a".repeat(97)}…'.`],
+      [await call(`/api/tasks/${taskId}/runs/${encodeURIComponent(id)}`), `Task '${taskId}' has no run 'x_${"a".repeat(97)}…'.`],
+    ] as const) {
+      const text = await res.clone().text();
+      expect(res.status).toBe(404);
+      expect(JSON.parse(text).error.message).toBe(message);
+      expect(text).not.toMatch(/\\ud83d/i);
+    }
+  });
+
   it("invalid query parameter", async () => {
     const body = await expectError(await call("/api/memory?limit=abc"), 400, "invalid_request");
     expect(body.error.details[0].path).toBe("limit");

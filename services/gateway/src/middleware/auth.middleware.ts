@@ -1,6 +1,6 @@
 import type { RequestHandler } from "express";
 import { API_KEY_PREFIX, hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
-import { AppError, fieldRefused } from "@agentrun/errors";
+import { AppError, echoed, fieldRefused } from "@agentrun/errors";
 import type { AuthCache } from "../auth/auth-cache";
 import type { ApiKeyContext, AuthContext } from "../request-context";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
@@ -53,7 +53,7 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
  */
 function agentNotFoundMessage(agentId: string): string {
   if (agentId.includes(API_KEY_PREFIX)) return "No agent has the id given in X-Agent-Id; it looks like an API key, which belongs in Authorization.";
-  return `No agent has the id '${agentId.slice(0, 100)}'.`;
+  return `No agent has the id '${echoed(agentId)}'.`;
 }
 
 /** Whether `rawHeaders` (name, value, name, value, …) holds the header `lowerName` more than once. */

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ZodError } from "zod";
-import { AppError, errorBody, fromHttpStatus, isUnavailableError } from "@agentrun/errors";
+import { AppError, echoed, errorBody, fromHttpStatus, isUnavailableError } from "@agentrun/errors";
 
 /**
  * One entry per invalid field of a failed parse, with its line of the error's message. Zod
@@ -22,15 +22,7 @@ function invalidFields(err: ZodError): { path: string; message: string; text: st
 
 /** How many invalid fields a 400 names; the message counts the others. */
 const FIELDS_SHOWN_MAX = 20;
-/** Longest field path or key an error repeats (a key can be as long as the body). */
-const FIELD_ECHO_MAX = 100;
-
-/** `text` cut after {@link FIELD_ECHO_MAX} UTF-16 units, never between the two of a surrogate pair. */
-function echoed(text: string): string {
-  if (text.length <= FIELD_ECHO_MAX) return text;
-  const end = /[\ud800-\udbff]/.test(text[FIELD_ECHO_MAX - 1]!) ? FIELD_ECHO_MAX - 1 : FIELD_ECHO_MAX;
-  return `${text.slice(0, end)}…`;
-}
+// A field path or key is repeated (by `echoed`) up to 100 characters: a key can be as long as the body.
 
 /** 400 naming the first {@link FIELDS_SHOWN_MAX} invalid fields, in `details` and the message, and counting the rest. */
 function invalidRequest(err: ZodError): AppError {

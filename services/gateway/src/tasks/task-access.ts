@@ -1,5 +1,5 @@
 import type { PrismaClient, Run, Task } from "@agentrun/db";
-import { AppError } from "@agentrun/errors";
+import { AppError, echoed } from "@agentrun/errors";
 import type { AuthContext } from "../request-context";
 
 const ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -12,7 +12,7 @@ export const isIdShaped = (id: string): boolean => ID.test(id);
  * organization and agent: 404 task_not_found / 403 forbidden otherwise.
  */
 export function checkTaskOwner<T extends { orgId: string; agentId: string }>(task: T | null, auth: AuthContext, taskId: string): T {
-  if (!task) throw new AppError("task_not_found", { message: `No task has the id '${taskId.slice(0, 100)}'.` });
+  if (!task) throw new AppError("task_not_found", { message: `No task has the id '${echoed(taskId)}'.` });
   if (task.orgId !== auth.orgId || task.agentId !== auth.agentId) throw new AppError("forbidden", { message: "This task belongs to another organization or agent." });
   return task;
 }
@@ -26,6 +26,6 @@ export async function ownedTask(prisma: PrismaClient, auth: AuthContext, taskId:
 export async function ownedRun(prisma: PrismaClient, auth: AuthContext, taskId: string, runId: string): Promise<{ task: Task; run: Run }> {
   const task = await ownedTask(prisma, auth, taskId);
   const run = isIdShaped(runId) ? await prisma.run.findUnique({ where: { id: runId } }) : null;
-  if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${runId.slice(0, 100)}'.` });
+  if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${echoed(runId)}'.` });
   return { task, run };
 }

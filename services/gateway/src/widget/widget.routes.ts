@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from "express";
 import { VISITOR_TOKEN_HEADER, visitorUserId, widgetRunRequestSchema } from "@agentrun/contracts";
 import { newId } from "@agentrun/db";
-import { AppError } from "@agentrun/errors";
+import { AppError, echoed } from "@agentrun/errors";
 import { isPublishedSecret } from "@agentrun/config";
 import { DEV_WIDGET_TOKEN_SECRET } from "../config";
 import { noRoute } from "../middleware/error.middleware";
@@ -126,7 +126,7 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     if (task.visitorId !== visitorId) throw new AppError("forbidden", { message: "This task belongs to another visitor." });
     const runId = req.params.run_id;
     const run = isIdShaped(runId) ? await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, taskId: true, status: true, lastSeq: true } }) : null;
-    if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${runId.slice(0, 100)}'.` });
+    if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${echoed(runId)}'.` });
     res.setHeader(VISITOR_TOKEN_HEADER, tokens.sign(visitorId, w.key.id));
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: config.SSE_HEARTBEAT_MS });
   });
