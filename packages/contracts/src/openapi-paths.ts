@@ -106,7 +106,7 @@ export function openApiPaths(): ZodOpenApiPathsObject {
         {
           operationId: "createTask",
           summary: "Create an empty task",
-          description: "Without `title`, the task is titled with the query of its first run, cut to 80 characters (empty until then), as a task started by `POST /api/run` is.",
+          description: "Without `title`, the task is titled with the query of its first run, cut to 80 characters (empty until then), as a task started by `POST /api/run` is. An `Idempotency-Key` header is refused (400 naming it): only `POST /api/run` takes one.",
           requestBody: { content: { "application/json": { schema: taskCreateSchema } } },
           responses: { "201": json(taskViewSchema, "The new task, status pending.") },
         },

@@ -78,6 +78,16 @@ describe("tasks", () => {
     expect((await api("POST", "/tasks", { nope: 1 })).status).toBe(400);
   });
 
+  it("refuses an Idempotency-Key on POST /tasks, naming it, rather than create a task per retry", async () => {
+    const t = await createTenant(prisma);
+    for (let i = 0; i < 2; i++) {
+      const res = await api("POST", "/tasks", { title: "once" }, t, { "idempotency-key": "k-1" });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: "invalid_request", details: [{ path: "Idempotency-Key", message: expect.stringMatching(/only POST \/api\/run/) }] });
+    }
+    expect(await prisma.task.count({ where: { orgId: t.orgId } })).toBe(0);
+  });
+
   it("titles a task created without a title with its first run's query, cut to 80 characters", async () => {
     const created = await api("POST", "/tasks", {});
     expect(created).toMatchObject({ status: 201, body: { title: "", run_count: 0 } });

@@ -1,6 +1,6 @@
 import { Router } from "express";
 import { Prisma, newId } from "@agentrun/db";
-import { AppError } from "@agentrun/errors";
+import { AppError, fieldRefused } from "@agentrun/errors";
 import { runListQuerySchema, taskCreateSchema, taskListQuerySchema } from "@agentrun/contracts";
 import { removeRunKeys } from "@agentrun/events";
 import type { GatewayDeps } from "../deps";
@@ -27,6 +27,10 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
 
   router.post("/tasks", async (req, res) => {
     readsNoQuery(req);
+    // Refused rather than ignored: a client retrying with it would count on getting one task.
+    if (req.get("idempotency-key") !== undefined) {
+      throw fieldRefused("Idempotency-Key", "POST /api/tasks does not take an Idempotency-Key (only POST /api/run does); send the request without it.");
+    }
     const auth = authOf(req);
     const body = taskCreateSchema.parse(req.body ?? {});
     const task = await prisma.task.create({
