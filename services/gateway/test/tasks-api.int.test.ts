@@ -114,6 +114,19 @@ describe("tasks", () => {
     expect(list.body.tasks.map((x: any) => Object.keys(x).filter((k) => k === "user_id" || k === "metadata"))).toEqual([["user_id", "metadata"], ["metadata"], ["user_id"], []]);
   });
 
+  it("lists and counts only the key's agent's tasks, not those of another agent of the same organization", async () => {
+    const t = await createTenant(prisma);
+    const otherAgent = newId("agt");
+    await prisma.agent.create({ data: { id: otherAgent, orgId: t.orgId, name: "second agent", model: "scripted", instructions: "", tools: [], maxSteps: 8, httpAllowlist: [] } });
+    const other: Tenant = { ...t, agentId: otherAgent, headers: { ...t.headers, "x-agent-id": otherAgent } };
+    const mine = (await api("POST", "/tasks", { title: "mine" }, t)).body.task_id;
+    for (const title of ["theirs 1", "theirs 2"]) expect((await api("POST", "/tasks", { title }, other)).status).toBe(201);
+    const list = await api("GET", "/tasks", undefined, t);
+    expect([list.body.total, list.body.tasks.map((x: any) => x.task_id)]).toEqual([1, [mine]]);
+    const theirs = await api("GET", "/tasks?status=pending", undefined, other);
+    expect([theirs.body.total, theirs.body.tasks.map((x: any) => x.title)]).toEqual([2, ["theirs 2", "theirs 1"]]);
+  });
+
   it("answers 404 for unknown ids and 403 for another organization's or agent's task", async () => {
     const { body } = await run("mine");
     const other = await createTenant(prisma);
