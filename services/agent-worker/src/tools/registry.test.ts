@@ -196,6 +196,25 @@ describe("ToolRegistry.call", () => {
   });
 });
 
+describe("error messages that quote what the model sent", () => {
+  const local = new ToolRegistry({ timeoutMs: 2000, maxBytes: 1000, allowPrivate: true });
+  // Each message is cut at its limit, here within an emoji: half of one would make the next
+  // model request one that strict providers refuse.
+  it.each([
+    ["calc_evaluate", (pad: string) => ({ expression: `number("${pad}${"😀".repeat(200)}")` })],
+    ["http_get", (pad: string) => ({ url: `http://127.0.0.1:1/${pad}${"😀".repeat(1000)}` })],
+    ["clock_now", (pad: string) => ({ [`k${pad}${"😀".repeat(1000)}`]: 1 })],
+  ] as const)("%s: whole characters only, cut or not", async (name, args) => {
+    for (const pad of ["", "x"]) {
+      // A port nobody listens on, reached as a private address may be here: fetch_failed quotes the URL.
+      const outcome = await local.call(name, JSON.stringify(args(pad)), ["calc", "http", "clock"], ctxFor({ httpAllowlist: ["127.0.0.1"] }));
+      const message = (outcome.result as { error: { message: string } }).error.message;
+      expect(message.length).toBeGreaterThan(100);
+      expect(message.isWellFormed()).toBe(true);
+    }
+  });
+});
+
 describe("which calls are charged", () => {
   // The http tool may reach the local site here; everything else as in production.
   const open = new ToolRegistry({ timeoutMs: 300, maxBytes: 1000, allowPrivate: true });
