@@ -6,7 +6,7 @@
  */
 import { Script } from "node:vm";
 import { create, all } from "mathjs";
-import { cutText } from "./cut-text";
+import { echoed } from "@agentrun/errors";
 
 // Every function that could reach outside plain arithmetic, or change how later expressions
 // evaluate, is disabled (import, createUnit, config, evaluate/parse recursion, symbolic
@@ -88,7 +88,7 @@ function bounded(expression: string): ReturnType<typeof calculate> {
     if ((err as { code?: string }).code === "ERR_SCRIPT_EXECUTION_TIMEOUT") process.exit(2);
     // Anything else the expression caused, while evaluated or formatted (a value nested 20,000
     // levels deep overflows the stack there), is the expression's error, not a crash of this process.
-    return { error: cutText(String((err as Error)?.message ?? err), MAX_ERROR_CHARS) };
+    return { error: echoed(String((err as Error)?.message ?? err), MAX_ERROR_CHARS) };
   }
 }
 

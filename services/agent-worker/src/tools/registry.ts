@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { nestsDeeperThan, storableJson, storableText } from "@agentrun/db";
+import { echoed } from "@agentrun/errors";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import { calcEvaluate, warmCalcThreads } from "./calc.tool";
 import { clockNow } from "./clock.tool";
-import { cutText } from "./cut-text";
 import { httpGetAction, type HttpToolLimits } from "./http.tool";
 import { memorySave, memorySearch } from "./memory.tool";
 import { MAX_TOOL_JSON_DEPTH, ToolError, type ToolAction, type ToolContext } from "./tool";
@@ -86,7 +86,7 @@ export class ToolRegistry {
     const [tool, action] = sep > 0 ? [name.slice(0, sep), name.slice(sep + 1)] : [name, ""];
     let params: Record<string, unknown> = {};
     let isObject = true;
-    const fail = (code: string, message: string, charged: boolean): ToolCallOutcome => ({ tool, action, params, result: { error: { code, message: storableText(cutText(message, MAX_TOOL_ERROR_CHARS)) } }, ok: false, charged });
+    const fail = (code: string, message: string, charged: boolean): ToolCallOutcome => ({ tool, action, params, result: { error: { code, message: storableText(echoed(message, MAX_TOOL_ERROR_CHARS)) } }, ok: false, charged });
     if (nestsDeeperThan(Buffer.from(rawArgs), MAX_TOOL_JSON_DEPTH)) {
       params = { arguments: storableText(rawArgs) };
       onStart?.({ tool, action, params });
