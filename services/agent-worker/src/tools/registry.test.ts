@@ -51,6 +51,14 @@ describe("ToolRegistry.definitions", () => {
     expect(names(ALL).sort()).toEqual(["calc_evaluate", "clock_now", "http_get", "memory_save", "memory_search"]);
   });
 
+  it("declares each function's parameters as a schema body, without a $schema keyword", () => {
+    for (const d of registry.definitions(ALL)) {
+      if (d.type !== "function") throw new Error("a tool that is not a function");
+      expect(d.function.parameters).toMatchObject({ type: "object", properties: expect.any(Object) });
+      expect(d.function.parameters).not.toHaveProperty("$schema");
+    }
+  });
+
   it("offers only the enabled tools' functions", () => {
     expect(names(["calc"])).toEqual(["calc_evaluate"]);
     expect(names(["memory", "clock"]).sort()).toEqual(["clock_now", "memory_save", "memory_search"]);

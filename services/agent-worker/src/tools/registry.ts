@@ -66,7 +66,7 @@ export class ToolRegistry {
       .filter(([, a]) => enabled.includes(a.tool))
       .map(([name, a]) => ({
         type: "function" as const,
-        function: { name, description: a.description, parameters: z.toJSONSchema(a.params) as Record<string, unknown> },
+        function: { name, description: a.description, parameters: parametersOf(a.params) },
       }));
   }
 
@@ -120,4 +120,14 @@ export class ToolRegistry {
       return fail("tool_error", storableText((err as Error).message || "The tool failed."), true);
     }
   }
+}
+
+/**
+ * A function's parameters as JSON Schema, without the `$schema` keyword zod puts at the top:
+ * function declarations are a schema's body, and some providers (Gemini's) refuse keys they do
+ * not know there.
+ */
+function parametersOf(params: z.ZodType): Record<string, unknown> {
+  const { $schema: _dialect, ...schema } = z.toJSONSchema(params) as Record<string, unknown>;
+  return schema;
 }
