@@ -233,10 +233,6 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
             ? mergeEvents([], await readLog(opts, runId), next - 1)
             : await readStoredEvents(opts, runId, next - 1);
           for (const e of first) add(e);
-          // Nothing after the cursor: a run that ended at or before it (one that ended since it
-          // was looked up, past lost events) is told by the log's tail or PostgreSQL's end, which
-          // a fill reads, rather than at the first periodic check.
-          if (first.length === 0 && !finished) void fill();
         }
         if (!finished) opts.onReady?.();
       })
