@@ -29,7 +29,7 @@ export const messageListQuerySchema = z.strictObject({
 
 /** Query of `GET /api/tasks/{id}/runs`: every run by default; `limit` and `after` page through them. */
 export const runListQuerySchema = z.strictObject({
-  limit: optionalIntParam(1, 1000).meta({ description: "Most runs in the page (1 to 1000); without it, every run, up to 8 MB of queries and outputs." }),
+  limit: optionalIntParam(1, 1000).meta({ description: "Most runs in the page (1 to 1000); without it, every run, up to 8 MB of queries and outputs (512 bytes more counted per run) and at most 16,384 runs." }),
   after: idParam.optional().meta({ description: "A run of this task: the page starts with the run after it (oldest first)." }),
 });
 
