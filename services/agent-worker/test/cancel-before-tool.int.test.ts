@@ -35,10 +35,15 @@ it("records a call cancelled while it waited for a calc thread as stopped before
   expect(messages.map((m) => m.role)).toEqual(["user", "tool"]);
   expect(messages[1]).toMatchObject({ tool: "calc", params: { expression: "1 + 1" }, result: { error: { code: "stopped" } } });
 
-  // The slow runs' calculations ran out of time, charged as calls that ran; their runs went on.
+  // The slow runs' calculations ran out of time (the first two at least; on a slow machine one
+  // waiting in line may find no thread free within the calculator's wait, "busy"); their runs
+  // went on.
+  const codes: string[] = [];
   for (const s of slow) {
     const ended = (await s.result).events.map((e) => e.data);
-    expect(ended.find((e) => e.type === "tool_result")).toMatchObject({ result: { error: { code: "too_expensive" } } });
+    codes.push(ended.find((e) => e.type === "tool_result")?.result?.error?.code);
     expect(ended.at(-1)).toMatchObject({ type: "run_completed" });
   }
+  expect(codes.filter((c) => c === "too_expensive").length).toBeGreaterThanOrEqual(2);
+  expect(codes.every((c) => c === "too_expensive" || c === "busy")).toBe(true);
 }, 60_000);
