@@ -22,10 +22,15 @@ export async function ownedTask(prisma: PrismaClient, auth: AuthContext, taskId:
   return checkTaskOwner(isIdShaped(taskId) ? await prisma.task.findUnique({ where: { id: taskId } }) : null, auth, taskId);
 }
 
+/** `run` (as read for `runId`; null when there is none) if it is a run of `task`: 404 run_not_found otherwise. */
+export function checkRunOfTask<R extends { taskId: string }>(run: R | null, task: { id: string }, runId: string): R {
+  if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${echoed(runId)}'.` });
+  return run;
+}
+
 /** A run of an owned task: 404 run_not_found when the task has no such run. */
 export async function ownedRun(prisma: PrismaClient, auth: AuthContext, taskId: string, runId: string): Promise<{ task: Task; run: Run }> {
   const task = await ownedTask(prisma, auth, taskId);
-  const run = isIdShaped(runId) ? await prisma.run.findUnique({ where: { id: runId } }) : null;
-  if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${echoed(runId)}'.` });
+  const run = checkRunOfTask(isIdShaped(runId) ? await prisma.run.findUnique({ where: { id: runId } }) : null, task, runId);
   return { task, run };
 }

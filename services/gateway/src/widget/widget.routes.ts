@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from "express";
 import { VISITOR_TOKEN_HEADER, visitorUserId, widgetRunRequestSchema } from "@agentrun/contracts";
 import { newId } from "@agentrun/db";
-import { AppError, echoed } from "@agentrun/errors";
+import { AppError } from "@agentrun/errors";
 import { isPublishedSecret } from "@agentrun/config";
 import { DEV_WIDGET_TOKEN_SECRET } from "../config";
 import { noRoute } from "../middleware/error.middleware";
@@ -13,7 +13,7 @@ import { claimKeyForRun, idempotencyKeyOf, releaseIdempotencyKey, requestHash } 
 import { respondWithRun } from "../runs/respond-run";
 import { startRun } from "../runs/start-run";
 import { resumeAfter, streamRunEvents } from "../runs/run-events-stream";
-import { isIdShaped, ownedTask } from "../tasks/task-access";
+import { checkRunOfTask, isIdShaped, ownedTask } from "../tasks/task-access";
 import { VisitorTokens } from "./visitor-token";
 import { widgetAuth } from "./widget-auth.middleware";
 import { widgetAuthContext, widgetOf, type WidgetContext } from "./widget-context";
@@ -125,8 +125,8 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     const task = await ownedTask(deps.prisma, widgetAuthContext(w), req.params.task_id);
     if (task.visitorId !== visitorId) throw new AppError("forbidden", { message: "This task belongs to another visitor." });
     const runId = req.params.run_id;
-    const run = isIdShaped(runId) ? await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, taskId: true, status: true, lastSeq: true } }) : null;
-    if (!run || run.taskId !== task.id) throw new AppError("run_not_found", { message: `Task '${task.id}' has no run '${echoed(runId)}'.` });
+    const found = isIdShaped(runId) ? await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, taskId: true, status: true, lastSeq: true } }) : null;
+    const run = checkRunOfTask(found, task, runId);
     res.setHeader(VISITOR_TOKEN_HEADER, tokens.sign(visitorId, w.key.id));
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: config.SSE_HEARTBEAT_MS });
   });
