@@ -1,26 +1,17 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { newId, storableJsonText, type PrismaClient, type MessageRole } from "@agentrun/db";
+import { newId, storableJsonText, type PrismaClient } from "@agentrun/db";
 import { runCost } from "@agentrun/credits";
 import type { CutFinishReason, RunEvent, RunEventInput } from "@agentrun/contracts";
 import { mayHaveBeenCarriedOut } from "@agentrun/errors";
 import { readUnstoredEvents, runCancelKey, RunEventWriter } from "@agentrun/events";
 import { resultsOfOpenToolCalls } from "./open-tool-calls";
+import { recordOfEvents, type MessageRecord } from "./run-record";
 import { endStoredBefore, publishStoredTerminal } from "./stored-end";
 import { forgetLogTakeOver, LOST_LOG_SEQ_GAP, takeOverLog } from "./take-over-log";
 import { withRetry } from "./with-retry";
 
 export type FinalStatus = "completed" | "failed" | "cancelled";
-
-export interface MessageRecord {
-  role: MessageRole;
-  content: string;
-  tool?: string;
-  action?: string;
-  toolCallId?: string;
-  params?: Record<string, unknown>;
-  result?: unknown;
-}
 
 /** What a run consumed. */
 export interface FinishRunUsage {
@@ -64,12 +55,14 @@ export interface FinishRunInput {
    */
   onlyIfQueued?: boolean;
   /**
-   * For a caller that is not the run's worker: the run's output is the text its events streamed
-   * in its last model call (read once the run is taken over, so nothing can be added meanwhile),
-   * also stored as the assistant's message: what a cancelled run had said when it stopped,
-   * though its worker is gone.
+   * For a caller that is not the run's worker: the run's record is rebuilt from its events (read
+   * once the run is taken over, so nothing can be added meanwhile), after `messages` (the user's
+   * query): what the model said before its tool calls, each call with its result, and the count
+   * of calls (`tool_call_count`), as its worker would have recorded them though it is gone. A
+   * cancelled run's output is also the text its events streamed in its last model call, stored
+   * as the assistant's message: what it had said when it stopped. A failed run has no output.
    */
-  outputFromEvents?: boolean;
+  fromEvents?: boolean;
 }
 
 export interface FinishRunDeps {
@@ -137,8 +130,9 @@ async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promis
       const writer = new RunEventWriter({ ...deps, runId: input.runId, lastSeq, writerId: token, onError: () => {} });
       // A tool its gone worker was running gets its result (stopped) before the end.
       for (const result of resultsOfOpenToolCalls(unstored.all)) writer.emit(result);
-      const pending = [...unstored.events, ...(await writer.drain())];
-      terminal = await storeEnd(deps, input.outputFromEvents ? withStreamedOutput(input, unstored.all) : input, writer, pending, token);
+      const results = await writer.drain();
+      const pending = [...unstored.events, ...results];
+      terminal = await storeEnd(deps, input.fromEvents ? withEventRecord(input, [...unstored.all, ...results]) : input, writer, pending, token);
     } catch (err) {
       if (logLost) await forgetLogTakeOver(deps, input.runId, token);
       throw err;
@@ -151,17 +145,16 @@ async function finishInStead(deps: FinishRunDeps, input: FinishRunInput): Promis
 }
 
 /**
- * `input` with the text the run's `events` (all of them, in order) streamed in its last model
- * call, after its last tool call, as its output and the assistant's message: a run's output, as
- * its worker would have recorded it.
+ * `input` with the record its `events` (all of them, in order) give: its messages, tool calls and,
+ * unless it failed, its output (see `fromEvents`). It consumed what is unknown here: no model call
+ * is counted, so it costs nothing.
  */
-function withStreamedOutput(input: FinishRunInput, events: RunEvent[]): FinishRunInput {
-  let output = "";
-  for (const e of events) {
-    if (e.type === "tool_call" || e.type === "tool_result") output = "";
-    else if (e.type === "text_chunk" && typeof e.content === "string") output += e.content;
-  }
-  return output ? { ...input, output, messages: [...input.messages, { role: "assistant", content: output }] } : input;
+function withEventRecord(input: FinishRunInput, events: RunEvent[]): FinishRunInput {
+  const record = recordOfEvents(events);
+  const output = input.status === "failed" ? "" : record.lastText;
+  const messages = [...input.messages, ...record.messages, ...(output ? [{ role: "assistant" as const, content: output }] : [])];
+  const usage = input.usage ?? { promptTokens: 0, completionTokens: 0, toolCalls: record.toolCalls, chargedToolCalls: 0, modelCalls: 0 };
+  return { ...input, output, messages, usage };
 }
 
 /**
@@ -255,13 +248,14 @@ export async function failRun(deps: FinishRunDeps, run: { id: string; query: str
  * Ends a running run whose worker is gone (a sweeper or a worker taking over its job does this):
  * `cancelled` when it was asked to stop (its cancel flag is set: the cancel reached no live
  * worker), with what it had said (the text its events streamed in its last model call) as its
- * output, failed with `error` otherwise. What it consumed is unknown here, so it costs nothing.
+ * output, failed with `error` otherwise; either way with the messages and tool calls its events
+ * show (see `fromEvents`). What it consumed is unknown here, so it costs nothing.
  * False if it had ended already.
  */
 export async function endAbandonedRun(deps: FinishRunDeps, run: { id: string; query: string }, error: { code: string; message: string }): Promise<boolean> {
   const cancelled = await deps.redis.exists(runCancelKey(deps.redisPrefix, run.id)).catch(() => 0);
-  if (!cancelled) return failRun(deps, run, error);
-  return (await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }], outputFromEvents: true })) !== null;
+  const end = cancelled ? { status: "cancelled" as const } : { status: "failed" as const, error };
+  return (await finishRun(deps, { runId: run.id, ...end, messages: [{ role: "user", content: run.query }], fromEvents: true })) !== null;
 }
 
 function terminalFor(input: FinishRunInput): RunEventInput {

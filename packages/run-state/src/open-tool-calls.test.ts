@@ -55,6 +55,16 @@ it.each([
   expect(stored[5]).toMatchObject({ tool: "http", action: "get", result: { error: UNFINISHED_TOOL } });
   // Followers get it too, in the run's log, before the end.
   expect(shape(await logEvents(runId))).toEqual(expected.slice(1));
+  // Its messages and tool calls are what its events show, as its worker would have recorded them.
+  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ toolCallCount: 2, output: "", creditsUsed: 0 });
+  const messages = await prisma.message.findMany({ where: { runId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+  expect(messages.map((m) => [m.role, m.tool, m.toolCallId, m.content])).toEqual([
+    ["user", null, null, "q"],
+    ["tool", "clock", "call_1", '{"iso":"2026-11-28T00:00:00Z"}'],
+    ["assistant", null, null, "Let me look that up."],
+    ["tool", "http", "call_2", JSON.stringify({ error: UNFINISHED_TOOL })],
+  ]);
+  expect(messages[3]).toMatchObject({ action: "get", params: { url: "https://example.com" }, result: { error: UNFINISHED_TOOL } });
 });
 
 it("adds nothing to a run whose tool calls all had their results", async () => {

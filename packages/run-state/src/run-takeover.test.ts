@@ -156,7 +156,7 @@ it("refuses the worker's end when a take-over commits while that end waits for t
   expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", workerId: "end_taker" });
 });
 
-it("keeps what a cancelled run had said when its worker is gone: the text of its stored and logged events", async () => {
+it("keeps what a cancelled run had said and done when its worker is gone: its stored and logged events' text and tool calls", async () => {
   const { runId, writer } = await runOfW1();
   // A first model call that said something and called a tool: its text is a message of its own, not the output.
   writer.emit({ type: "text_chunk", content: "Let me look. " });
@@ -169,12 +169,15 @@ it("keeps what a cancelled run had said when its worker is gone: the text of its
   await writer.drain();
   await redis.set(runCancelKey(redisPrefix, runId), "1", "EX", 60);
   expect(await endAbandonedRun(deps(), { id: runId, query: "q" }, lost)).toBe(true);
-  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "cancelled", output: "Hello, wor", creditsUsed: 0 });
+  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "cancelled", output: "Hello, wor", creditsUsed: 0, toolCallCount: 1 });
   const messages = await prisma.message.findMany({ where: { runId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
   expect(messages.map((m) => [m.role, m.content])).toEqual([
     ["user", "q"],
+    ["assistant", "Let me look. "],
+    ["tool", '{"iso":"2026-01-01T00:00:00.000Z"}'],
     ["assistant", "Hello, wor"],
   ]);
+  expect(messages[2]).toMatchObject({ tool: "clock", action: "now", params: {}, result: { iso: "2026-01-01T00:00:00.000Z" }, toolCallId: "c1" });
   expect((await readDbEvents({ prisma }, runId)).map((e) => e.type)).toEqual(["run_started", "text_chunk", "tool_call", "tool_result", "text_chunk", "text_chunk", "run_cancelled"]);
 });
 

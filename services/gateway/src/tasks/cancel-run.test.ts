@@ -1,6 +1,6 @@
 import type { PrismaClient } from "@agentrun/db";
 import type { Redis } from "@agentrun/redis";
-import { controlChannel, runCancelKey, runHeartbeatKey } from "@agentrun/events";
+import { controlChannel, runCancelKey, runHeartbeatKey, RunEventWriter } from "@agentrun/events";
 import { finishRun } from "@agentrun/run-state";
 import { createTestRun, eventually, testEnv, testStores } from "@agentrun/testing";
 import { cancelRun, cancelRunAndWait } from "./cancel-run";
@@ -43,12 +43,26 @@ describe("cancelRun", () => {
 describe("cancelRunAndWait", () => {
   const running = (id: string) => ({ id, status: "running", query: "q" }) as const;
 
-  it("ends a running run whose worker is gone (no heartbeat) once the wait is over, as cancelled at no cost", async () => {
+  it("ends a running run whose worker is gone (no heartbeat) once the wait is over, as cancelled at no cost, with what its events show", async () => {
     const runId = await createTestRun(prisma, "running");
+    // What its worker streamed before it died: a tool call, then the start of an answer.
+    await prisma.run.update({ where: { id: runId }, data: { workerId: "w1" } });
+    const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, writerId: "w1", flushIntervalMs: 600_000 });
+    writer.emit({ type: "tool_call", tool: "clock", action: "now", params: { zone: "UTC" }, call_id: "c1" });
+    writer.emit({ type: "tool_result", tool: "clock", action: "now", result: { iso: "2026-11-28T00:00:00Z" }, call_id: "c1" });
+    writer.emit({ type: "text_chunk", content: "It is mid" });
+    await writer.drain();
     const started = Date.now();
     await cancelRunAndWait(deps(), running(runId), 300);
     expect(Date.now() - started).toBeGreaterThanOrEqual(300);
-    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true, creditsUsed: true } })).toEqual({ status: "cancelled", creditsUsed: 0 });
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true, creditsUsed: true, output: true, toolCallCount: true } });
+    expect(run).toEqual({ status: "cancelled", creditsUsed: 0, output: "It is mid", toolCallCount: 1 });
+    const messages = await prisma.message.findMany({ where: { runId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+    expect(messages.map((m) => [m.role, m.content, m.tool, m.params])).toEqual([
+      ["user", "q", null, null],
+      ["tool", '{"iso":"2026-11-28T00:00:00Z"}', "clock", { zone: "UTC" }],
+      ["assistant", "It is mid", null, null],
+    ]);
   });
 
   it("waits on for a worker that keeps the run's heartbeat, which then ends the run itself and charges what it used", async () => {

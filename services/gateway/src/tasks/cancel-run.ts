@@ -37,8 +37,8 @@ export const LIVE_WORKER_WAIT_MS = 60_000;
 /**
  * Cancels a run and waits until it has ended, so that its streams get their terminal event.
  * A run not ended within `waitMs` is ended here as cancelled (at no cost) once no worker keeps
- * its heartbeat (the worker is gone), or after {@link LIVE_WORKER_WAIT_MS} at the latest: a live
- * worker that reacts late ends the run itself, charging what it used.
+ * its heartbeat (the worker is gone), or after {@link LIVE_WORKER_WAIT_MS} at the latest, with what
+ * its events show it said and did: a live worker that reacts late ends the run itself, charging what it used.
  */
 export async function cancelRunAndWait(deps: FinishRunDeps, run: Pick<Run, "id" | "status" | "query">, waitMs = 5000): Promise<void> {
   if (!IN_PROGRESS.has(run.status)) return;
@@ -52,5 +52,6 @@ export async function cancelRunAndWait(deps: FinishRunDeps, run: Pick<Run, "id" 
     if (waited >= waitMs && (waited >= LIVE_WORKER_WAIT_MS || (await deps.redis.exists(heartbeat)) === 0)) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }] });
+  // Its worker's record of the run is out of reach: the run's events give its messages and tool calls.
+  await finishRun(deps, { runId: run.id, status: "cancelled", messages: [{ role: "user", content: run.query }], fromEvents: true });
 }
