@@ -1,6 +1,7 @@
 /** Typed HTTP client of the memory service's internal API, for the gateway and the worker. */
 export {
   createMemoryClient,
+  MEMORY_ANSWER_MAX_BYTES,
   type MemoryClient,
   type MemoryClientOptions,
   type CallOptions,

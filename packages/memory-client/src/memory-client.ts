@@ -1,12 +1,13 @@
 import { z } from "zod";
 import {
+  internalMemoryContextSchema,
+  internalMemorySearchSchema,
   memoryEntrySchema,
+  memoryListQuerySchema,
   memoryListSchema,
   type MemoryEntryView,
   type MemoryScope,
-  type internalMemoryContextSchema,
   type internalMemoryCreateSchema,
-  type internalMemorySearchSchema,
 } from "@agentrun/contracts";
 import { AppError, isConnectionLostError, type ErrorCode } from "@agentrun/errors";
 
@@ -76,11 +77,23 @@ export interface MemoryClient {
  */
 const RESPONSE_SCHEMAS = {
   create: z.object({ memory: memoryEntrySchema, created: z.boolean() }),
-  list: memoryListSchema,
   get: z.object({ memory: memoryEntrySchema }),
-  search: z.object({ memories: z.array(memoryEntrySchema.extend({ score: z.number() })) }),
-  context: z.object({ memories: z.array(memoryEntrySchema) }),
 } satisfies Record<string, z.ZodType>;
+
+/**
+ * The answers that list entries, with no more of them than the request asked for (`max`, the
+ * request's own limit or its default): a service that answers more is not keeping the contract.
+ */
+const listAnswer = (max: number) => memoryListSchema.extend({ memories: memoryListSchema.shape.memories.max(max) });
+const searchAnswer = (max: number) => z.object({ memories: z.array(memoryEntrySchema.extend({ score: z.number() })).max(max) });
+const contextAnswer = (max: number) => z.object({ memories: z.array(memoryEntrySchema).max(max) });
+
+/** The internal API's default limits, as its request schemas give them. */
+const DEFAULT_LIMITS = {
+  list: memoryListQuerySchema.shape.limit.parse(undefined),
+  search: internalMemorySearchSchema.shape.limit.parse(undefined),
+  context: internalMemoryContextSchema.shape.max_count.parse(undefined),
+};
 
 /** What a call must answer: a 2xx JSON body of this shape, or a 204 without a body. */
 type Expected = z.ZodType | "no_content";
@@ -124,6 +137,37 @@ function contractError(status: number, body: unknown): AppError | undefined {
   const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
   if (!error || !isCallerErrorCode(error.code) || typeof error.message !== "string") return undefined;
   return new AppError(error.code, { status, message: error.message, details: error.details });
+}
+
+/**
+ * Most bytes of an answer read: the largest the contract allows (100 entries of 4,000 characters,
+ * each escaped to at most 6 bytes, with their ids and user ids) fits well within it. A faulty
+ * service's endless or huge body is cut here, not held in a worker's or gateway's memory.
+ */
+export const MEMORY_ANSWER_MAX_BYTES = 4 * 1024 * 1024;
+
+/** The text of `res`'s body, or a rejection once it passes `maxBytes`. */
+async function boundedText(res: Response, maxBytes: number): Promise<string> {
+  const tooLarge = () => new Error(`the memory service's answer is larger than ${maxBytes} bytes`);
+  if (Number(res.headers.get("content-length") ?? 0) > maxBytes) {
+    await res.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  if (!res.body) return "";
+  const decoder = new TextDecoder();
+  const reader = res.body.getReader();
+  let text = "";
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + decoder.decode();
+    bytes += value.byteLength;
+    if (bytes > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    text += decoder.decode(value, { stream: true });
+  }
 }
 
 /** Runs `work`, rejecting with the signal's reason as soon as `signal` aborts. */
@@ -186,7 +230,7 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
       // The signal covers reading the body too; the race also bounds a fetch that ignores it.
       ({ status, text } = await raceAbort(signal, async () => {
         const res = await fetchImpl(url, init);
-        return { status: res.status, text: await res.text() };
+        return { status: res.status, text: await boundedText(res, MEMORY_ANSWER_MAX_BYTES) };
       }));
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason;
@@ -220,13 +264,13 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
           method: "GET",
           path: "/internal/memories",
           query: { ...scopeQuery(query), user_id: query.user_id, limit: query.limit, before: query.before },
-          answers: RESPONSE_SCHEMAS.list,
+          answers: listAnswer(query.limit ?? DEFAULT_LIMITS.list),
         },
         opts,
       ),
     get: (scope, id, opts) => call({ method: "GET", path: entryPath(id), query: scopeQuery(scope), answers: RESPONSE_SCHEMAS.get }, opts),
     remove: (scope, id, opts) => call({ method: "DELETE", path: entryPath(id), query: scopeQuery(scope), answers: "no_content", writes: true }, opts),
-    search: (input, opts) => call({ method: "POST", path: "/internal/memories/search", body: input, answers: RESPONSE_SCHEMAS.search }, opts),
-    context: (input, opts) => call({ method: "POST", path: "/internal/memories/context", body: input, answers: RESPONSE_SCHEMAS.context }, opts),
+    search: (input, opts) => call({ method: "POST", path: "/internal/memories/search", body: input, answers: searchAnswer(input.limit ?? DEFAULT_LIMITS.search) }, opts),
+    context: (input, opts) => call({ method: "POST", path: "/internal/memories/context", body: input, answers: contextAnswer(input.max_count ?? DEFAULT_LIMITS.context) }, opts),
   };
 }

@@ -5,8 +5,10 @@ import type { PrismaClient } from "@agentrun/db";
 
 // A memory service that answers a run's context call with more than was asked, and with
 // another user's entries (a faulty or mismatched version): the prompt holds only what the run
-// asked for, its own user's entries within MEMORY_PROMPT_MAX_COUNT and MEMORY_PROMPT_MAX_CHARS.
-const MAX_COUNT = 3;
+// asked for, its own user's entries within MEMORY_PROMPT_MAX_COUNT and MEMORY_PROMPT_MAX_CHARS;
+// an answer of more entries than asked for, or of more bytes than any answer may have, is not
+// the contract's and is left out whole (the run goes on without memories).
+const MAX_COUNT = 7;
 const MAX_CHARS = 2500;
 
 let fake: Server;
@@ -19,7 +21,8 @@ const entry = (i: number, userId: string, chars: number) => ({
   memory_id: `mem_${i}`, content: `${userId}-${i}-`.padEnd(chars, "x"), category: "fact", user_id: userId, created_at: new Date().toISOString(),
 });
 // In the order given: another user's, three of 1,000 characters (the third would pass 2,500), then short ones.
-const ANSWER = [entry(0, "intruder", 10), entry(1, "u1", 1000), entry(2, "u1", 1000), entry(3, "u1", 1000), entry(4, "intruder", 10), entry(5, "u1", 20), entry(6, "u1", 20), ...Array.from({ length: 40 }, (_, i) => entry(7 + i, "u1", 10_000))];
+const FAULTY = [entry(0, "intruder", 10), entry(1, "u1", 1000), entry(2, "u1", 1000), entry(3, "u1", 1000), entry(4, "intruder", 10), entry(5, "u1", 20), entry(6, "u1", 20)];
+let answer: unknown[] = FAULTY;
 
 beforeAll(async () => {
   fake = createServer((req, res) => {
@@ -28,7 +31,7 @@ beforeAll(async () => {
     req.on("end", () => {
       if (req.url === "/internal/memories/context") asked = JSON.parse(body);
       res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify({ memories: req.url === "/internal/memories/context" ? ANSWER : [] }));
+      res.end(JSON.stringify({ memories: req.url === "/internal/memories/context" ? answer : [] }));
     });
   });
   await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
@@ -45,7 +48,10 @@ afterAll(async () => {
   await new Promise((resolve) => fake?.close(resolve));
 });
 
-it("puts only the run's user's entries in the prompt, within the count and characters it asked for", async () => {
+/** The entries of the run's system prompt (echoed by the scripted model), after a context answer of `entries`. */
+async function promptEntries(entries: unknown[]): Promise<string[]> {
+  answer = entries;
+  asked = {};
   const res = await fetch(`${stack.gatewayUrl}/api/run`, {
     method: "POST",
     headers: { ...tenant.headers, "content-type": "application/json" },
@@ -55,7 +61,19 @@ it("puts only the run's user's entries in the prompt, within the count and chara
   const run = (await res.json()) as { status: string; output: string };
   expect(asked).toMatchObject({ user_id: "u1", max_count: MAX_COUNT, max_chars: MAX_CHARS });
   expect(run.status).toBe("completed");
-  const entries = run.output.split("\n").flatMap((l) => /^- \(fact\) (\w+-\d+)-/.exec(l)?.[1] ?? []);
-  expect(entries).toEqual(["u1-1", "u1-2", "u1-5"]);
+  expect(run.output).toContain("Be brief.");
   expect(run.output).not.toContain("intruder");
+  return run.output.split("\n").flatMap((l) => /^- \(fact\) (\w+-\d+)-/.exec(l)?.[1] ?? []);
+}
+
+it("puts only the run's user's entries in the prompt, within the count and characters it asked for", async () => {
+  expect(await promptEntries(FAULTY)).toEqual(["u1-1", "u1-2", "u1-5", "u1-6"]);
+}, 60_000);
+
+it("leaves out whole an answer of more entries than asked for, or larger than any answer may be", async () => {
+  expect(await promptEntries([...FAULTY, entry(7, "u1", 10)])).toEqual([]);
+  // One short entry with a field of 5 million characters besides (5 MB): past MEMORY_ANSWER_MAX_BYTES.
+  expect(await promptEntries([{ ...entry(10, "u1", 10), padding: "x".repeat(5_000_000) }])).toEqual([]);
+  // A well-formed answer still counts.
+  expect(await promptEntries([entry(20, "u1", 10)])).toEqual(["u1-20"]);
 }, 60_000);
