@@ -12,14 +12,14 @@ export function assertLoopback(url: string, what: string): void {
 
 /** URL of the benchmark database `name` on the PostgreSQL server of BENCH_DATABASE_ADMIN_URL. */
 export function benchDatabaseUrl(name: string): string {
-  const url = new URL(process.env.BENCH_DATABASE_ADMIN_URL ?? process.env.TEST_DATABASE_ADMIN_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres");
+  const url = new URL(process.env.BENCH_DATABASE_ADMIN_URL || process.env.TEST_DATABASE_ADMIN_URL || "postgresql://postgres@127.0.0.1:5432/postgres");
   assertLoopback(url.toString(), "PostgreSQL");
   url.pathname = `/${name}`;
   return url.toString();
 }
 
 export function benchRedisUrl(): string {
-  const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+  const url = process.env.REDIS_URL || "redis://127.0.0.1:6379";
   assertLoopback(url, "Redis");
   return url;
 }

@@ -47,7 +47,7 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
     const preload = path.join(__dirname, "cpu-profile-preload.cjs");
     return { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${preload}`.trim(), BENCH_CPU_PROF_DIR: dir };
   };
-  const level = process.env.BENCH_SERVICE_LOG_LEVEL ?? "error";
+  const level = process.env.BENCH_SERVICE_LOG_LEVEL || "error";
   let stopping: Promise<void> | null = null;
   const prisma = testPrisma(opts.databaseUrl);
   // Ctrl-C or SIGTERM while the stack starts stops what it started (startStack does, then rejects).

@@ -8,13 +8,13 @@ import { ensureDatabase, migrateDeploy } from "@agentrun/db";
  */
 export default async function globalSetup(): Promise<void> {
   const suffix = `${Date.now().toString(36)}_${randomBytes(3).toString("hex")}`;
-  const admin = new URL(process.env.TEST_DATABASE_ADMIN_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres");
+  const admin = new URL(process.env.TEST_DATABASE_ADMIN_URL || "postgresql://postgres@127.0.0.1:5432/postgres");
   admin.pathname = `/agentrun_test_${suffix}`;
   const databaseUrl = admin.toString();
   await ensureDatabase(databaseUrl);
   await migrateDeploy(databaseUrl);
   process.env.DATABASE_URL = databaseUrl;
-  process.env.REDIS_URL ??= "redis://127.0.0.1:6379";
+  process.env.REDIS_URL ||= "redis://127.0.0.1:6379";
   process.env.REDIS_PREFIX = `agentrun-test-${suffix}`;
-  process.env.LOG_LEVEL ??= "silent";
+  process.env.LOG_LEVEL ||= "silent";
 }

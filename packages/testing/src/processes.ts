@@ -35,7 +35,7 @@ export interface ServiceProcess {
 export function startService(service: string, env: Record<string, string>): ServiceProcess {
   const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "services", service, "src/index.ts")], {
     cwd: REPO_ROOT,
-    env: { ...process.env, LOG_LEVEL: process.env.TEST_SERVICE_LOG_LEVEL ?? "warn", ...env },
+    env: { ...process.env, LOG_LEVEL: process.env.TEST_SERVICE_LOG_LEVEL || "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
