@@ -144,6 +144,6 @@ describe("completionChunks", () => {
   });
 
   it("refuses a response without a body", async () => {
-    await expect(completionChunks({ headers: new Headers(), body: null }).next()).rejects.toThrow(/no body/);
+    await expect(completionChunks({ headers: new Headers(), body: null }).next()).rejects.toThrow(new SyntaxError("The model answered without a body instead of an event stream."));
   });
 });

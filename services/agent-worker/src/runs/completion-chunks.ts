@@ -29,7 +29,8 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  * here, 20 chunks 20 ms apart 2.6-2.85 ms and 2.3-2.6 ms (64 calls at once, the scripted
  * model, interleaved runs). As there,
  * `data: [DONE]` ends the answer (what follows is read and ignored, so that the connection can be
- * reused), a chunk whose JSON does not parse throws `SyntaxError`, and one carrying `error`
+ * reused; `onAnswerEnd` is told, as at the first `finish_reason`, so that the caller can bound
+ * that read), a chunk whose JSON does not parse throws `SyntaxError`, and one carrying `error`
  * throws the SDK's `APIError`, each after the good chunks before it. The SSE framing is read by
  * `eventsource-parser`.
  *
@@ -41,8 +42,9 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  * a finish_reason, or after `[DONE]`) leaves the answer whole. A chunk that is not a JSON object
  * throws `SyntaxError`.
  */
-export async function* completionChunks(response: StreamedResponse, maxEventChars = MAX_EVENT_CHARS): AsyncGenerator<ChatCompletionChunk[]> {
-  if (!response.body) throw new OpenAI.OpenAIError("Attempted to iterate over a response with no body");
+export async function* completionChunks(response: StreamedResponse, maxEventChars = MAX_EVENT_CHARS, onAnswerEnd?: (how: "done" | "finish") => void): AsyncGenerator<ChatCompletionChunk[]> {
+  // A 2xx without a body (204, say) is not an event stream: a malformed answer, as one that held no chunk.
+  if (!response.body) throw new SyntaxError("The model answered without a body instead of an event stream.");
   let done = false;
   let finished = false;
   let seen = 0;
@@ -65,13 +67,17 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
       if (data === "" && event === undefined) continue;
       if (data.startsWith("[DONE]")) {
         done = true;
+        onAnswerEnd?.("done");
         continue;
       }
       try {
         const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: object };
         if (chunk === null || typeof chunk !== "object" || Array.isArray(chunk)) throw new SyntaxError("A streamed chunk is not a JSON object.");
         if (chunk.error) throw new OpenAI.APIError(undefined, chunk.error, undefined, response.headers);
-        if (Array.isArray(chunk.choices) && chunk.choices.some((c) => c?.finish_reason)) finished = true;
+        if (!finished && Array.isArray(chunk.choices) && chunk.choices.some((c) => c?.finish_reason)) {
+          finished = true;
+          onAnswerEnd?.("finish");
+        }
         chunks.push(chunk);
       } catch (err) {
         return { chunks, failure: err as Error };

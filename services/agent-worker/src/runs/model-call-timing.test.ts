@@ -4,6 +4,9 @@ import { RunFailure } from "./run-failure";
 
 // callModel against the clock: a call cancelled at each stage and what it reports, the call's
 // timeouts, and the retries a provider asks for within them.
+/** A chunk that ends the answer. */
+const FINISH = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`;
+
 describe("callModel in time", () => {
   const { provider, call, failure } = scriptedProvider();
 
@@ -104,6 +107,33 @@ describe("callModel in time", () => {
     provider.refusals = [{ status: 400, headers: {} }];
     expect((await failure({ maxRetries: 2 })).err).toMatchObject({ code: "model_error", message: "The model answered 400." });
     expect(provider.requests).toBe(2);
+  });
+
+  it("takes an answer whose response stays open after [DONE]: no timeout, the rest cut off", async () => {
+    provider.script = [chunk({ content: "Hello" }), FINISH, chunk({}, { prompt_tokens: 7, completion_tokens: 3 })];
+    provider.holdOpen = { done: true };
+    const t0 = Date.now();
+    const { turn, texts, usages } = await call({ idleTimeoutMs: 1500, timeoutMs: 5000 });
+    expect([turn.text, texts, usages]).toEqual(["Hello", ["Hello"], [{ promptTokens: 7, completionTokens: 3 }]]);
+    expect(Date.now() - t0).toBeLessThan(1500);
+  });
+
+  it("takes an answer ended by its finish_reason whose response then only sends keep-alive comments, within moments", async () => {
+    provider.script = [chunk({ content: "Hi" }), FINISH, chunk({}, { prompt_tokens: 5, completion_tokens: 1 })];
+    provider.holdOpen = { done: false, keepAliveMs: 100 };
+    const t0 = Date.now();
+    const { turn, usages } = await call({ idleTimeoutMs: 1000, timeoutMs: 30_000 });
+    expect([turn.text, usages]).toEqual(["Hi", [{ promptTokens: 5, completionTokens: 1 }]]);
+    // Cut off 2 s after the finish_reason, not at timeoutMs (the comments keep the call from idling).
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
+
+  it("still times out a response held open before its answer's end", async () => {
+    provider.script = [chunk({ content: "Hel" })];
+    provider.holdOpen = { done: false, keepAliveMs: 100 };
+    const { err, ms } = await failure({ idleTimeoutMs: 300, timeoutMs: 1500 });
+    expect(err).toMatchObject({ code: "model_timeout", message: "The model call took longer than 1500 ms." });
+    expect(ms).toBeLessThan(3000);
   });
 
   it("retries within timeoutMs and answers", async () => {

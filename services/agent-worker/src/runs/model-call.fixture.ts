@@ -29,6 +29,13 @@ export interface ProviderScript {
   requests: number;
   /** Reset the connection after the script instead of ending the stream with `[DONE]`. */
   resetAfterScript: boolean;
+  /**
+   * After the script, and `[DONE]` unless `done` is false, hold the response open instead of
+   * ending it, writing a keep-alive comment every `keepAliveMs` if that is set.
+   */
+  holdOpen: { done: boolean; keepAliveMs?: number } | null;
+  /** The status of a success answered without a body (204), instead of the stream. */
+  emptySuccess: number | null;
 }
 
 /**
@@ -37,7 +44,8 @@ export interface ProviderScript {
  * (`failure`: how the call failed, and after how long).
  */
 export function scriptedProvider() {
-  const provider: ProviderScript = { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false };
+  const fresh = (): ProviderScript => ({ script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false, holdOpen: null, emptySuccess: null });
+  const provider: ProviderScript = fresh();
   let server: Server;
   let client: OpenAI;
 
@@ -55,6 +63,7 @@ export function scriptedProvider() {
       }
       if (provider.headersAfterMs) await new Promise((r) => setTimeout(r, provider.headersAfterMs));
       if (res.destroyed) return;
+      if (provider.emptySuccess !== null) return void res.writeHead(provider.emptySuccess).end();
       res.writeHead(200, { "content-type": "text/event-stream" });
       // The headers leave at once, before the first chunk, as a provider's do.
       res.flushHeaders();
@@ -69,7 +78,11 @@ export function scriptedProvider() {
         res.socket?.resetAndDestroy();
         return;
       }
-      res.end("data: [DONE]\n\n");
+      const hold = provider.holdOpen;
+      if (!hold) return void res.end("data: [DONE]\n\n");
+      if (hold.done) res.write("data: [DONE]\n\n");
+      const keepAlive = hold.keepAliveMs ? setInterval(() => res.write(": keep-alive\n\n"), hold.keepAliveMs) : undefined;
+      res.on("close", () => clearInterval(keepAlive));
     });
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
@@ -80,7 +93,7 @@ export function scriptedProvider() {
     await new Promise<void>((r) => server.close(() => r()));
   });
   beforeEach(() => {
-    Object.assign(provider, { script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false });
+    Object.assign(provider, fresh());
   });
 
   async function call(opts: Partial<ModelCallOptions> = {}) {

@@ -1,4 +1,5 @@
-import { MAX_REASONING_CHARS, MAX_REPORTED_TOKENS, MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS_PER_ANSWER, type ModelUsage } from "./model-call";
+import type { ModelUsage } from "./model-call";
+import { MAX_ANSWER_CHARS, MAX_REASONING_CHARS, MAX_REPORTED_TOKENS, MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS_PER_ANSWER } from "./model-limits";
 import { chunk, scriptedProvider, toolCall } from "./model-call.fixture";
 import { RunFailure } from "./run-failure";
 
@@ -58,6 +59,25 @@ describe("callModel", () => {
     provider.script = [...Array.from({ length: 16 }, () => thought), chunk({ content: "done" })];
     const { turn } = await call();
     expect([turn.reasoning?.length, turn.text]).toEqual([MAX_REASONING_CHARS, "done"]);
+  });
+
+  it(`fails with model_bad_response once an answer's text passes ${MAX_ANSWER_CHARS} characters`, async () => {
+    const said = chunk({ content: "x".repeat(1024 * 1024) });
+    provider.script = Array.from({ length: 17 }, () => said);
+    const texts: string[] = [];
+    const { err } = await failure({ onText: (t) => texts.push(t) });
+    expect(err).toMatchObject({ code: "model_bad_response", message: `The model sent more than ${MAX_ANSWER_CHARS} characters of text in one answer.` });
+    expect(texts.join("").length).toBe(MAX_ANSWER_CHARS);
+    provider.script = Array.from({ length: 16 }, () => said);
+    const { turn } = await call();
+    expect(turn.text.length).toBe(MAX_ANSWER_CHARS);
+  });
+
+  it("fails with model_bad_response on a success without a body (204), not with model_error", async () => {
+    provider.emptySuccess = 204;
+    const { err } = await failure({});
+    expect(err).toBeInstanceOf(RunFailure);
+    expect(err).toMatchObject({ code: "model_bad_response", message: "The model sent a malformed streaming response." });
   });
 
   it("fails with model_bad_response on chunks of the wrong shape, not with a TypeError's model_error", async () => {

@@ -9,6 +9,7 @@ import { completionChunks, type StreamedResponse } from "./completion-chunks";
 import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
 import { retryWaitMs } from "./model-retry";
 import { ToolCallDeltas, type ModelToolCall } from "./tool-call-deltas";
+import { DRAIN_AFTER_DONE_MS, DRAIN_AFTER_FINISH_MS, MAX_ANSWER_CHARS, MAX_REASONING_CHARS, MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS_PER_ANSWER, reportedTokens } from "./model-limits";
 
 export type { ModelToolCall } from "./tool-call-deltas";
 
@@ -29,38 +30,6 @@ export interface ModelTurn {
 export interface ModelUsage {
   promptTokens: number;
   completionTokens: number;
-}
-
-/**
- * Most tokens one count of one call is taken as (a prompt or an answer of 40 million tokens,
- * beyond any model's window). With at most 50 calls per run, a run's token counts stay inside
- * PostgreSQL's `integer`, whatever a model endpoint reports.
- */
-export const MAX_REPORTED_TOKENS = 40_000_000;
-
-/**
- * Most tool calls one answer may request. Providers send a handful in parallel; an answer with
- * more is a model gone wrong, and each call would run a tool and cost a credit. The call stops
- * reading at the first one beyond this and fails with `model_bad_response`.
- */
-export const MAX_TOOL_CALLS_PER_ANSWER = 64;
-
-/**
- * Most characters one answer's tool call arguments may add up to (the tools take a URL, an
- * expression, a sentence), and its reasoning (`reasoning_content`, about a million tokens): a
- * model that streams either without end fails the call instead of filling the worker's memory.
- */
-export const MAX_TOOL_ARGUMENTS_CHARS = 1024 * 1024;
-export const MAX_REASONING_CHARS = 4 * 1024 * 1024;
-
-/**
- * A token count as the model reported it, or null when it is not a count (missing, null,
- * negative, not a finite number): such a count is estimated instead. A fraction is rounded up,
- * a count beyond {@link MAX_REPORTED_TOKENS} taken as that.
- */
-function reportedTokens(v: unknown): number | null {
-  if (typeof v !== "number" || !Number.isFinite(v) || v < 0) return null;
-  return Math.min(Math.ceil(v), MAX_REPORTED_TOKENS);
 }
 
 export interface ModelCallOptions {
@@ -107,13 +76,24 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const idle = new AbortController();
   const startIdle = () => setTimeout(() => idle.abort("idle_timeout"), opts.idleTimeoutMs);
   let idleTimer = startIdle();
+  // Set once the answer has ended ([DONE], or a finish_reason): what follows is only read for a
+  // while (see DRAIN_AFTER_DONE_MS), and a response cut off then leaves the answer whole.
+  let ended = false;
   // Restarts the idle countdown (cheaper than a new timer for every chunk).
-  const armIdle = () => idleTimer.refresh();
+  const armIdle = () => void (ended || idleTimer.refresh());
+  const drained = new AbortController();
+  let drainTimer: NodeJS.Timeout | undefined;
+  const onAnswerEnd = (how: "done" | "finish") => {
+    ended = true;
+    clearTimeout(idleTimer);
+    clearTimeout(drainTimer);
+    drainTimer = setTimeout(() => drained.abort("drained"), how === "done" ? DRAIN_AFTER_DONE_MS : DRAIN_AFTER_FINISH_MS);
+  };
   // The SDK's own timeout stops at the response headers: this one bounds the call, its retries
   // included, to its last chunk.
   const deadline = new AbortController();
   const deadlineTimer = setTimeout(() => deadline.abort("call_timeout"), opts.timeoutMs);
-  const signal = AbortSignal.any([opts.signal, idle.signal, deadline.signal]);
+  const signal = AbortSignal.any([opts.signal, idle.signal, deadline.signal, drained.signal]);
   const turn: ModelTurn = { text: "", toolCalls: [] };
   const calls = new ToolCallDeltas(MAX_TOOL_CALLS_PER_ANSWER);
   // The usage object of the model's last chunk that had one, as it came.
@@ -138,6 +118,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     // The text is stored as it streams: PostgreSQL takes no U+0000 and jsonb no lone surrogate.
     const text = storableText(raw);
     if (!text) return;
+    if (turn.text.length + text.length > MAX_ANSWER_CHARS) throw new RunFailure("model_bad_response", `The model sent more than ${MAX_ANSWER_CHARS} characters of text in one answer.`);
     turn.text += text;
     opts.onText(text);
   };
@@ -174,7 +155,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       }
     }
     accepted = true;
-    for await (const chunks of completionChunks(response as unknown as StreamedResponse)) {
+    for await (const chunks of completionChunks(response as unknown as StreamedResponse, undefined, onAnswerEnd)) {
       armIdle();
       for (const chunk of chunks) {
         if (chunk.usage && typeof chunk.usage === "object") reported = chunk.usage;
@@ -207,8 +188,9 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
         }
       }
     }
-    // A body cut by an abort may end without an error: check the signal explicitly.
-    if (signal.aborted) throw signal.reason ?? new Error("aborted");
+    // A body cut by an abort may end without an error: check the signal explicitly. Past the
+    // answer's end, only the run's own stop counts (the rest of the response was cut off).
+    if (opts.signal.aborted || (signal.aborted && !ended)) throw signal.reason ?? new Error("aborted");
     forward(pendingHigh);
   } catch (err) {
     // A call the model accepted consumed its prompt, and what it streamed, however it ended: the
@@ -222,6 +204,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   } finally {
     clearTimeout(idleTimer);
     clearTimeout(deadlineTimer);
+    clearTimeout(drainTimer);
   }
   reportUsage();
   turn.toolCalls = withUniqueIds(calls.calls, idsIn(opts.messages));
