@@ -1,12 +1,12 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Request, Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
-import { EarlyRunSubscription, RUN_CANCEL_FLAG_TTL_S, runCancelKey } from "@agentrun/events";
+import { EarlyRunSubscription } from "@agentrun/events";
 import { AppError, mayHaveBeenCarriedOut } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { enqueueRun } from "@agentrun/queue";
 import { finishRun } from "@agentrun/run-state";
 import type { GatewayDeps } from "../deps";
+import { AbandonedRuns } from "./abandoned-runs";
 import type { CreatedRun } from "./create-run";
 import { UNQUEUED_CODE } from "./idempotency";
 import { respondWithRun } from "./respond-run";
@@ -54,7 +54,7 @@ export async function startRun(deps: GatewayDeps, req: Request, res: Response, r
     created = await run.create();
   } catch (err) {
     early.close();
-    if (mayHaveBeenCarriedOut(err)) void abandonRun(deps, req.log, run);
+    if (mayHaveBeenCarriedOut(err)) abandonRun(deps, req.log, run);
     throw err;
   }
   const { runId, taskId, started } = created;
@@ -145,49 +145,17 @@ class UnqueuedRunError extends AppError {
   }
 }
 
-/** How long a run whose creation went unanswered is looked for, to be ended, and its cancel flag set. */
-const ABANDON_RETRY_MS = 60_000;
+/** The runs whose creation went unanswered, watched together, per gateway. */
+const abandonedRuns = new WeakMap<GatewayDeps, AbandonedRuns>();
 
-/** Between two tries of an abandoned run's end or cancel flag. */
-const ABANDON_RETRY_EVERY_MS = 1000;
-
-/**
- * A run whose creation went unanswered (PostgreSQL stopped answering, or the connection was lost
- * after the statement was sent) was answered 503, but the database may have committed it, or
- * still commit it once it answers again (a creation kept waiting on a lock commits after its
- * client gave up). Such a run must never execute. Its cancel flag makes a worker that claims it
- * (the workers queue old queued runs again) end it at once, free: the flag is set again every
- * second until Redis takes it. And the run is looked for every second, and ended as unqueued
- * once it is there and still queued; both for {@link ABANDON_RETRY_MS}.
- */
-async function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): Promise<void> {
-  const deadline = Date.now() + ABANDON_RETRY_MS;
-  const again = () => Date.now() < deadline && sleep(ABANDON_RETRY_EVERY_MS, true, { ref: false });
-  void (async () => {
-    const key = runCancelKey(deps.config.REDIS_PREFIX, run.runId);
-    while (!(await deps.redis.set(key, "1", "EX", RUN_CANCEL_FLAG_TTL_S).then(() => true, () => false)) && (await again()));
-  })();
-  // What the run held (its Idempotency-Key) is released once PostgreSQL has answered, as soon as
-  // the run is ended or not there: a creation that commits later is still ended here or by its flag.
-  let released: Promise<void> | undefined;
-  const release = () => (released ??= run.unqueued?.().catch((err: unknown) => log.error({ err, runId: run.runId }, "could not release what the abandoned run held")) ?? Promise.resolve());
-  for (;;) {
-    try {
-      const found = await deps.prisma.run.findUnique({ where: { id: run.runId }, select: { status: true } });
-      // Not there (yet): its creation may still commit. Claimed by a worker: its cancel flag ends it.
-      if (found?.status === "queued") {
-        if (await failUnqueuedRun(deps, run)) log.warn({ runId: run.runId }, "ended a run committed although its creation went unanswered");
-      }
-      void release();
-      if (found || !(await again())) break;
-    } catch (err) {
-      if (!(await again())) {
-        log.error({ err, runId: run.runId }, "could not end a run whose creation went unanswered; its cancel flag stops it if it was created");
-        break;
-      }
-    }
+/** Watches a run whose creation went unanswered until it is ended or known not to exist (see {@link AbandonedRuns}). */
+function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): void {
+  let runs = abandonedRuns.get(deps);
+  if (!runs) {
+    runs = new AbandonedRuns({ prisma: deps.prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, end: (r) => failUnqueuedRun(deps, r) });
+    abandonedRuns.set(deps, runs);
   }
-  await released;
+  runs.add({ runId: run.runId, query: run.query, log, release: run.unqueued });
 }
 
 /**
