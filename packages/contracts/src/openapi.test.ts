@@ -72,8 +72,9 @@ describe("OpenAPI document", () => {
     expect(limit).toMatchObject({ in: "query", schema: { type: "integer", minimum: 1, maximum: 100 } });
     const offset = (op("/api/tasks", "get")!.parameters as OpenAPIV3_1.ParameterObject[]).find((p) => p.name === "offset");
     expect(offset).toMatchObject({ in: "query", schema: { type: "integer", minimum: 0 } });
-    // No bound of its own: at most the largest integer JSON carries exactly.
-    expect((offset!.schema as OpenAPIV3_1.SchemaObject).maximum ?? Number.MAX_SAFE_INTEGER).toBe(Number.MAX_SAFE_INTEGER);
+    // No bound: any integer is taken (one past every row is an empty page), so none is published
+    // that a client validating against the document would hold a valid request to.
+    expect(offset!.schema).not.toHaveProperty("maximum");
   });
 
   it("shows the defaults of the list parameters", () => {

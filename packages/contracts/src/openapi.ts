@@ -148,5 +148,6 @@ const integerParams: NonNullable<CreateDocumentOptions["override"]> = ({ zodSche
   if (out._zod.def.type !== "number") return;
   const { type, minimum, maximum } = z.toJSONSchema(out) as { type: "integer" | "number"; minimum?: number; maximum?: number };
   delete jsonSchema.pattern;
-  Object.assign(jsonSchema, { type, minimum, maximum });
+  // zod's safe-integer bound is not the parameter's: `offsetParam` takes any integer (clamped).
+  Object.assign(jsonSchema, { type, minimum, ...(maximum !== undefined && maximum < Number.MAX_SAFE_INTEGER && { maximum }) });
 };
