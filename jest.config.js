@@ -17,6 +17,10 @@ module.exports = {
   globalSetup: "<rootDir>/packages/testing/src/global-setup.ts",
   globalTeardown: "<rootDir>/packages/testing/src/global-teardown.ts",
   testTimeout: 60_000,
+  // One test file at a time: every stack of a run shares its database, and a stack's worker
+  // sweeps (orphaned and stale queued runs) act on every run in it, so files run side by side
+  // would end or re-queue each other's runs. (Jest's default on two cores is this already.)
+  maxWorkers: 1,
   projects: [
     {
       ...common,
