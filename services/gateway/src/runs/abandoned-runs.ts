@@ -30,7 +30,8 @@ interface Watched extends AbandonedRun {
   flagged: boolean;
   /** PostgreSQL answered where it stands, and a run found queued was ended: no more lookups. */
   settled: boolean;
-  released: boolean;
+  /** A lookup was answered (the run may not be there: its creation never committed); what it held is released then. */
+  answered: boolean;
 }
 
 /** Most ids one lookup names. */
@@ -67,7 +68,7 @@ export class AbandonedRuns {
   }
 
   add(run: AbandonedRun): void {
-    this.runs.set(run.runId, { ...run, until: Date.now() + this.watchMs, flagged: false, settled: false, released: false });
+    this.runs.set(run.runId, { ...run, until: Date.now() + this.watchMs, flagged: false, settled: false, answered: false });
     this.schedule(0);
   }
 
@@ -96,7 +97,8 @@ export class AbandonedRuns {
       if (run.flagged && run.settled) this.runs.delete(run.runId);
       else if (now >= run.until) {
         this.runs.delete(run.runId);
-        if (!run.settled) run.log.error({ runId: run.runId }, "could not end a run whose creation went unanswered; its cancel flag stops it if it was created");
+        // Looked for all along and never there: its creation did not commit. Never answered: unknown.
+        if (!run.answered) run.log.error({ runId: run.runId }, "could not end a run whose creation went unanswered; its cancel flag stops it if it was created");
         else if (!run.flagged) run.log.error({ runId: run.runId }, "could not set the cancel flag of a run whose creation went unanswered");
       }
     }
@@ -126,7 +128,7 @@ export class AbandonedRuns {
       const status = new Map(found.map((r) => [r.id, r.status]));
       await Promise.all(
         batch.map(async (run) => {
-          this.release(run);
+          this.markAnswered(run);
           const now = status.get(run.runId);
           // Not there (yet): its creation may still commit. Claimed by a worker: its cancel flag ends it.
           if (now === undefined) return;
@@ -143,9 +145,10 @@ export class AbandonedRuns {
     }
   }
 
-  private release(run: Watched): void {
-    if (run.released || !run.release) return;
-    run.released = true;
-    void run.release().catch((err: unknown) => run.log.error({ err, runId: run.runId }, "could not release what the abandoned run held"));
+  /** Marks `run` answered, releasing what it held the first time. */
+  private markAnswered(run: Watched): void {
+    if (run.answered) return;
+    run.answered = true;
+    void run.release?.().catch((err: unknown) => run.log.error({ err, runId: run.runId }, "could not release what the abandoned run held"));
   }
 }

@@ -148,7 +148,7 @@ class UnqueuedRunError extends AppError {
 /** The runs whose creation went unanswered, watched together, per gateway. */
 const abandonedRuns = new WeakMap<GatewayDeps, AbandonedRuns>();
 
-/** Watches a run whose creation went unanswered until it is ended or known not to exist (see {@link AbandonedRuns}). */
+/** Watches a run whose creation went unanswered until it is ended or its watch is over (see {@link AbandonedRuns}). */
 function abandonRun(deps: GatewayDeps, log: Logger, run: RunToStart): void {
   let runs = abandonedRuns.get(deps);
   if (!runs) {
