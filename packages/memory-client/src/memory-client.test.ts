@@ -1,51 +1,6 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { AppError } from "@agentrun/errors";
-import { createMemoryClient, MEMORY_ANSWER_MAX_BYTES } from "./memory-client";
-
-type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
-
-/** A tiny real HTTP server whose behaviour each test scripts. */
-async function startServer(handler: Handler): Promise<{ url: string; server: Server }> {
-  const server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => handler(req, body, res));
-  });
-  server.listen(0, "127.0.0.1");
-  await new Promise((resolve) => server.once("listening", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
-
-const servers: Server[] = [];
-async function serve(handler: Handler): Promise<string> {
-  const { url, server } = await startServer(handler);
-  servers.push(server);
-  return url;
-}
-afterEach(async () => {
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise((resolve) => s.close(resolve));
-  }
-});
-
-const json = (res: ServerResponse, status: number, body: unknown) => {
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-};
-
-const scope = { org_id: "org_1", agent_id: "agt_1" };
-const entry = { memory_id: "mem_1", content: "likes tea", category: "preference", user_id: "u1", created_at: "2026-01-01T00:00:00.000Z" };
-
-/** The rejection of `p`, which must be an AppError. */
-async function rejection(p: Promise<unknown>): Promise<AppError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AppError);
-  return err as AppError;
-}
+import type { ServerResponse } from "node:http";
+import { createMemoryClient } from "./memory-client";
+import { callMethod, entry, json, rejection, scope, serve, startServer, type Method } from "./memory-client.fixture";
 
 describe("memory client", () => {
   it("sends the token, path, query and body and returns the response body", async () => {
@@ -129,20 +84,6 @@ describe("memory client", () => {
     expect(err.cause).toBeDefined();
   });
 
-  type Method = "create" | "list" | "get" | "remove" | "search" | "context";
-  const callMethod = (method: Method, url: string): Promise<unknown> => {
-    const client = createMemoryClient({ baseUrl: url, token: "t" });
-    const asked = { ...scope, user_id: "u1", query: "tea" };
-    const calls: Record<Method, () => Promise<unknown>> = {
-      create: () => client.create({ ...scope, user_id: "u1", content: "likes tea" }),
-      list: () => client.list(scope),
-      get: () => client.get(scope, "mem_1"),
-      remove: () => client.remove(scope, "mem_1"),
-      search: () => client.search(asked),
-      context: () => client.context(asked),
-    };
-    return calls[method]();
-  };
 
   it.each<[string, Method, number, unknown]>([
     ["create without created", "create", 201, { memory: entry }],
@@ -164,50 +105,6 @@ describe("memory client", () => {
     const url = await serve((_req, _body, res) => (body === undefined ? void res.writeHead(status).end() : json(res, status, body)));
     const err = await rejection(callMethod(method, url));
     expect([err.code, err.status]).toEqual(["unavailable", 503]);
-  });
-
-  it.each<[Method, number]>([
-    ["list", 21],
-    ["search", 11],
-    ["context", 21],
-  ])("maps a %s answer with more entries (%i) than the request's default limit to unavailable", async (method, count) => {
-    const url = await serve((req, _body, res) => {
-      const one = req.url?.endsWith("/search") ? { ...entry, score: 0.5 } : entry;
-      json(res, 200, { memories: Array.from({ length: count }, (_, i) => ({ ...one, memory_id: `mem_${i}` })), has_more: false });
-    });
-    const err = await rejection(callMethod(method, url));
-    expect([err.code, err.status]).toEqual(["unavailable", 503]);
-    // As many as asked for is the contract's shape.
-    const client = createMemoryClient({ baseUrl: url, token: "t" });
-    const asked = { ...scope, user_id: "u1", query: "tea" };
-    if (method === "list") expect((await client.list({ ...scope, limit: count })).memories).toHaveLength(count);
-    if (method === "search") expect((await client.search({ ...asked, limit: count })).memories).toHaveLength(count);
-    if (method === "context") expect((await client.context({ ...asked, max_count: count })).memories).toHaveLength(count);
-  });
-
-  it.each([
-    ["says its length", true],
-    ["is streamed without a length", false],
-  ])("gives up reading an answer larger than MEMORY_ANSWER_MAX_BYTES that %s", async (_name, withLength) => {
-    let written = 0;
-    const url = await serve((_req, _body, res) => {
-      const total = MEMORY_ANSWER_MAX_BYTES * 4;
-      res.writeHead(200, { "content-type": "application/json", ...(withLength ? { "content-length": total } : {}) });
-      const piece = Buffer.alloc(64 * 1024, 0x20);
-      const more = () => {
-        while (written < total && !res.destroyed) {
-          written += piece.length;
-          if (!res.write(piece)) return void res.once("drain", more);
-        }
-        res.end();
-      };
-      more();
-    });
-    const err = await rejection(createMemoryClient({ baseUrl: url, token: "t", timeoutMs: 20_000 }).context({ ...scope, user_id: "u1", query: "tea" }));
-    expect([err.code, err.status]).toEqual(["unavailable", 503]);
-    expect(String((err.cause as Error).message)).toContain(`larger than ${MEMORY_ANSWER_MAX_BYTES} bytes`);
-    // It stopped reading: the server could not write the whole body.
-    expect(written).toBeLessThan(MEMORY_ANSWER_MAX_BYTES * 4);
   });
 
   it("returns search and context hits in the contract's shape, without fields it does not name", async () => {
