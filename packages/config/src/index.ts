@@ -167,3 +167,5 @@ export function urlHostFor(listenHost: string | undefined): string {
   if (h === "::" || h === "[::]") return "[::1]";
   return h.includes(":") && !h.startsWith("[") ? `[${h}]` : h;
 }
+
+export { onStopRequest } from "./stop-request";

@@ -3,7 +3,7 @@ import { once } from "node:events";
 import net from "node:net";
 import path from "node:path";
 import { REPO_ROOT } from "@agentrun/db";
-import { createTenant, eventually, freePort, startService, testEnv, testPrisma, waitForOk, watchSse } from "@agentrun/testing";
+import { createTenant, eventually, freePort, startMemoryService, startService, testEnv, testPrisma, waitForOk, watchSse } from "@agentrun/testing";
 
 /** Runs a service's entry point with `env` and returns how it exited. */
 function boot(service: string, env: Record<string, string>) {
@@ -131,5 +131,31 @@ describe("gateway lifecycle", () => {
     expect(gw.child.exitCode).toBe(0);
     expect(Date.now() - t0).toBeLessThan(5000);
     await prisma.$disconnect();
+  });
+});
+
+describe("memory service lifecycle", () => {
+  it("finishes a request in progress though a second SIGTERM follows the first, then exits 0", async () => {
+    const memory = await startMemoryService();
+    const { port } = new URL(memory.url);
+    const body = JSON.stringify({ org_id: "org_none", agent_id: "agt_none", user_id: "u1", query: "tea" });
+    const socket = net.connect(Number(port), "127.0.0.1");
+    await once(socket, "connect");
+    let answer = "";
+    socket.on("data", (d: Buffer) => (answer += d.toString()));
+    // A request whose body is still arriving: the service must wait for it.
+    socket.write(`POST /internal/memories/search HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${memory.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+    const exited = once(memory.process.child, "exit");
+    await new Promise((r) => setTimeout(r, 200));
+    memory.process.child.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 200));
+    // A terminal or process manager may say it twice; the service still waits for the request.
+    memory.process.child.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(memory.process.child.exitCode).toBeNull();
+    socket.write(body.slice(10));
+    await eventually(async () => /^HTTP\/1\.1 200 /.test(answer) && answer);
+    expect(await exited).toEqual([0, null]);
+    socket.destroy();
   });
 });

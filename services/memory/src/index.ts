@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import { once } from "node:events";
-import { loadConfig, runMain } from "@agentrun/config";
+import { loadConfig, onStopRequest, runMain } from "@agentrun/config";
 import { createPrisma, warmUp } from "@agentrun/db";
 import { appMessageClasses } from "@agentrun/express-server";
 import { createLogger } from "@agentrun/logger";
@@ -32,10 +32,12 @@ runMain(async () => {
   logger.info({ port, host: config.MEMORY_HOST ?? "every interface" }, "memory service listening");
 
   let stopping = false;
-  const shutdown = async (signal: NodeJS.Signals): Promise<void> => {
+  // A second request changes nothing: open connections are cut at SHUTDOWN_GRACE_MS anyway, and
+  // a process manager or a terminal may send the same request twice.
+  const shutdown = async (signal: string): Promise<void> => {
     if (stopping) {
-      logger.warn({ signal }, "second signal, exiting now");
-      process.exit(1);
+      logger.info({ signal }, "already shutting down");
+      return;
     }
     stopping = true;
     logger.info({ signal }, "shutting down");
@@ -49,12 +51,10 @@ runMain(async () => {
     logger.info("stopped");
     process.exit(0);
   };
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    process.on(signal, (s) => {
-      shutdown(s).catch((err: unknown) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      });
+  onStopRequest((reason) => {
+    shutdown(reason).catch((err: unknown) => {
+      logger.error({ err }, "shutdown failed");
+      process.exit(1);
     });
-  }
+  });
 });
