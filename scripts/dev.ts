@@ -4,7 +4,7 @@
  * first start, starts the scripted model, memory service, agent worker and gateway, and prints
  * the demo API key and agent id once everything is ready.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -14,6 +14,7 @@ import { z } from "zod";
 import { ConfigError, databaseUrl, loadConfig, port, redisUrl, urlHostFor } from "@agentrun/config";
 import { hashApiKey } from "@agentrun/api-keys";
 import { ensureDatabase, migrateDeploy, REPO_ROOT } from "@agentrun/db";
+import { callerStopGraceMs, StackSupervisor, workersSetting } from "./stack-supervisor";
 
 // A local .env (see .env.example) applies to every service started from here.
 if (fs.existsSync(path.join(REPO_ROOT, ".env"))) process.loadEnvFile(path.join(REPO_ROOT, ".env"));
@@ -24,7 +25,7 @@ const configSchema = z.object({
   PORT: port(3000),
   MEMORY_PORT: port(3002),
   SCRIPTED_MODEL_PORT: port(4010),
-  WORKERS: z.coerce.number().int().min(1).max(16).default(1),
+  WORKERS: workersSetting,
 });
 
 /** The environment, or one line naming each bad variable and exit 1, as the services do. */
@@ -41,11 +42,6 @@ function loadDevConfig(): z.infer<typeof configSchema> {
 const config = loadDevConfig();
 const STATE_FILE = path.join(REPO_ROOT, ".agentrun-dev.json");
 const HOW_TO_START = "start them with `docker compose up -d postgres redis` (or your local services)";
-/**
- * How long the services may take to stop before they are killed: 5 s past the worker's own
- * deadline (SHUTDOWN_GRACE_MS, 10 s by default, and 5 s to store its runs' ends), 20 s at least.
- */
-const STOP_GRACE_MS = Math.max(20_000, (Number(process.env.SHUTDOWN_GRACE_MS) || 10_000) + 10_000);
 
 /** A reason to stop: main's catch prints it, stops every service started so far and exits 1. */
 class DevFailure extends Error {}
@@ -159,37 +155,10 @@ function saveState(state: DemoState): DemoState {
   return state;
 }
 
-const children: ChildProcess[] = [];
-function start(service: string, env: Record<string, string>): void {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "services", service, "src/index.ts")], {
-    env: { ...process.env, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL, ...env },
-    stdio: ["ignore", "inherit", "inherit"],
-  });
-  child.on("exit", (code, signal) => {
-    if (!stopping) void stopAll(1, `${service} exited (${signal ?? code}); stopping.`);
-  });
-  children.push(child);
-}
-
-const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
-
-let stopping: Promise<never> | null = null;
-/**
- * Prints `line` if given, stops every service started so far (SIGTERM, then SIGKILL after
- * {@link STOP_GRACE_MS}) and exits with `code` once all of them have exited, so that none is
- * left running without this process.
- */
-function stopAll(code: number, line?: string): Promise<never> {
-  if (line) process.stderr.write(`${line}\n`);
-  return (stopping ??= (async () => {
-    const exited = children.map((c) => new Promise((r) => (running(c) ? c.once("exit", r) : r(null))));
-    for (const c of children.filter(running)) c.kill("SIGTERM");
-    const kill = setTimeout(() => children.filter(running).forEach((c) => c.kill("SIGKILL")), STOP_GRACE_MS);
-    await Promise.all(exited);
-    clearTimeout(kill);
-    process.exit(code);
-  })());
-}
+const stack = new StackSupervisor({
+  env: { ...process.env, DATABASE_URL: config.DATABASE_URL, REDIS_URL: config.REDIS_URL },
+  callerGraceMs: callerStopGraceMs(process.env),
+});
 
 async function waitReady(url: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
@@ -215,19 +184,16 @@ async function main(): Promise<void> {
   const demo = await seedDemo();
   const memoryUrl = `http://${urlHostFor(process.env.MEMORY_HOST)}:${config.MEMORY_PORT}`;
   const modelUrl = `http://${urlHostFor(process.env.SCRIPTED_MODEL_HOST)}:${config.SCRIPTED_MODEL_PORT}/v1`;
+  stack.stopOnSignals();
   // The scripted model and the memory service (whose internal token is a published default
   // here) are reached only from this machine, unless the operator says otherwise.
-  start("scripted-model", { SCRIPTED_MODEL_PORT: String(config.SCRIPTED_MODEL_PORT), SCRIPTED_MODEL_HOST: devHost("SCRIPTED_MODEL_HOST") });
-  start("memory", { MEMORY_PORT: String(config.MEMORY_PORT), MEMORY_HOST: devHost("MEMORY_HOST") });
-  // A worker's id tells the owner of a run apart from a worker taking it over: each process its own.
-  const workerId = (i: number): Record<string, string> => (process.env.WORKER_ID && config.WORKERS > 1 ? { WORKER_ID: `${process.env.WORKER_ID}-${i + 1}` } : {});
-  for (let i = 0; i < config.WORKERS; i++) start("agent-worker", { MEMORY_URL: memoryUrl, SCRIPTED_MODEL_URL: modelUrl, ...workerId(i) });
-  start("gateway", { PORT: String(config.PORT), MEMORY_URL: memoryUrl });
-  process.on("SIGINT", () => void stopAll(0));
-  process.on("SIGTERM", () => void stopAll(0));
+  stack.start("scripted-model", { SCRIPTED_MODEL_PORT: String(config.SCRIPTED_MODEL_PORT), SCRIPTED_MODEL_HOST: devHost("SCRIPTED_MODEL_HOST") });
+  stack.start("memory", { MEMORY_PORT: String(config.MEMORY_PORT), MEMORY_HOST: devHost("MEMORY_HOST") });
+  stack.startWorkers(config.WORKERS, { MEMORY_URL: memoryUrl, SCRIPTED_MODEL_URL: modelUrl });
+  stack.start("gateway", { PORT: String(config.PORT), MEMORY_URL: memoryUrl });
   await waitReady(`http://127.0.0.1:${config.PORT}/readyz`);
   // A service that exited meanwhile is stopping the stack: no "ready" for it.
-  if (stopping) await stopping;
+  if (stack.stopped) await stack.stopped;
   const base = `http://127.0.0.1:${config.PORT}`;
   console.log(
     [
@@ -243,4 +209,4 @@ async function main(): Promise<void> {
   );
 }
 
-main().catch((err: Error) => stopAll(1, err instanceof DevFailure ? err.message : `npm run dev failed: ${err.message}`));
+main().catch((err: Error) => stack.stop(1, err instanceof DevFailure ? err.message : `npm run dev failed: ${err.message}`));

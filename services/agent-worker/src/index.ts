@@ -1,4 +1,4 @@
-import { loadConfig, runMain } from "@agentrun/config";
+import { loadConfig, onStopRequest, runMain } from "@agentrun/config";
 import { createLogger } from "@agentrun/logger";
 import { workerConfigSchema } from "./config";
 import { startAgentWorker, type AgentWorker } from "./agent-worker";
@@ -42,8 +42,7 @@ runMain(async () => {
       },
     );
   };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+  onStopRequest(stop);
   worker = await startAgentWorker(config, logger);
   clearTimeout(startupDeadline);
   if (stopRequested) stop(stopRequested);

@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import https from "node:https";
-import { loadConfig, runMain } from "@agentrun/config";
+import { loadConfig, onStopRequest, runMain } from "@agentrun/config";
 import { createLogger } from "@agentrun/logger";
 import { gatewayConfigSchema } from "./config";
 import { createGatewayDeps } from "./create-deps";
@@ -44,6 +44,5 @@ runMain(async () => {
     logger.info("stopped");
     process.exit(0);
   };
-  process.on("SIGTERM", () => void stop("SIGTERM"));
-  process.on("SIGINT", () => void stop("SIGINT"));
+  onStopRequest((reason) => void stop(reason));
 });

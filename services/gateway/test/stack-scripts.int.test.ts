@@ -1,32 +1,13 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import fs from "node:fs";
 import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@agentrun/db";
-import { eventually, freePort, testEnv, waitForOk } from "@agentrun/testing";
+import { eventually, freePort, testEnv } from "@agentrun/testing";
+import { listening, processesWith, startNpmStart } from "./npm-start.fixture";
 
 jest.setTimeout(120_000);
-
-/** Whether something accepts connections on 127.0.0.1:`port`. */
-const listening = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = net.connect(port, "127.0.0.1");
-    socket.once("connect", () => resolve(!socket.destroy()));
-    socket.once("error", () => resolve(false));
-  });
-
-/** Last resort after a failure: SIGKILL every process of this machine whose environment holds `marker`. */
-function killProcessesWith(marker: string): void {
-  for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (Number(pid) !== process.pid && fs.readFileSync(`/proc/${pid}/environ`, "utf8").includes(marker)) process.kill(Number(pid), "SIGKILL");
-    } catch {
-      /* gone, or not ours to read */
-    }
-  }
-}
 
 it("npm run dev names each bad variable on one line and exits 1", () => {
   const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts/dev.ts")], {
@@ -37,6 +18,16 @@ it("npm run dev names each bad variable on one line and exits 1", () => {
   });
   expect(r.status).toBe(1);
   expect(r.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^invalid environment: PORT: .*; WORKERS: /)]);
+});
+
+it("npm start names a bad WORKERS on one line and exits 1, starting nothing", () => {
+  const r = spawnSync(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "scripts/start.ts")], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, WORKERS: "0" },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+  expect([r.status, r.stdout, r.stderr.trim().split("\n")]).toEqual([1, "", [expect.stringMatching(/^invalid environment: WORKERS: /)]]);
 });
 
 /** `npm run dev` with `env` added, run to its exit (it must fail before starting anything). */
@@ -72,51 +63,20 @@ it("long-running npm scripts exec their command, so that a supervisor's SIGTERM 
 });
 
 it("npm start stops every service when npm itself gets SIGTERM, as a supervisor sends it", async () => {
-  const [gateway, memory, model] = await Promise.all([freePort(), freePort(), freePort()]);
-  const prefix = `${testEnv().redisPrefix}:npm-start-${gateway}`;
-  // The environment of a supervisor, not of the npm that runs jest.
-  const outer = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_|^INIT_CWD$|^JEST_|^NODE_ENV$/i.test(k)));
-  const env = {
-    ...outer,
-    DATABASE_URL: testEnv().databaseUrl,
-    REDIS_PREFIX: prefix,
-    PORT: String(gateway),
-    MEMORY_PORT: String(memory),
-    SCRIPTED_MODEL_PORT: String(model),
-    MEMORY_URL: `http://127.0.0.1:${memory}`,
-    SCRIPTED_MODEL_URL: `http://127.0.0.1:${model}/v1`,
-    LOG_LEVEL: "warn",
-  };
-  // Output to a file, as a supervisor's log: a pipe that closes with npm would stop turbo anyway.
-  const logFile = path.join(os.tmpdir(), `agentrun-npm-start-${process.pid}-${gateway}.log`);
-  const log = fs.openSync(logFile, "w");
-  const npm = spawn("npm", ["start"], { cwd: REPO_ROOT, env, stdio: ["ignore", log, log] });
-  fs.closeSync(log);
-  const output = () => fs.readFileSync(logFile, "utf8");
+  const stack = await startNpmStart();
   try {
-    await Promise.all([
-      waitForOk(`http://127.0.0.1:${gateway}/readyz`, null, 60_000),
-      waitForOk(`http://127.0.0.1:${memory}/healthz`, null, 60_000),
-      waitForOk(`http://127.0.0.1:${model}/v1/models`, null, 60_000),
-    ]);
-    const exited = once(npm, "exit");
-    npm.kill("SIGTERM");
-    // Nothing is left serving within moments: the services got the signal (through turbo), not only npm.
+    const exited = once(stack.npm, "exit");
+    stack.npm.kill("SIGTERM");
+    // Nothing is left serving within moments: the services got the signal, not only npm.
     await eventually(async () => {
-      for (const port of [gateway, memory, model]) expect([port, await listening(port)]).toEqual([port, false]);
+      for (const port of Object.values(stack.ports)) expect([port, await listening(port)]).toEqual([port, false]);
       return true;
     }, { timeoutMs: 15_000 });
-    await exited;
+    expect(await exited).toEqual([0, null]);
+    expect(processesWith(stack.marker)).toEqual([]);
   } catch (err) {
-    throw new Error(`${(err as Error).message}\n--- npm start printed:\n${output().slice(-4000)}`);
+    throw new Error(`${(err as Error).message}\n--- npm start printed:\n${stack.output().slice(-4000)}`);
   } finally {
-    // On a failure, stop the stack the way the test expects it to stop, then for good.
-    if (npm.exitCode === null) {
-      npm.kill("SIGTERM");
-      await Promise.race([once(npm, "exit"), new Promise((r) => setTimeout(r, 30_000))]);
-      if (npm.exitCode === null) npm.kill("SIGKILL");
-    }
-    killProcessesWith(`REDIS_PREFIX=${prefix}\0`);
-    fs.rmSync(logFile, { force: true });
+    await stack.cleanUp();
   }
 });

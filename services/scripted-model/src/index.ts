@@ -1,6 +1,6 @@
 /** Boots the scripted model: `SCRIPTED_MODEL_PORT` or `PORT` (default 4010), `SCRIPTED_MODEL_HOST`, `LOG_LEVEL`. */
 import { createServer } from "node:http";
-import { loadConfig, runMain } from "@agentrun/config";
+import { loadConfig, onStopRequest, runMain } from "@agentrun/config";
 import { createLogger } from "@agentrun/logger";
 import { createApp } from "./app";
 import { configSchema } from "./config";
@@ -8,9 +8,10 @@ import { closeServer, listen } from "./server";
 
 /**
  * How long streams in progress may go on after SIGTERM/SIGINT. Longer than the agent worker's
- * default `SHUTDOWN_GRACE_MS` (10 s): when a whole stack stops at once (Ctrl-C on `npm run dev`
- * signals every process of the group), the runs the worker lets finish are not cut by their
- * model. A stream whose client goes away ends at once, so a stopping worker never waits on it.
+ * default `SHUTDOWN_GRACE_MS` (10 s): when a whole stack is signalled at once (every process of
+ * a group, say; `npm run dev` and `npm start` stop the model last), the answers the worker's runs
+ * are streaming are not cut. A stream whose client goes away ends at once, so a stopping worker
+ * never waits on it.
  */
 const SHUTDOWN_GRACE_MS = 15_000;
 
@@ -37,8 +38,7 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  process.on("SIGINT", () => shutdown("SIGINT"));
+  onStopRequest(shutdown);
 }
 
 runMain(main);
