@@ -1,7 +1,8 @@
+import { generateApiKey } from "@agentrun/api-keys";
 import { runRequestSchema } from "@agentrun/contracts";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { isUnavailableError } from "@agentrun/errors";
-import { stackWithTenant, eventually, readSse, runJson, startPgRelay, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, stackWithTenant, eventually, readSse, runJson, startPgRelay, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import { ABANDONED_CLAIM_MS, IDEMPOTENCY_TTL_MS, releaseIdempotencyKey, requestHash, UNQUEUED_CODE } from "../src/runs/idempotency";
 
 // What a replay of an Idempotency-Key gets when the run it names is gone, or not there yet.
@@ -159,4 +160,23 @@ it("answers every one of a burst of identical keyed requests to a refused run wi
   } finally {
     await prisma.organization.update({ where: { id: tenant.orgId }, data: { creditBalance } });
   }
+});
+
+it("keeps keys per organization: another API key of it gets the same run, another organization a run of its own", async () => {
+  const key = `key-${newId("run")}`;
+  const first = await run(key, "one organization");
+  expect(first.status).toBe(200);
+  // A second API key of the same organization (a rotation, say).
+  const second = generateApiKey();
+  await prisma.apiKey.create({ data: { id: newId("key"), orgId: tenant.orgId, prefix: second.prefix, keyHash: second.keyHash, name: "rotated" } });
+  const rotated = { ...keyed(key), authorization: `Bearer ${second.apiKey}` };
+  const again = await runJson(stack.gatewayUrl, rotated, { query: "one organization" });
+  expect([again.status, again.body.run_id]).toEqual([200, first.body.run_id]);
+  expect((await runJson(stack.gatewayUrl, rotated, { query: "another request" })).body.error.code).toBe("idempotency_conflict");
+  // The same key in another organization names nothing of the first one.
+  const other = await createTenant(prisma);
+  const theirs = await runJson(stack.gatewayUrl, { ...other.headers, "idempotency-key": key }, { query: "one organization" });
+  expect(theirs.status).toBe(200);
+  expect(theirs.body.run_id).not.toBe(first.body.run_id);
+  expect(theirs.body.task_id).not.toBe(first.body.task_id);
 });
