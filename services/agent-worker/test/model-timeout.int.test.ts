@@ -1,3 +1,4 @@
+import { readDbEvents } from "@agentrun/events";
 import { stackWithTenant, readSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
@@ -23,4 +24,7 @@ it("fails with model_timeout a run whose model is still streaming after MODEL_TI
   expect(elapsed).toBeLessThan(5000);
   const run = await prisma.run.findUniqueOrThrow({ where: { id: terminal.run_id } });
   expect(run).toMatchObject({ status: "failed", errorCode: "model_timeout" });
+  // Stored as streamed: every event once, in order, the text before the timeout included.
+  expect(res.events.map((e) => Number(e.id))).toEqual(res.events.map((_, k) => k + 1));
+  expect(await readDbEvents({ prisma }, terminal.run_id)).toEqual(res.events.map((e) => e.data));
 }, 30_000);
