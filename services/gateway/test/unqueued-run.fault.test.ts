@@ -1,3 +1,4 @@
+import { readDbEvents } from "@agentrun/events";
 import { createTenant, eventually, readSse, runJson, startPrivatePostgres, startPrivateRedis, startStack, testPrisma, type PrivatePostgres, type PrivateRedis, type Stack, type Tenant } from "@agentrun/testing";
 import { spawnSync } from "node:child_process";
 import { ensureDatabase, migrateDeploy, newId, type PrismaClient } from "@agentrun/db";
@@ -163,4 +164,7 @@ it("streams a run it can neither queue nor fail to its end once the outage is ov
   expect(events.at(-1)!.data).toMatchObject({ type: "run_completed", run_id: runId });
   expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
   expect(events.flatMap((e) => (e.data.type === "text_chunk" ? [e.data.content] : [])).join("")).toBe("Echo: held on a stream");
+  // Stored as streamed, and the run ended as its stream says.
+  expect(await readDbEvents({ prisma }, runId)).toEqual(events.map((e) => e.data));
+  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true } })).toEqual({ status: "completed" });
 });
