@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import { CALC_MAX_RESULT_CHARS } from "./calc-limits";
 import type { CalcReply } from "./calc-thread";
 import { spawnCalcProcess } from "./calc-process";
 
@@ -21,7 +22,7 @@ export class CalcFailure extends Error {
      * `unavailable`: no thread could load, so the expression was never evaluated. `aborted`: its
      * run stopped while a thread computed it; `unstarted`: while it waited for one.
      */
-    readonly reason: "invalid" | "timeout" | "memory" | "busy" | "aborted" | "unstarted" | "unavailable",
+    readonly reason: "invalid" | "oversized" | "timeout" | "memory" | "busy" | "aborted" | "unstarted" | "unavailable",
     message: string,
   ) {
     super(message);
@@ -146,6 +147,7 @@ export class CalcSandbox {
       if (job?.id !== reply.id) return;
       this.finish(thread);
       if ("error" in reply) job.reject(new CalcFailure("invalid", reply.error));
+      else if ("oversized" in reply) job.reject(new CalcFailure("oversized", `its answer has ${reply.oversized} characters; at most ${CALC_MAX_RESULT_CHARS} are returned`));
       else job.resolve(reply.result);
       this.pump();
     });

@@ -150,6 +150,21 @@ describe("calc_evaluate limits", () => {
     await expect(evaluate("0.1 + 0.2")).resolves.toEqual({ expression: "0.1 + 0.2", result: 0.30000000000000004 });
   });
 
+  it("refuses properties, through which typed.clear() or a new conversion would change every later calculation", async () => {
+    for (const expression of ["typed.clear()", "typed.clearConversions()", 'typed["clear"]()', "f = typed; f.clear()", "typed.onMismatch = 1", "x = {a: 2}; x.a"]) {
+      const err = await failure(expression);
+      expect({ expression, code: err.code, message: err.message }).toEqual({ expression, code: "invalid_expression", message: expect.stringMatching(/properties \((clear|clearConversions|onMismatch|a)\) cannot be used/) });
+    }
+    // A name built as the expression runs is refused by mathjs for a function.
+    expect((await failure('typed[concat("cl", "ear")]()')).code).toBe("invalid_expression");
+    // Numbers, units and conversions still evaluate as they should in the same threads.
+    await expect(evaluate("log(100, 10)")).resolves.toMatchObject({ result: 2 });
+    await expect(evaluate("sin(pi / 2)")).resolves.toMatchObject({ result: 1 });
+    await expect(evaluate("5 cm to inch")).resolves.toMatchObject({ result: expect.stringMatching(/^1\.9685039370079 inch$/) });
+    await expect(evaluate("sqrt(true)")).resolves.toMatchObject({ result: 1 });
+    await expect(evaluate("size([1, 2; 3, 4])[1]")).resolves.toMatchObject({ result: 2 });
+  });
+
   it("stops an expression that computes too long, on its own thread, and goes on with the next", async () => {
     // The worker's event loop stays free meanwhile: a timer due long before the time limit fires
     // before the failure arrives (on the event loop's thread it would fire only after it).
@@ -173,8 +188,11 @@ describe("calc_evaluate limits", () => {
     }
   });
 
-  it("refuses an answer too long to hand to the model", async () => {
-    expect((await failure("ones(300, 300)")).code).toBe("too_expensive");
+  it("refuses an answer too long to hand to the model, and says how long it was", async () => {
+    const matrix = await failure("ones(300, 300)");
+    expect([matrix.code, matrix.message]).toEqual(["too_expensive", expect.stringMatching(/: its answer has \d{6} characters; at most 10000 are returned\.$/)]);
+    const doubled = await failure(`s="ab"${";s=concat(s,s)".repeat(22)};s`);
+    expect([doubled.code, doubled.message]).toEqual(["too_expensive", expect.stringMatching(/: its answer has 8388608 characters; at most 10000 are returned\.$/)]);
   });
 
   it("stops at once when the run is cancelled, with the run's stop reason", async () => {

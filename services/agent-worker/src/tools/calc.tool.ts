@@ -2,10 +2,9 @@ import { z } from "zod";
 import { CalcFailure, CalcSandbox } from "./calc-sandbox";
 import { defineAction, StoppedBeforeStart, ToolError } from "./tool";
 
-/** Longest a calculation may compute, heap it may use, and longest answer it may give. */
+/** Longest a calculation may compute, and heap it may use (the longest answer: calc-limits.ts). */
 export const CALC_TIMEOUT_MS = 1000;
 export const CALC_MAX_HEAP_MB = 64;
-export const CALC_MAX_RESULT_CHARS = 10_000;
 /** Calc processes ("threads") per worker process: a slow expression leaves the other to the other runs. */
 export const CALC_THREADS = 2;
 /**
@@ -27,6 +26,7 @@ export const warmCalcThreads = () => sandbox.warm();
  */
 const FAILURES: Record<Exclude<CalcFailure["reason"], "aborted" | "unstarted">, { code: string; charged: boolean }> = {
   invalid: { code: "invalid_expression", charged: true },
+  oversized: { code: "too_expensive", charged: true },
   timeout: { code: "too_expensive", charged: true },
   memory: { code: "too_expensive", charged: true },
   // Nothing wrong with the expression: it may be asked again.
@@ -40,9 +40,8 @@ export const calcEvaluate = defineAction({
   description: "Evaluates an arithmetic expression, e.g. '(2 + 3) * 4 / 5' or 'sqrt(16) + 2^3'.",
   params: z.strictObject({ expression: z.string().min(1).max(1000).describe("The expression to evaluate") }),
   async run({ expression }, ctx) {
-    let result: number | boolean | string;
     try {
-      result = await sandbox.evaluate(expression, ctx.signal);
+      return { expression, result: await sandbox.evaluate(expression, ctx.signal) };
     } catch (err) {
       if (!(err instanceof CalcFailure)) throw err;
       // A stopped run: the registry reports the stop, not a tool error.
@@ -51,9 +50,5 @@ export const calcEvaluate = defineAction({
       const { code, charged } = FAILURES[err.reason];
       throw new ToolError(code, `Cannot evaluate '${expression}': ${err.message}.`, { charged });
     }
-    if (typeof result === "string" && result.length > CALC_MAX_RESULT_CHARS) {
-      throw new ToolError("too_expensive", `'${expression}' gives an answer of ${result.length} characters; at most ${CALC_MAX_RESULT_CHARS} are returned.`);
-    }
-    return { expression, result };
   },
 });
