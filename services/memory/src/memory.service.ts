@@ -42,9 +42,13 @@ export interface ListMemoriesQuery extends MemoryScope {
   before?: string;
 }
 
-/** Hex SHA-256 of the trimmed content: the deduplication key with (org, agent, user). */
+/**
+ * Hex SHA-256 of the trimmed content in Unicode's composed form (NFC): the deduplication key with
+ * (org, agent, user). "café" typed with a combining accent (NFD, as macOS file names and some
+ * keyboards give it) looks, prints and is searched as the composed one, so it is the same entry.
+ */
 export function contentHash(content: string): string {
-  return createHash("sha256").update(content.trim()).digest("hex");
+  return createHash("sha256").update(content.trim().normalize("NFC")).digest("hex");
 }
 
 /**

@@ -151,6 +151,17 @@ describe("memory service: create, read, delete", () => {
     await api().post("/internal/memories").set(AUTH).send({ ...scope, user_id: "u1", content: "likes jazz" }).expect(201);
   });
 
+  it("takes text that differs only in Unicode composition (NFC, NFD) as the same entry", async () => {
+    const scope = { ...newScope(), user_id: "u1" };
+    const composed = "Loves café au lait".normalize("NFC");
+    const decomposed = composed.normalize("NFD");
+    expect(decomposed).not.toBe(composed);
+    const first = await api().post("/internal/memories").set(AUTH).send({ ...scope, content: composed }).expect(201);
+    const again = await api().post("/internal/memories").set(AUTH).send({ ...scope, content: decomposed }).expect(200);
+    expect(again.body).toEqual({ memory: first.body.memory, created: false });
+    expect(await t.prisma.memoryEntry.count({ where: { orgId: scope.org_id, agentId: scope.agent_id } })).toBe(1);
+  });
+
   it("stores one row when identical creates race", async () => {
     const scope = newScope();
     const body = { ...scope, user_id: "u1", content: "Allergic to peanuts", category: "fact" };
