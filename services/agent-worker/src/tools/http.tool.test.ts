@@ -56,6 +56,9 @@ describe("addressAllowed", () => {
     "fc00::1",
     "fe80::1",
     "64:ff9b::7f00:1",
+    "64:ff9b::a00:1",
+    "64:ff9b::a9fe:a9fe",
+    "64:ff9b:1::808:808",
     "2002:7f00:1::1",
     "::7f00:1",
     "::a9fe:a9fe",
@@ -64,7 +67,8 @@ describe("addressAllowed", () => {
     expect(addressAllowed(address, false)).toBe(false);
   });
 
-  it.each(["8.8.8.8", "1.1.1.1", "::ffff:8.8.8.8", "2001:4860:4860::8888"])("accepts the public address %s", (address) => {
+  // 64:ff9b::808:808 is 8.8.8.8 through NAT64 (what DNS64 answers on an IPv6-only network).
+  it.each(["8.8.8.8", "1.1.1.1", "::ffff:8.8.8.8", "2001:4860:4860::8888", "64:ff9b::808:808", "64:ff9b::5db8:d822"])("accepts the public address %s", (address) => {
     expect(addressAllowed(address, false)).toBe(true);
   });
 

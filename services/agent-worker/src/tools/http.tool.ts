@@ -47,9 +47,11 @@ export function addressAllowed(address: string, allowPrivate: boolean): boolean 
   let ip = ipaddr.parse(address);
   if (ip.kind() === "ipv6") {
     const v6 = ip as ipaddr.IPv6;
-    // IPv4-mapped (::ffff:a.b.c.d) and the deprecated IPv4-compatible form (::a.b.c.d) carry an
-    // IPv4 address, judged as one.
-    if (v6.isIPv4MappedAddress() || (v6.parts.slice(0, 6).every((p) => p === 0) && v6.parts[6] !== 0)) {
+    // IPv4-mapped (::ffff:a.b.c.d), the deprecated IPv4-compatible form (::a.b.c.d) and NAT64's
+    // well-known prefix (64:ff9b::a.b.c.d, which DNS64 gives IPv4-only hosts on an IPv6-only
+    // network) carry an IPv4 address, judged as one.
+    const nat64 = v6.parts.slice(0, 6).join(":") === [0x64, 0xff9b, 0, 0, 0, 0].join(":");
+    if (v6.isIPv4MappedAddress() || nat64 || (v6.parts.slice(0, 6).every((p) => p === 0) && v6.parts[6] !== 0)) {
       ip = ipaddr.fromByteArray(v6.toByteArray().slice(12));
     }
   }
