@@ -6,7 +6,7 @@ import { Prisma } from "@agentrun/db";
 import type { MemoryCategoryValue, MemoryEntryView, MemoryScope } from "@agentrun/contracts";
 import { listMemories, type MemoryServiceDeps } from "./memory.service";
 import { toMemoryView } from "./memory.view";
-import { mayHoldSearchTerms, searchTermsCte } from "./search-terms";
+import { characterGrams, mayHoldSearchTerms, searchTermsCte } from "./search-terms";
 
 export interface SearchMemoriesInput extends MemoryScope {
   user_id: string;
@@ -54,8 +54,9 @@ const MIN_RANKED_CANDIDATES = 200;
  *
  * The query's lexemes (see {@link searchTermsCte}: PostgreSQL's `english` configuration splits,
  * stems and drops stop words, as it did for the entries) are OR-ed into a tsquery; an entry
- * matches when its search document shares at least one lexeme. Its score is
- * `distinct query lexemes it contains + r / (r + 1)` with `r = ts_rank_cd(…)`: covering more of
+ * matches when its search document shares at least one lexeme, or its text one of the query's
+ * character pairs of scripts written without spaces (see characterGrams). Its score is
+ * `distinct query lexemes and character pairs it contains + r / (r + 1)` with `r = ts_rank_cd(…)`: covering more of
  * the query's words always ranks higher, and among equal coverage the cover density decides
  * (the fraction stays below 1), within the {@link MIN_RANKED_CANDIDATES} (or five times `limit`)
  * entries covering the most (the newest first among equal ones). Ties go to the newest entry,
@@ -65,6 +66,15 @@ const MIN_RANKED_CANDIDATES = 200;
  */
 export async function searchMemories({ prisma }: MemoryServiceDeps, input: SearchMemoriesInput): Promise<ScoredMemoryView[]> {
   if (!mayHoldSearchTerms(input.query)) return [];
+  // The query's character pairs of unspaced scripts (see characterGrams) that the entry's text
+  // contains, each counting as a shared word; none to look for without such scripts.
+  const grams = characterGrams(input.query);
+  // The entry's NFC text is made once per entry (the fence keeps it from being made per pair).
+  const gramsFound =
+    grams.length === 0
+      ? Prisma.sql`(SELECT 0 AS grams) f`
+      : Prisma.sql`(SELECT agentrun_nfc(m.content) AS text OFFSET 0) n
+          CROSS JOIN LATERAL (SELECT count(*)::int AS grams FROM unnest(${grams}::text[]) AS g(gram) WHERE strpos(n.text, g.gram) > 0) f`;
   const rows = await prisma.$queryRaw<SearchRow[]>(Prisma.sql`
     WITH ${searchTermsCte(input.query)}, m AS (
       SELECT e.id, e.user_id, e.content, e.category::text AS category, e.created_at,
@@ -74,13 +84,13 @@ export async function searchMemories({ prisma }: MemoryServiceDeps, input: Searc
       ORDER BY e.created_at DESC, e.id DESC
       LIMIT ${MAX_SEARCHED_ENTRIES}
     ), covered AS (
-      SELECT m.*, length(m.doc) - length(ts_delete(m.doc, q.lexemes)) AS shared
-      FROM m CROSS JOIN q
-      WHERE m.doc @@ q.query
+      SELECT m.*, COALESCE(length(m.doc) - length(ts_delete(m.doc, q.lexemes)), 0) + f.grams AS shared
+      FROM m CROSS JOIN q CROSS JOIN LATERAL ${gramsFound}
+      WHERE m.doc @@ q.query OR f.grams > 0
       ORDER BY shared DESC, m.created_at DESC, m.id DESC
       LIMIT ${Math.max(input.limit * 5, MIN_RANKED_CANDIDATES)}
     )
-    SELECT c.id, c.user_id, c.content, c.category, c.created_at, (c.shared + ts_rank_cd(c.doc, q.query, 32))::float8 AS score
+    SELECT c.id, c.user_id, c.content, c.category, c.created_at, (c.shared + COALESCE(ts_rank_cd(c.doc, q.query, 32), 0))::float8 AS score
     FROM covered c CROSS JOIN q
     ORDER BY score DESC, c.created_at DESC, c.id DESC
     LIMIT ${input.limit}

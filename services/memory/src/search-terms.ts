@@ -28,6 +28,30 @@ export const MAX_SEARCH_TERMS = 64;
 /** Longer "words" are noise (hashes, base64). */
 const MAX_TERM_LENGTH = 100;
 
+/**
+ * Runs of letters of scripts written without spaces between words (Chinese, Japanese, Thai, Lao,
+ * Khmer, Burmese), or, for Korean, with endings joined to them: PostgreSQL's parser takes such a
+ * run as one word, so "緑茶" would never match "ユーザーは緑茶が好きです". The Katakana long
+ * vowel mark (ー) belongs to no script and is taken with them.
+ */
+const UNSPACED_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}\u30FC\uFF70]+/gu;
+
+/**
+ * The pairs of neighbouring characters of the query's unspaced runs (see UNSPACED_RUN), or a
+ * run's one character, in the NFC form, at most {@link MAX_SEARCH_TERMS} of them: an entry
+ * containing one of them shares that much of the query, as bigram indexes of these languages
+ * count it ("緑茶が好き" gives 緑茶, 茶が, が好, 好き).
+ */
+export function characterGrams(query: string): string[] {
+  const grams = new Set<string>();
+  for (const [run] of query.normalize("NFC").matchAll(UNSPACED_RUN)) {
+    const chars = [...run];
+    if (chars.length === 1) grams.add(chars[0]!);
+    for (let i = 0; i + 1 < chars.length; i++) grams.add(chars[i]! + chars[i + 1]!);
+  }
+  return [...grams].slice(0, MAX_SEARCH_TERMS);
+}
+
 /** Whether `query` holds anything PostgreSQL could take for a word: a letter or a digit. */
 export function mayHoldSearchTerms(query: string): boolean {
   return /[\p{L}\p{N}]/u.test(query);

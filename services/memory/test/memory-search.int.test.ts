@@ -85,6 +85,20 @@ describe("memory search", () => {
     }
   });
 
+  it("finds a word inside text written without spaces (Chinese, Japanese, Thai) or with joined endings (Korean)", async () => {
+    const scope = newScope();
+    const entries = ["ユーザーは緑茶が好きです", "我喜欢喝绿茶", "ชอบชาเขียว", "좋아하는 차는 녹차입니다", "Likes black coffee"];
+    await seed(t.app, scope, "u1", entries);
+    for (const [query, found] of [["緑茶", entries[0]], ["绿茶", entries[1]], ["ชาเขียว", entries[2]], ["녹차", entries[3]], ["ユーザー", entries[0]]] as const) {
+      expect([query, contents((await search({ ...scope, user_id: "u1", query })).body)]).toEqual([query, [found]]);
+    }
+    // The entry sharing more of the query's character pairs ranks first; a question around the word finds it.
+    await seed(t.app, scope, "u2", ["紅茶が好き", "緑茶が好きです"]);
+    expect(contents((await search({ ...scope, user_id: "u2", query: "緑茶が好き" })).body)).toEqual(["緑茶が好きです", "紅茶が好き"]);
+    expect(contents((await search({ ...scope, user_id: "u1", query: "どんなお茶が好き? 緑茶?" })).body)[0]).toBe(entries[0]);
+    expect(contents((await search({ ...scope, user_id: "u1", query: "咖啡" })).body)).toEqual([]);
+  });
+
   it("matches the NFC and NFD forms of a word alike, both ways", async () => {
     const scope = newScope();
     const [nfc, nfd] = ["Loves trà đá", "Visited Montréal"].map((text, i) => (i === 0 ? text.normalize("NFC") : text.normalize("NFD")));
