@@ -11,10 +11,13 @@ const CONTENT = 64 * 1024;
 let server: http.Server;
 let port: number;
 let opened: (s: { stream: SseStream; res: Response }) => void;
+/** Of the route whose streams defer their headers (a stream of an earlier test may still reach `opened`). */
+let openedDeferred: (s: { stream: SseStream; res: Response }) => void;
 
 beforeAll(async () => {
   const app = express();
   app.get("/stream", (req, res) => opened({ stream: openSse(req, res, 60_000, { stalledClientTimeoutMs: STALL_MS }), res }));
+  app.get("/deferred", (req, res) => openedDeferred({ stream: openSse(req, res, 50, { deferHeaders: true }), res }));
   server = http.createServer(app);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   port = (server.address() as AddressInfo).port;
@@ -41,6 +44,30 @@ const readStream = () =>
     }).on("error", reject);
   });
 const seqsIn = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+
+// First: the streams' shutdown, which later tests begin, ends every stream opened after it.
+it("sends no ping before deferred headers, so that the caller may still answer with an error; pings after them", async () => {
+  const next = new Promise<{ stream: SseStream; res: Response }>((resolve) => (openedDeferred = resolve));
+  const received: string[] = [];
+  const request = http.get({ port, host: "127.0.0.1", path: "/deferred" }, (res) => {
+    res.setEncoding("utf8");
+    res.on("data", (c: string) => received.push(c));
+  });
+  request.on("error", () => {});
+  const { stream, res } = await next;
+  try {
+    // Six heartbeat intervals of a slow first read of the stores.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(res.headersSent).toBe(false);
+    stream.ready();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(res.headersSent).toBe(true);
+    expect(received.join("")).toMatch(/^(: ping\n\n)+$/);
+  } finally {
+    stream.end();
+    request.destroy();
+  }
+});
 
 it("holds no more than the high-water mark for a client that stops reading, and disconnects it", async () => {
   const next = nextStream();

@@ -175,8 +175,10 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
   });
   res.on("finish", unstall);
 
+  // Not before deferred headers are sent: a ping would send them, and a 200, while the caller
+  // may still answer 503 for a first read of the stores that fails.
   const ping = setInterval(() => {
-    if (!full) write(": ping\n\n");
+    if (!full && (res.headersSent || !options.deferHeaders)) write(": ping\n\n");
   }, heartbeatMs);
   ping.unref();
   // A key revoked meanwhile ends the stream as shutdown does: the client's re-attach gets the 401.
