@@ -22,6 +22,33 @@ export function memoryTestApp(): MemoryTestApp {
   return { app, prisma, close: () => prisma.$disconnect() };
 }
 
+/**
+ * The memory app for a whole test file: made before its first test and closed after its last.
+ * Its `app` and `prisma` are those of the running file; `api()` is a supertest agent on it.
+ */
+export function memoryAppForFile(): Omit<MemoryTestApp, "close"> & { api(): ReturnType<typeof supertest> } {
+  let t: MemoryTestApp | undefined;
+  beforeAll(() => {
+    t = memoryTestApp();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+  const current = (): MemoryTestApp => {
+    if (!t) throw new Error("the memory app is made in beforeAll: use it within the file's tests");
+    return t;
+  };
+  return {
+    get app() {
+      return current().app;
+    },
+    get prisma() {
+      return current().prisma;
+    },
+    api: () => supertest(current().app),
+  };
+}
+
 /** A fresh (org, agent) scope, so tests never see each other's rows. */
 export function newScope(): { org_id: string; agent_id: string } {
   return { org_id: `org_test_${randomUUID()}`, agent_id: `agt_test_${randomUUID()}` };

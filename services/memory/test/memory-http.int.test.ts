@@ -3,20 +3,14 @@ import { createPrisma, dropDatabase, ensureDatabase } from "@agentrun/db";
 import { testEnv } from "@agentrun/testing";
 import { createLogger } from "@agentrun/logger";
 import { createApp } from "../src/app";
-import { AUTH, memoryTestApp, newScope, type MemoryTestApp } from "./memory-app.fixture";
+import { AUTH, newScope, memoryAppForFile } from "./memory-app.fixture";
 
 // The memory service as an HTTP service: its token, health, readiness, request ids and error
 // answers (its entries' create, list and validation: memory.int.test.ts).
 
-let t: MemoryTestApp;
-beforeAll(() => {
-  t = memoryTestApp();
-});
-afterAll(async () => {
-  await t.close();
-});
+const t = memoryAppForFile();
 
-const api = () => supertest(t.app);
+const api = t.api;
 
 describe("memory service: auth, health and errors", () => {
   it("requires the internal token on every /internal route", async () => {

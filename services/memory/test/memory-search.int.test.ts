@@ -3,16 +3,10 @@ import type { AddressInfo } from "node:net";
 import supertest from "supertest";
 import { AppError } from "@agentrun/errors";
 import { createMemoryClient } from "@agentrun/memory-client";
-import { AUTH, TOKEN, memoryTestApp, newScope, seed, type MemoryTestApp } from "./memory-app.fixture";
+import { AUTH, TOKEN, newScope, seed, memoryAppForFile } from "./memory-app.fixture";
 import { MAX_SEARCHED_ENTRIES } from "../src/memory-search.service";
 
-let t: MemoryTestApp;
-beforeAll(() => {
-  t = memoryTestApp();
-});
-afterAll(async () => {
-  await t.close();
-});
+const t = memoryAppForFile();
 
 interface View {
   memory_id: string;

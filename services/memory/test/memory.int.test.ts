@@ -1,15 +1,9 @@
 import supertest from "supertest";
-import { AUTH, memoryTestApp, newScope, seed, type MemoryTestApp } from "./memory-app.fixture";
+import { AUTH, newScope, seed, memoryAppForFile } from "./memory-app.fixture";
 
-let t: MemoryTestApp;
-beforeAll(() => {
-  t = memoryTestApp();
-});
-afterAll(async () => {
-  await t.close();
-});
+const t = memoryAppForFile();
 
-const api = () => supertest(t.app);
+const api = t.api;
 
 describe("memory service: create, read, delete", () => {
   it("creates an entry and reads it back in its public shape", async () => {
