@@ -115,6 +115,11 @@ describe("OpenAPI document", () => {
     expect(op("/api/tasks/{task_id}", "delete")?.responses?.["409"]).toEqual({ $ref: "#/components/responses/Conflict" });
   });
 
+  it("declares the Bearer challenge of the API's 401", () => {
+    const unauthorized = doc.components?.responses?.Unauthorized as OpenAPIV3_1.ResponseObject;
+    expect((unauthorized.headers?.["WWW-Authenticate"] as OpenAPIV3_1.HeaderObject).description).toMatch(/Bearer realm="agentrun".*invalid_request.*invalid_token/);
+  });
+
   it("describes both kinds of 429: the organization's limit with its headers, failed authentications with Retry-After only", () => {
     const tooMany = doc.components?.responses?.TooManyRequests as OpenAPIV3_1.ResponseObject;
     expect(tooMany.description).toMatch(/organization's requests per minute/);

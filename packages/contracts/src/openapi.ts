@@ -36,7 +36,7 @@ Chat widgets embedded in web pages use the widget gateway (\`/api/v1/widget/...\
 
 const errorContent = { "application/json": { schema: errorBodySchema } };
 
-type HeaderObject = { $ref: string } | ReturnType<typeof intHeader>;
+type HeaderObject = { $ref: string } | { description: string; schema: { type: "integer" | "string"; minimum?: number } };
 const errorResponse = (description: string, headers?: Record<string, HeaderObject>) => ({ description, content: errorContent, ...(headers ? { headers } : {}) });
 
 /** Which 429 lacks the organization's headers, for the descriptions of those headers on a 429. */
@@ -86,7 +86,12 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
       },
       responses: {
         BadRequest: errorResponse("invalid_request: malformed JSON, an invalid field or parameter (listed in `details`), or a missing X-Agent-Id."),
-        Unauthorized: errorResponse("unauthorized: missing, malformed, unknown or revoked API key. After too many failures from one address, 429 instead."),
+        Unauthorized: errorResponse("unauthorized: missing, malformed, unknown or revoked API key. After too many failures from one address, 429 instead.", {
+          "WWW-Authenticate": {
+            description: 'The Bearer challenge (RFC 6750): `Bearer realm="agentrun"` when no Authorization header was sent, with `error="invalid_request"` for a malformed or repeated one, `error="invalid_token"` for an unknown or revoked key.',
+            schema: { type: "string" },
+          },
+        }),
         PaymentRequired: errorResponse("insufficient_credits: the organization's balance does not cover the agent's base price (1 credit unless its pricing says otherwise), or is not positive."),
         Forbidden: errorResponse("forbidden: the agent or resource belongs to another organization or agent; https_required: the request did not arrive over TLS."),
         NotFound: errorResponse(

@@ -77,6 +77,20 @@ export class AppError extends Error {
   }
 }
 
+/** Why a Bearer-authenticated request was refused, as RFC 6750 names it (none: no credentials were sent). */
+export type BearerProblem = "invalid_request" | "invalid_token" | null;
+
+/**
+ * 401 `unauthorized` for a route authenticated with `Authorization: Bearer …`, with the challenge
+ * RFC 9110 requires of every 401 (`WWW-Authenticate` in RFC 6750's Bearer scheme): no `error`
+ * attribute when no credentials were sent, `invalid_request` for a malformed or repeated header,
+ * `invalid_token` for a token that is unknown, revoked or wrong.
+ */
+export function bearerRefusal(realm: string, problem: BearerProblem, opts: Pick<AppErrorOptions, "message" | "details"> = {}): AppError {
+  const challenge = problem ? `Bearer realm="${realm}", error="${problem}"` : `Bearer realm="${realm}"`;
+  return new AppError("unauthorized", { ...opts, headers: { "WWW-Authenticate": challenge } });
+}
+
 /** 400 `invalid_request` for one field (of the body, the query or the headers) that `message` says is wrong, named in its details as validation names fields. */
 export function fieldRefused(path: string, message: string): AppError {
   return new AppError("invalid_request", { message, details: [{ path, message }] });

@@ -78,3 +78,25 @@ it("counts a malformed token as a failed authentication, like an unknown key", a
   expect(over.body.error?.code).toBe("rate_limited");
   expect(lookups).toHaveBeenCalledTimes(LIMIT / 2);
 });
+
+it("challenges every 401 with WWW-Authenticate: Bearer, naming what was wrong with the credentials", async () => {
+  const challenge = async (headers: Record<string, string> | [string, string][]) => {
+    const res = await fetch(`${url}/api/tasks`, { headers });
+    expect({ status: res.status, code: ((await res.json()) as { error?: { code?: string } }).error?.code }).toEqual({ status: 401, code: "unauthorized" });
+    return res.headers.get("www-authenticate");
+  };
+  const agent = { "x-agent-id": tenant.agentId };
+  // No credentials: the scheme and realm, no error (RFC 6750 3.1).
+  expect(await challenge({ ...agent, "x-forwarded-for": newIp() })).toBe('Bearer realm="agentrun"');
+  // A header that is not a Bearer token, or sent twice: invalid_request.
+  expect(await challenge({ ...agent, "x-forwarded-for": newIp(), authorization: "Basic dXNlcjpwYXNz" })).toBe('Bearer realm="agentrun", error="invalid_request"');
+  const twice: [string, string][] = [["x-agent-id", tenant.agentId], ["x-forwarded-for", newIp()], ["authorization", tenant.headers.authorization!], ["authorization", tenant.headers.authorization!]];
+  expect(await challenge(twice)).toBe('Bearer realm="agentrun", error="invalid_request"');
+  // A token that is unknown or cannot be a key: invalid_token.
+  for (const token of [unknownKey(), "garbage"]) {
+    expect(await challenge({ ...agent, "x-forwarded-for": newIp(), authorization: `Bearer ${token}` })).toBe('Bearer realm="agentrun", error="invalid_token"');
+  }
+  // An accepted key's answers carry no challenge.
+  const ok = await fetch(`${url}/api/tasks`, { headers: { ...agent, "x-forwarded-for": newIp(), authorization: tenant.headers.authorization! } });
+  expect({ status: ok.status, challenge: ok.headers.get("www-authenticate") }).toEqual({ status: 200, challenge: null });
+});

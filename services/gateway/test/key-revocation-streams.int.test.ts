@@ -1,6 +1,6 @@
 import { generateApiKey } from "@agentrun/api-keys";
 import { newId } from "@agentrun/db";
-import { createTenant, createWidgetKey, eventually, readSse, runJson, stackWithTenant, watchSse, within, type Stack, type Tenant } from "@agentrun/testing";
+import { createTenant, createWidgetKey, eventually, postRun, readSse, stackWithTenant, watchSse, within, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 
 // A revoked key stops working within a second on every instance: answers it holds open too (event
@@ -54,13 +54,15 @@ describe("an API key revoked while its answers are open", () => {
 
   it("answers a JSON request waiting for its run 401, and the run goes on", async () => {
     const t = await createTenant(prisma);
-    const waiting = runJson(stack.gatewayUrl, t.headers, { query: LONG, stream: false });
+    const waiting = postRun(stack.gatewayUrl, t.headers, { query: LONG, stream: false });
     const run = await eventually(() => prisma.run.findFirst({ where: { orgId: t.orgId, status: "running" } }));
     const revokedAt = Date.now();
     await revoke(t.keyId);
-    const res = await waiting;
+    const answer = await waiting;
+    const res = { status: answer.status, challenge: answer.headers.get("www-authenticate"), body: (await answer.json()) as any };
     expect(Date.now() - revokedAt).toBeLessThan(ENDED_WITHIN_MS);
     expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 401, code: "unauthorized" });
+    expect(res.challenge).toBe('Bearer realm="agentrun", error="invalid_token"');
     // It names the run it accepted, so that the caller does not start a second one.
     expect(res.body.error.details).toEqual({ run_id: run.id, task_id: run.taskId });
     await eventually(async () => (await runStatus(run.id)) === "completed", { timeoutMs: 30_000 });

@@ -15,14 +15,16 @@ const api = t.api;
 describe("memory service: auth, health and errors", () => {
   it("requires the internal token on every /internal route", async () => {
     const scope = newScope();
-    for (const req of [
-      api().get("/internal/memories").query(scope),
-      api().post("/internal/memories").send({ ...scope, user_id: "u", content: "x" }),
-      api().get("/internal/memories/mem_x").query(scope).set({ authorization: "Bearer wrong-token-0123456789" }),
-      api().post("/internal/memories/search").set({ authorization: "Basic abc" }).send({}),
-    ]) {
+    const realm = 'Bearer realm="agentrun-memory"';
+    for (const [req, challenge] of [
+      [api().get("/internal/memories").query(scope), realm],
+      [api().post("/internal/memories").send({ ...scope, user_id: "u", content: "x" }), realm],
+      [api().get("/internal/memories/mem_x").query(scope).set({ authorization: "Bearer wrong-token-0123456789" }), `${realm}, error="invalid_token"`],
+      [api().post("/internal/memories/search").set({ authorization: "Basic abc" }).send({}), `${realm}, error="invalid_request"`],
+    ] as const) {
       const res = await req.expect(401);
       expect(res.body).toEqual({ error: { code: "unauthorized", message: expect.any(String) } });
+      expect(res.headers["www-authenticate"]).toBe(challenge);
     }
   });
 

@@ -1,9 +1,10 @@
 import type { Request, Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
 import { followRun, type EarlyRunSubscription } from "@agentrun/events";
-import { AppError, isUnavailableError } from "@agentrun/errors";
+import { AppError, bearerRefusal, isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { onKeyRevoked } from "../auth/revocation-watch";
+import { API_REALM } from "../middleware/auth.middleware";
 import { clearSseHeaders, openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
 import { freesItsKey } from "./idempotency";
@@ -113,7 +114,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     // The run was accepted: the answer names it, so that the caller follows it with another key
     // rather than starting (and paying for) a second one.
     if (!terminal && revoked) {
-      throw new AppError("unauthorized", { message: "The key this request was made with was revoked while it waited for its run, which goes on.", details: { run_id: runId, task_id: taskId } });
+      throw bearerRefusal(API_REALM, "invalid_token", { message: "The key this request was made with was revoked while it waited for its run, which goes on.", details: { run_id: runId, task_id: taskId } });
     }
     let final = terminal ? FINAL_STATUS[terminal.type] : undefined;
     if (!terminal) {

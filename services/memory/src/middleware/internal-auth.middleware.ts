@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { RequestHandler } from "express";
-import { AppError } from "@agentrun/errors";
+import { bearerRefusal } from "@agentrun/errors";
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
@@ -15,7 +15,8 @@ export function internalAuth(token: string): RequestHandler {
   return (req, _res, next) => {
     const presented = BEARER.exec(req.get("authorization") ?? "")?.[1];
     if (!presented || !timingSafeEqual(digest(presented), expected)) {
-      throw new AppError("unauthorized", { message: "A valid internal token is required." });
+      const problem = presented ? "invalid_token" : req.get("authorization") === undefined ? null : "invalid_request";
+      throw bearerRefusal("agentrun-memory", problem, { message: "A valid internal token is required." });
     }
     next();
   };
