@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { appMessageClasses } from "./index";
+import { appMessageClasses, bearerToken } from "./index";
 
 /** An app on a plain Node server made with {@link appMessageClasses}; what its first listener saw. */
 async function serve(app: express.Express) {
@@ -50,5 +50,16 @@ describe("appMessageClasses", () => {
     } finally {
       await s.close();
     }
+  });
+});
+
+describe("bearerToken", () => {
+  it("reads one token after the Bearer scheme, in any case, with spaces around it", () => {
+    for (const header of ["Bearer abc", "bearer abc", "BEARER  abc", "Bearer\tabc ", "Bearer abc  "]) expect(bearerToken(header)).toEqual({ token: "abc" });
+  });
+
+  it("names no problem without a header and invalid_request for one of another form", () => {
+    expect(bearerToken(undefined)).toEqual({ problem: null });
+    for (const header of ["", "Bearer", "Bearer ", "Basic abc", "abc", "Bearer a b", "Bearer abc, Bearer abc"]) expect(bearerToken(header)).toEqual({ problem: "invalid_request" });
   });
 });

@@ -37,3 +37,16 @@ export function clientRequestId(header: string | undefined): string | undefined 
   const id = header?.trim();
   return id && /^[\x20-\x7e]{1,200}$/.test(id) ? id : undefined;
 }
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/**
+ * The token of an `Authorization: Bearer <token>` header, as both services take it (the scheme in
+ * any case, one token, spaces around it allowed), or why there is none in RFC 6750's terms: `null`
+ * when no header was sent, `invalid_request` for a header of another form.
+ */
+export function bearerToken(header: string | undefined): { token: string } | { problem: "invalid_request" | null } {
+  if (header === undefined) return { problem: null };
+  const token = BEARER.exec(header)?.[1];
+  return token ? { token } : { problem: "invalid_request" };
+}

@@ -1,11 +1,11 @@
 import type { RequestHandler } from "express";
 import { API_KEY_PREFIX, hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
 import { AppError, bearerRefusal, echoed, fieldRefused, type BearerProblem } from "@agentrun/errors";
+import { bearerToken } from "@agentrun/express-server";
 import type { AuthCache } from "../auth/auth-cache";
 import type { ApiKeyContext, AuthContext } from "../request-context";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
 /** The realm the API's 401 challenges name (`WWW-Authenticate: Bearer realm="agentrun"`). */
 export const API_REALM = "agentrun";
 const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -20,15 +20,12 @@ const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
  */
 export function authenticate(cache: AuthCache, failures: AuthFailureGuard): RequestHandler {
   return async (req, _res, next) => {
-    const match = BEARER.exec(req.get("authorization") ?? "");
+    const bearer = bearerToken(req.get("authorization"));
     const refuse = (problem: BearerProblem, message: string) => failures.reject(req, bearerRefusal(API_REALM, problem, { message }));
-    if (!match?.[1]) {
-      const problem = req.get("authorization") === undefined ? null : "invalid_request";
-      throw await refuse(problem, "Missing or malformed Authorization header; expected 'Bearer <API key>'.");
-    }
+    if (!("token" in bearer)) throw await refuse(bearer.problem, "Missing or malformed Authorization header; expected 'Bearer <API key>'.");
     // Node keeps the first of two Authorization headers and drops the other: which key was meant?
     if (sentTwice(req.rawHeaders, "authorization")) throw await refuse("invalid_request", "Send the Authorization header once, with one API key.");
-    const keyHash = looksLikeApiKey(match[1]) ? hashApiKey(match[1]) : null;
+    const keyHash = looksLikeApiKey(bearer.token) ? hashApiKey(bearer.token) : null;
     const key = keyHash ? await cache.apiKey(keyHash) : null;
     if (!keyHash || !key || key.revoked) throw await refuse("invalid_token", "The API key is invalid or revoked.");
     cache.markUsed(key.keyId);

@@ -1,8 +1,10 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { RequestHandler } from "express";
 import { bearerRefusal } from "@agentrun/errors";
+import { bearerToken } from "@agentrun/express-server";
 
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const REALM = "agentrun-memory";
+const REFUSED = { message: "A valid internal token is required." };
 
 const digest = (value: string): Buffer => createHash("sha256").update(value).digest();
 
@@ -13,11 +15,9 @@ const digest = (value: string): Buffer => createHash("sha256").update(value).dig
 export function internalAuth(token: string): RequestHandler {
   const expected = digest(token);
   return (req, _res, next) => {
-    const presented = BEARER.exec(req.get("authorization") ?? "")?.[1];
-    if (!presented || !timingSafeEqual(digest(presented), expected)) {
-      const problem = presented ? "invalid_token" : req.get("authorization") === undefined ? null : "invalid_request";
-      throw bearerRefusal("agentrun-memory", problem, { message: "A valid internal token is required." });
-    }
+    const bearer = bearerToken(req.get("authorization"));
+    if (!("token" in bearer)) throw bearerRefusal(REALM, bearer.problem, REFUSED);
+    if (!timingSafeEqual(digest(bearer.token), expected)) throw bearerRefusal(REALM, "invalid_token", REFUSED);
     next();
   };
 }
