@@ -1,4 +1,5 @@
 import net from "node:net";
+import { Transform } from "node:stream";
 
 /**
  * A plain TCP relay in front of a server (Redis, say) that can be taken down for the processes
@@ -12,6 +13,11 @@ export interface TcpRelay {
   accepted(): number;
   /** While down, open connections are cut at once and new ones are closed as they are made. */
   setDown(down: boolean): void;
+  /**
+   * The next bytes the server sends are dropped and their connection cut: a reply lost on the
+   * way (a client such as ioredis then sends the unanswered command again on a new connection).
+   */
+  loseNextReply(): void;
   close(): Promise<void>;
 }
 
@@ -34,6 +40,7 @@ export function relaySwitch(server: net.Server, sockets: Set<net.Socket>): Pick<
 export async function startTcpRelay(targetHost: string, targetPort: number): Promise<TcpRelay> {
   const sockets = new Set<net.Socket>();
   let accepted = 0;
+  let loseNext = false;
   const server = net.createServer((client) => {
     if (relay.isDown()) return void client.destroy();
     accepted++;
@@ -44,10 +51,19 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
     client.on("error", () => upstream.destroy());
     upstream.on("error", () => client.destroy());
     client.pipe(upstream);
-    upstream.pipe(client);
+    const replies = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        if (!loseNext) return done(null, chunk);
+        loseNext = false;
+        client.destroy();
+        upstream.destroy();
+        done();
+      },
+    });
+    upstream.pipe(replies).pipe(client);
   });
   const relay = relaySwitch(server, sockets);
   server.listen(0, "127.0.0.1");
   await new Promise<void>((resolve, reject) => server.once("listening", resolve).once("error", reject));
-  return { port: (server.address() as net.AddressInfo).port, accepted: () => accepted, setDown: relay.setDown, close: relay.close };
+  return { port: (server.address() as net.AddressInfo).port, accepted: () => accepted, setDown: relay.setDown, loseNextReply: () => void (loseNext = true), close: relay.close };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createRedis, closeRedis, type Redis } from "@agentrun/redis";
 import { AppError } from "@agentrun/errors";
-import { startPrivateRedis, testEnv } from "@agentrun/testing";
+import { startPrivateRedis, startTcpRelay, testEnv } from "@agentrun/testing";
 import { SlidingWindowLimiter } from "../src/rate-limit/sliding-window-limiter";
 
 // The limiter itself on the real Redis, with a short window so that sliding can be watched.
@@ -79,6 +79,32 @@ describe("SlidingWindowLimiter", () => {
       expect(Date.now() - t0).toBeLessThan(3000);
     } finally {
       down.disconnect();
+    }
+  });
+
+  it("counts a request once when its reply is lost and ioredis sends the script again", async () => {
+    const target = new URL(testEnv().redisUrl);
+    const relay = await startTcpRelay(target.hostname, Number(target.port || 6379));
+    const lossy = createRedis({ url: `redis://127.0.0.1:${relay.port}`, role: "commands" });
+    try {
+      const limiter = new SlidingWindowLimiter(lossy);
+      const k = key();
+      // The request that fills the window: admitted, though its script ran twice.
+      expect(await limiter.hit(k, 2)).toMatchObject({ admitted: true, remaining: 1 });
+      relay.loseNextReply();
+      expect(await limiter.hit(k, 2)).toMatchObject({ admitted: true, remaining: 0 });
+      expect(relay.accepted()).toBe(2);
+      expect(await redis.zcard(k)).toBe(2);
+      // Both windows of a hitAll, with room left: the remaining counts are not one short.
+      const windows = [{ key: `${k}:a`, limit: 10 }, { key: `${k}:b`, limit: 5 }] as const;
+      relay.loseNextReply();
+      const [a, b] = await limiter.hitAll(windows);
+      expect([a, b]).toEqual([expect.objectContaining({ admitted: true, remaining: 9 }), expect.objectContaining({ admitted: true, remaining: 4 })]);
+      expect([await redis.zcard(`${k}:a`), await redis.zcard(`${k}:b`)]).toEqual([1, 1]);
+      expect(relay.accepted()).toBe(3);
+    } finally {
+      lossy.disconnect();
+      await relay.close();
     }
   });
 

@@ -12,7 +12,9 @@ import { AppError } from "@agentrun/errors";
  * Each sorted set holds one member per admitted request, scored by its admission time on the Redis
  * clock (`TIME`, allowed before writes since Redis 5 replicates a script's effects), so instances
  * with skewed clocks still agree. A refused request is not recorded: a client that keeps retrying
- * while limited does not extend its own wait. With several keys a request is admitted only when
+ * while limited does not extend its own wait. A request counts once however often its script
+ * runs: ioredis sends a command again when the connection drops before its reply came, and the
+ * second run finds the request's member already recorded. With several keys a request is admitted only when
  * every window has room, and then recorded in all of them; refused, it is recorded in none.
  *
  * KEYS the logs; ARGV[1] window (ms); ARGV[2] a member unique to this request; ARGV[3] "1" to admit
@@ -25,16 +27,19 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window = tonumber(ARGV[1])
 local admit = ARGV[3] == '1'
+-- Run again for the same request (a reply lost with its connection, and the command sent again):
+-- it was admitted and recorded the first time, in every window; it is neither checked nor added.
+local recorded = admit and redis.call('ZSCORE', KEYS[1], ARGV[2]) ~= false
 local counts = {}
 for i, key in ipairs(KEYS) do
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   counts[i] = redis.call('ZCARD', key)
-  if counts[i] >= tonumber(ARGV[3 + i]) then admit = false end
+  if not recorded and counts[i] >= tonumber(ARGV[3 + i]) then admit = false end
 end
 local reply = {admit and 1 or 0}
 for i, key in ipairs(KEYS) do
   local limit = tonumber(ARGV[3 + i])
-  if admit then
+  if admit and not recorded then
     redis.call('ZADD', key, now, ARGV[2])
     redis.call('PEXPIRE', key, window)
     counts[i] = counts[i] + 1

@@ -46,7 +46,7 @@ export function widgetAuth(keys: WidgetKeyCache, tokens: VisitorTokens, failures
 /**
  * The key's entry. When the lookup itself fails (the key store out of reach: 503), the answer
  * carries CORS headers for the request's origin whatever it is, so that the page can read the
- * 503 and its Retry-After: it holds nothing but the outage, and no key was checked.
+ * 503 (an outage to retry, not a refusal): it holds nothing but the outage, and no key was checked.
  */
 async function lookUp(keys: WidgetKeyCache, value: string, res: Response, origin: string | null) {
   try {
