@@ -40,4 +40,11 @@ export type RunStatusValue = (typeof RUN_STATUSES)[number];
 export type MemoryCategoryValue = (typeof MEMORY_CATEGORIES)[number];
 
 /** An opaque resource id as it may appear in a path. */
+/**
+ * JSON Schema pattern of a string stored trimmed that must not be empty: it holds a character
+ * that is not whitespace (what String.prototype.trim removes). Documentation only: the zod
+ * schema trims, then checks the length.
+ */
+export const NOT_BLANK_PATTERN = "\\S";
+
 export const idParam = z.string().min(1).max(100).regex(/^[A-Za-z0-9_-]+$/, "is not a valid id");

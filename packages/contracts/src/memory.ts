@@ -3,7 +3,7 @@
  * memory service.
  */
 import { z } from "zod";
-import { MEMORY_CATEGORIES, idParam, intParam } from "./common";
+import { MEMORY_CATEGORIES, NOT_BLANK_PATTERN, idParam, intParam } from "./common";
 
 export const MEMORY_CONTENT_MAX_CHARS = 4000;
 
@@ -16,7 +16,7 @@ export const memoryContentSchema = z
   .trim()
   .min(1, "must not be empty")
   .max(MEMORY_CONTENT_MAX_CHARS)
-  .meta({ description: `Stored trimmed: 1..${MEMORY_CONTENT_MAX_CHARS} characters once leading and trailing whitespace is removed.` });
+  .meta({ pattern: NOT_BLANK_PATTERN, description: `Stored trimmed: 1..${MEMORY_CONTENT_MAX_CHARS} characters once leading and trailing whitespace is removed.` });
 
 /** Body of `POST /api/memory`. */
 export const memoryCreateSchema = z

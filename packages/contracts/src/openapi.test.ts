@@ -1,6 +1,9 @@
 import SwaggerParser from "@apidevtools/swagger-parser";
 import type { OpenAPIV3_1 } from "openapi-types";
 import { buildOpenApiDocument } from "./openapi";
+import { memoryCreateSchema } from "./memory";
+import { METADATA_MAX_KEYS, runRequestSchema } from "./runs";
+import { taskCreateSchema } from "./tasks";
 
 const doc = buildOpenApiDocument() as OpenAPIV3_1.Document;
 type Op = OpenAPIV3_1.OperationObject;
@@ -201,5 +204,30 @@ describe("OpenAPI document", () => {
     const origin = ((op("/api/v1/widget/run", "post")?.parameters ?? []) as OpenAPIV3_1.ParameterObject[]).find((p) => p.name === "Origin");
     expect(origin).toMatchObject({ in: "header", description: expect.stringMatching(/Sec-Fetch-Site: same-origin/) });
     expect(origin?.required ?? false).toBe(false);
+  });
+
+  it("states the limits the server checks beyond lengths: a non-blank trimmed text, at most 50 metadata keys", () => {
+    type Schema = OpenAPIV3_1.SchemaObject;
+    const schemas = doc.components?.schemas as Record<string, Schema>;
+    const taskCreate = (op("/api/tasks", "post")!.requestBody as OpenAPIV3_1.RequestBodyObject).content["application/json"]!.schema as Schema;
+    const prop = (name: string, field: string) => (name === "TaskCreate" ? taskCreate : schemas[name]!).properties![field] as Schema;
+    const matches = (s: Schema, text: string) => new RegExp(s.pattern!, "u").test(text);
+    for (const [field, schema, server] of [
+      [prop("MemoryCreate", "content"), memoryCreateSchema, (text: string) => ({ content: text, user_id: "u" })],
+      [prop("TaskCreate", "title"), taskCreateSchema, (text: string) => ({ title: text })],
+    ] as const) {
+      for (const text of [" \t\n ", "\u00a0\u2003\ufeff"]) {
+        expect(schema.safeParse(server(text)).success).toBe(false);
+        expect(matches(field, text)).toBe(false);
+      }
+      expect(schema.safeParse(server("  x ")).success).toBe(true);
+      expect(matches(field, "  x ")).toBe(true);
+    }
+    const metadata = (keys: number) => ({ query: "q", context: { metadata: Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${i}`, i])) } });
+    const declared = ((prop("RunRequest", "context") as Schema).properties!.metadata as Schema).maxProperties;
+    expect(declared).toBe(METADATA_MAX_KEYS);
+    expect(runRequestSchema.safeParse(metadata(declared!)).success).toBe(true);
+    expect(runRequestSchema.safeParse(metadata(declared! + 1)).success).toBe(false);
+    expect(prop("TaskCreate", "metadata").maxProperties).toBe(METADATA_MAX_KEYS);
   });
 });

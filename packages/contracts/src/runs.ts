@@ -16,6 +16,7 @@ export const runContextSchema = z
       .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES, `must be at most ${METADATA_MAX_BYTES} bytes as JSON`)
       .optional()
       .meta({
+        maxProperties: METADATA_MAX_KEYS,
         description: `At most ${METADATA_MAX_KEYS} keys and ${METADATA_MAX_BYTES} bytes as JSON, nested so that the whole request body nests at most 32 levels (the levels around it count), without the key \`__proto__\` at any depth; integers within ±9007199254740991 (larger ones as strings).`,
       }),
   })

@@ -1,6 +1,6 @@
 /** Tasks, messages and run events: query and body schemas of the conversation endpoints. */
 import { z } from "zod";
-import { TASK_STATUSES, idParam, intParam, offsetParam, optionalIntParam } from "./common";
+import { NOT_BLANK_PATTERN, TASK_STATUSES, idParam, intParam, offsetParam, optionalIntParam } from "./common";
 import { runContextSchema } from "./runs";
 
 /** Query of `GET /api/tasks`. */
@@ -14,7 +14,7 @@ export const taskListQuerySchema = z.strictObject({
 /** Body of `POST /api/tasks`. */
 export const taskCreateSchema = z
   .object({
-    title: z.string().trim().min(1).max(200).optional().meta({ description: "Stored trimmed: 1..200 characters once leading and trailing whitespace is removed." }),
+    title: z.string().trim().min(1).max(200).optional().meta({ pattern: NOT_BLANK_PATTERN, description: "Stored trimmed: 1..200 characters once leading and trailing whitespace is removed." }),
     user_id: z.string().min(1).max(256).optional(),
     metadata: runContextSchema.shape.metadata,
   })
