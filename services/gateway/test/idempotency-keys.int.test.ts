@@ -3,7 +3,7 @@ import { runRequestSchema } from "@agentrun/contracts";
 import { newId, type PrismaClient } from "@agentrun/db";
 import { isUnavailableError } from "@agentrun/errors";
 import { createTenant, stackWithTenant, eventually, readSse, runJson, startPgRelay, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
-import { ABANDONED_CLAIM_MS, IDEMPOTENCY_TTL_MS, releaseIdempotencyKey, requestHash, UNQUEUED_CODE } from "../src/runs/idempotency";
+import { ABANDONED_CLAIM_MS, IDEMPOTENCY_TTL_MS, claimIdempotencyKey, releaseIdempotencyKey, requestHash, UNQUEUED_CODE } from "../src/runs/idempotency";
 
 // What a replay of an Idempotency-Key gets when the run it names is gone, or not there yet.
 let stack: Stack;
@@ -179,4 +179,16 @@ it("keeps keys per organization: another API key of it gets the same run, anothe
   expect(theirs.status).toBe(200);
   expect(theirs.body.run_id).not.toBe(first.body.run_id);
   expect(theirs.body.task_id).not.toBe(first.body.task_id);
+});
+
+it("claims a key without locking the organization's row, which every run of it updates", async () => {
+  // A foreign key to organizations would share-lock the row for as long as the claim's
+  // transaction lasts: FOR UPDATE NOWAIT from another session would then fail.
+  const locked = await prisma.$transaction(async (tx) => {
+    const hash = requestHash(tenant.agentId, runRequestSchema.parse({ query: "no lock" }));
+    const claim = await claimIdempotencyKey(tx as unknown as PrismaClient, { orgId: tenant.orgId, key: `key-${newId("run")}`, hash, runId: newId("run"), taskId: newId("task") });
+    expect(claim).toEqual({ owner: true });
+    return prisma.$queryRaw<{ id: string }[]>`SELECT id FROM organizations WHERE id = ${tenant.orgId} FOR UPDATE NOWAIT`;
+  });
+  expect(locked).toEqual([{ id: tenant.orgId }]);
 });
