@@ -177,7 +177,7 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         security: [],
         responses: {
           "200": { description: "Ready.", content: { "application/json": { schema: readySchema } } },
-          "503": { description: "Not ready: `error.details` has the checks (`database`: ok, not_migrated or unavailable; `redis`: ok or unavailable; `workers`: count).", content: { "application/json": { schema: errorBodySchema } } },
+          "503": { description: "Not ready: `error.details` has the checks (`database`: ok, not_migrated or unavailable; `redis`: ok or unavailable; `workers`: count), or shutting down (no details: the instance is stopping, SIGTERM).", content: { "application/json": { schema: errorBodySchema } } },
         },
       },
     },

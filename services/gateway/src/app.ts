@@ -21,6 +21,7 @@ import { messagesRoutes } from "./routes/messages.routes";
 import { runEventsRoutes } from "./routes/run-events.routes";
 import { widgetRoutes } from "./widget/widget.routes";
 import { widgetAssetRoutes } from "./widget/widget-assets.routes";
+import { closeConnectionsWhenStopping } from "./shutdown";
 
 /** The gateway's HTTP app: no side effects, no listen (tests drive it with supertest). */
 export function createApp(deps: GatewayDeps): Express {
@@ -33,6 +34,7 @@ export function createApp(deps: GatewayDeps): Express {
   app.set("query parser", strictQueryParser);
   app.set("trust proxy", deps.config.TRUST_PROXY);
   app.use(requestId(deps.logger));
+  app.use(closeConnectionsWhenStopping());
   app.use(securityHeaders());
   app.use(refuseMalformedHead());
   app.use(["/healthz", "/readyz"], refuseOptions());

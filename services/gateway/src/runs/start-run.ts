@@ -11,6 +11,7 @@ import type { CreatedRun } from "./create-run";
 import { UNQUEUED_CODE } from "./idempotency";
 import { respondWithRun } from "./respond-run";
 import { openSse } from "./sse";
+import { trackRunStart } from "../shutdown";
 
 export interface RunToStart {
   /** The id the run will have (see `newRunIds`): its channel is subscribed to before it exists. */
@@ -47,7 +48,12 @@ type Enqueued = "queued" | "held";
  * that can be neither queued nor failed is accepted all the same, since the workers will queue it
  * again: the stream follows it, and a JSON client gets 202 with its status `queued`.
  */
-export async function startRun(deps: GatewayDeps, req: Request, res: Response, run: RunToStart): Promise<void> {
+export function startRun(deps: GatewayDeps, req: Request, res: Response, run: RunToStart): Promise<void> {
+  // A stopping gateway waits for it: a run is not left recorded and unqueued, its caller unanswered.
+  return trackRunStart(recordQueueAndAnswer(deps, req, res, run));
+}
+
+async function recordQueueAndAnswer(deps: GatewayDeps, req: Request, res: Response, run: RunToStart): Promise<void> {
   const early = new EarlyRunSubscription(deps.hub, deps.config.REDIS_PREFIX, run.runId);
   let created: CreatedRun;
   try {

@@ -1,0 +1,56 @@
+import type { RequestHandler, Response } from "express";
+
+/**
+ * The gateway's stop, as requests see it. From SIGTERM on, every answer says `Connection: close`
+ * (the connection ends with it, rather than being kept for a request that the closing listener
+ * would cut), `/readyz` answers 503, and the requests that are starting a run are awaited before
+ * the connections are cut and the queue closed: a run is accepted whole (recorded and queued, its
+ * caller answered) or not at all.
+ */
+let stopping = false;
+const runStarts = new Set<Promise<unknown>>();
+/** Answers being worked on, whose headers may not be sent yet. */
+const answering = new Set<Response>();
+
+/** Marks the gateway as stopping (see above). */
+export function beginStopping(): void {
+  stopping = true;
+  for (const res of answering) if (!res.headersSent) res.setHeader("Connection", "close");
+}
+
+export function isStopping(): boolean {
+  return stopping;
+}
+
+/** Sets `Connection: close` on every answer not yet begun once the gateway is stopping. */
+export function closeConnectionsWhenStopping(): RequestHandler {
+  return (_req, res, next) => {
+    if (stopping) res.setHeader("Connection", "close");
+    else {
+      answering.add(res);
+      res.once("close", () => answering.delete(res));
+    }
+    next();
+  };
+}
+
+/** Counts `start` among the run starts the stop waits for, until it settles; returns it. */
+export function trackRunStart<T>(start: Promise<T>): Promise<T> {
+  const forget = (): void => void runStarts.delete(settled);
+  const settled: Promise<void> = start.then(forget, forget);
+  runStarts.add(settled);
+  return start;
+}
+
+/** Resolves once no run start is in progress, or after `timeoutMs`; false when some were still going. */
+export async function runStartsSettled(timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (runStarts.size > 0) {
+    const left = deadline - Date.now();
+    if (left <= 0) return false;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(runStarts), new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
+    clearTimeout(timer);
+  }
+  return true;
+}

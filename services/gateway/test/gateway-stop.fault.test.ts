@@ -1,0 +1,58 @@
+import { createTenant, eventually, startStackOnPrivatePostgres, type PrivatePostgresStack, type Tenant } from "@agentrun/testing";
+
+jest.setTimeout(120_000);
+
+// A gateway stopped (SIGTERM) during a rolling deploy, on a PostgreSQL cluster of the test's own
+// that it freezes: a run being recorded when the stop comes is still queued and answered.
+let own: PrivatePostgresStack;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  own = await startStackOnPrivatePostgres({ memory: false, env: { DB_QUERY_TIMEOUT_MS: "8000" } });
+  tenant = await createTenant(own.prisma, { plan: "enterprise", rpmLimit: 100_000 });
+}, 120_000);
+
+afterAll(async () => {
+  await own?.stop();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+it.each([
+  ["a stream", true],
+  ["a JSON request", false],
+])("queues and answers a run whose recording outlasts the stop's grace (%s), then exits 0", async (_what, stream) => {
+  const { proc, url } = await own.stack.addGateway();
+  expect((await fetch(`${url}/api/tasks?limit=1`, { headers: tenant.headers })).status).toBe(200);
+  const exited = new Promise<number | null>((resolve) => proc.child.once("exit", (code) => resolve(code)));
+  const query = `recorded while stopping (${stream ? "stream" : "json"})`;
+
+  own.pg.freeze();
+  const answer = fetch(`${url}/api/run`, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: JSON.stringify({ query, stream }) }).then(
+    async (res) => ({ status: res.status, connection: res.headers.get("connection"), body: await res.text() }),
+    (err: Error & { cause?: { code?: string } }) => ({ status: 0, connection: null, body: `client error: ${err.cause?.code ?? err.message}` }),
+  );
+  await sleep(300);
+  proc.child.kill("SIGTERM");
+  // Past SHUTDOWN_STREAM_GRACE_MS (2 s): the run's statement is still waiting for PostgreSQL.
+  await sleep(2600);
+  own.pg.thaw();
+
+  const got = await answer;
+  const run = await eventually(async () => {
+    const r = await own.prisma.run.findFirst({ where: { orgId: tenant.orgId, query }, select: { id: true, taskId: true, status: true, output: true } });
+    return r?.status === "completed" ? r : undefined;
+  }, { timeoutMs: 30_000 });
+  expect(run).toMatchObject({ status: "completed", output: `Echo: ${query}` });
+  // The caller learnt its run: a stream its run_started (then an end, to re-attach elsewhere), a
+  // JSON request 202 with the run's ids; either way the connection closes with the answer.
+  expect({ status: got.status, connection: got.connection }).toEqual({ status: stream ? 200 : 202, connection: "close" });
+  if (stream) {
+    const events = got.body.split("\n").flatMap((l) => (l.startsWith("data: ") ? [JSON.parse(l.slice(6)) as { type: string; run_id: string }] : []));
+    expect(events[0]).toMatchObject({ seq: 1, type: "run_started", run_id: run!.id, task_id: run!.taskId });
+  } else {
+    expect(JSON.parse(got.body)).toMatchObject({ run_id: run!.id, task_id: run!.taskId, status: expect.stringMatching(/^(queued|running)$/) });
+  }
+  expect(await exited).toBe(0);
+  expect(proc.output()).not.toMatch(/could not enqueue run/);
+});
