@@ -62,5 +62,10 @@ runMain(async () => {
     logger.info("stopped");
     process.exit(0);
   };
-  onStopRequest((reason) => void stop(reason));
+  onStopRequest((reason) => {
+    stop(reason).catch((err: unknown) => {
+      logger.error({ err }, "shutdown failed");
+      process.exit(1);
+    });
+  });
 });
