@@ -69,6 +69,28 @@ describe("completionChunks", () => {
     expect((err as InstanceType<typeof OpenAI.APIError>).message).toContain("overloaded");
   });
 
+  it("throws the SDK's APIError for llama.cpp's `error:` line and for an event named error, after the chunks before it", async () => {
+    const llama = 'error: {"code":400,"message":"the request exceeds the available context size","type":"invalid_request_error"}\n\n';
+    for (const failing of [llama, `event: error\ndata: ${JSON.stringify({ message: "engine overloaded" })}\n\n`]) {
+      const out: string[] = [];
+      const err = await (async () => {
+        for await (const chunks of completionChunks(response([event(chunk("a")), failing]))) out.push(...chunks.map((c) => c.choices[0]!.delta.content!));
+      })().catch((e: unknown) => e);
+      expect(out).toEqual(["a"]);
+      expect(err).toBeInstanceOf(OpenAI.APIError);
+      expect((err as Error).message).toMatch(failing === llama ? /exceeds the available context size/ : /engine overloaded/);
+    }
+  });
+
+  it("tells each finish_reason, and that the answer goes on when more of it follows one", async () => {
+    const told: string[] = [];
+    const parts = [event(chunk("a", { choices: [{ index: 0, delta: { content: "a" }, finish_reason: "stop" }] })), event(chunk("b")), event(chunk("", { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })), event("[DONE]")];
+    const seen: string[] = [];
+    for await (const chunks of completionChunks(response(parts), undefined, (how) => told.push(how), () => told.push("resumed"))) seen.push(...chunks.map((c) => c.choices[0]!.delta.content ?? ""));
+    expect(seen).toEqual(["a", "b", ""]);
+    expect(told).toEqual(["finish", "resumed", "finish", "done"]);
+  });
+
   it("throws SyntaxError after the chunks read when the body ends before [DONE] or a finish_reason", async () => {
     const out: string[] = [];
     const err = await (async () => {

@@ -29,8 +29,8 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  * here, 20 chunks 20 ms apart 2.6-2.85 ms and 2.3-2.6 ms (64 calls at once, the scripted
  * model, interleaved runs). As there,
  * `data: [DONE]` ends the answer (what follows is read and ignored, so that the connection can be
- * reused; `onAnswerEnd` is told, as at the first `finish_reason`, so that the caller can bound
- * that read), a chunk whose JSON does not parse throws `SyntaxError`, and one carrying `error`
+ * reused; `onAnswerEnd` is told, as at each `finish_reason`, so that the caller can bound that
+ * read; `onAnswerResumed` when more of the answer follows a finish_reason after all), a chunk whose JSON does not parse throws `SyntaxError`, and one carrying `error`
  * throws the SDK's `APIError`, each after the good chunks before it. The SSE framing is read by
  * `eventsource-parser`.
  *
@@ -42,7 +42,12 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  * a finish_reason, or after `[DONE]`) leaves the answer whole. A chunk that is not a JSON object
  * throws `SyntaxError`.
  */
-export async function* completionChunks(response: StreamedResponse, maxEventChars = MAX_EVENT_CHARS, onAnswerEnd?: (how: "done" | "finish") => void): AsyncGenerator<ChatCompletionChunk[]> {
+export async function* completionChunks(
+  response: StreamedResponse,
+  maxEventChars = MAX_EVENT_CHARS,
+  onAnswerEnd?: (how: "done" | "finish") => void,
+  onAnswerResumed?: () => void,
+): AsyncGenerator<ChatCompletionChunk[]> {
   // A 2xx without a body (204, say) is not an event stream: a malformed answer, as one that held no chunk.
   if (!response.body) throw new SyntaxError("The model answered without a body instead of an event stream.");
   let done = false;
@@ -54,6 +59,9 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
     onEvent: (event) => events.push(event),
     onError: (err) => {
       if (err.type === "max-buffer-size-exceeded") overflow = err;
+      // llama.cpp's server reports a failure as a line of its own, `error: {…}`, in its place
+      // among the events: it is taken as an event named error.
+      else if (err.type === "unknown-field" && err.field === "error") events.push({ event: "error", data: err.value ?? "", id: undefined });
     },
     maxBufferSize: maxEventChars,
   });
@@ -71,12 +79,18 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
         continue;
       }
       try {
+        if (event === "error") throw streamedError(data, response.headers);
         const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: object };
         if (chunk === null || typeof chunk !== "object" || Array.isArray(chunk)) throw new SyntaxError("A streamed chunk is not a JSON object.");
         if (chunk.error) throw new OpenAI.APIError(undefined, chunk.error, undefined, response.headers);
-        if (!finished && Array.isArray(chunk.choices) && chunk.choices.some((c) => c?.finish_reason)) {
+        // Each finish_reason is told (a proxy may put one on every chunk); more of the answer
+        // in a chunk without one means the answer had not ended after all.
+        if (Array.isArray(chunk.choices) && chunk.choices.some((c) => c?.finish_reason)) {
           finished = true;
           onAnswerEnd?.("finish");
+        } else if (finished && answerGoesOn(chunk)) {
+          finished = false;
+          onAnswerResumed?.();
         }
         chunks.push(chunk);
       } catch (err) {
@@ -124,6 +138,26 @@ export async function* completionChunks(response: StreamedResponse, maxEventChar
       throw new SyntaxError(unfinished(seen, response.headers.get("content-type")), { cause: read.failure });
     }
   }
+}
+
+/** The error an event named `error` reports: its JSON's `error` object, its JSON, or its text as the message. */
+function streamedError(data: string, headers: Headers): InstanceType<typeof OpenAI.APIError> {
+  let body: unknown;
+  try {
+    body = JSON.parse(data);
+  } catch {
+    body = undefined;
+  }
+  const error = body && typeof body === "object" ? ((body as { error?: unknown }).error ?? body) : { message: data || "The model sent an error event." };
+  return new OpenAI.APIError(undefined, error as object, undefined, headers);
+}
+
+/** Whether a chunk carries more of the answer: text, a refusal, reasoning or tool calls. */
+function answerGoesOn(chunk: ChatCompletionChunk): boolean {
+  const delta = (Array.isArray(chunk.choices) ? chunk.choices[0]?.delta : undefined) as Record<string, unknown> | undefined;
+  if (!delta || typeof delta !== "object") return false;
+  const { content, refusal, reasoning_content: reasoning, tool_calls: calls } = delta;
+  return Boolean(content || refusal || reasoning || (Array.isArray(calls) && calls.length > 0));
 }
 
 /** The connection to the model broke (reset, closed, timed out) before the answer's end. */

@@ -128,6 +128,19 @@ describe("callModel in time", () => {
     expect(Date.now() - t0).toBeLessThan(5000);
   });
 
+  it.each([
+    ["on every chunk", true],
+    ["on an early chunk only", false],
+  ])("takes the whole answer of a proxy that puts a finish_reason %s, not what came within the drain", async (_how, everyChunk) => {
+    const finished = (content: string) => `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content }, finish_reason: "stop" }] })}\n\n`;
+    const part = (content: string) => (everyChunk ? finished(content) : chunk({ content }));
+    provider.script = [finished("Thinking done. "), part("The answer "), part("is "), part("42."), FINISH];
+    // 5 s in all, 1.3 s apart: each pause within DRAIN_AFTER_FINISH_MS (2 s), the answer past it.
+    provider.gapMs = 1300;
+    const { turn } = await call({ idleTimeoutMs: 5000, timeoutMs: 30_000 });
+    expect(turn.text).toBe("Thinking done. The answer is 42.");
+  });
+
   it("still times out a response held open before its answer's end", async () => {
     provider.script = [chunk({ content: "Hel" })];
     provider.holdOpen = { done: false, keepAliveMs: 100 };

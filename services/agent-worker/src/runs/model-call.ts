@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import OpenAI from "openai";
 import { storableText } from "@agentrun/db";
 import type { CutFinishReason } from "@agentrun/contracts";
-import { cutReasonOf, FAILED_FINISH_REASONS, reasoningOf, refuseStreamOptions, refusesStreamOptions, sendsStreamOptions } from "./provider-quirks";
+import { cutReasonOf, FAILED_FINISH_REASONS, reasoningOf, refusalOf, refuseStreamOptions, refusesStreamOptions, sendsStreamOptions } from "./provider-quirks";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { untilAborted } from "../until-aborted";
 import { completionChunks, type StreamedResponse } from "./completion-chunks";
@@ -83,6 +83,14 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const armIdle = () => void (ended || idleTimer.refresh());
   const drained = new AbortController();
   let drainTimer: NodeJS.Timeout | undefined;
+  // More of the answer after a finish_reason, in a chunk without one: a proxy that marked an
+  // earlier chunk finished (some put a finish_reason on every chunk). The answer goes on, under
+  // the idle timeout again, rather than being cut when the drain ends.
+  const onAnswerResumed = () => {
+    ended = false;
+    clearTimeout(drainTimer);
+    idleTimer = startIdle();
+  };
   const onAnswerEnd = (how: "done" | "finish") => {
     ended = true;
     clearTimeout(idleTimer);
@@ -155,7 +163,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
       }
     }
     accepted = true;
-    for await (const chunks of completionChunks(response as unknown as StreamedResponse, undefined, onAnswerEnd)) {
+    for await (const chunks of completionChunks(response as unknown as StreamedResponse, undefined, onAnswerEnd, onAnswerResumed)) {
       armIdle();
       for (const chunk of chunks) {
         if (chunk.usage && typeof chunk.usage === "object") reported = chunk.usage;
@@ -172,7 +180,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
           turn.reasoning = (turn.reasoning ?? "") + reasoning;
           if (turn.reasoning.length > MAX_REASONING_CHARS) throw new RunFailure("model_bad_response", `The model sent more than ${MAX_REASONING_CHARS} characters of reasoning in one answer.`);
         }
-        const text = deltaText(delta?.content);
+        const text = deltaText(delta?.content) || refusalOf(delta);
         if (delta?.tool_calls && !Array.isArray(delta.tool_calls)) throw new RunFailure("model_bad_response", "The model sent tool calls that are not a list.");
         if (text) {
           const content = pendingHigh + text;

@@ -22,8 +22,8 @@ describe("providers' own ways", () => {
     expect((await call()).turn.reasoning).toBeUndefined();
   });
 
-  it("fails with model_error an answer ended by finish_reason error or insufficient_system_resource, reporting what it consumed", async () => {
-    for (const reason of ["error", "insufficient_system_resource"]) {
+  it("fails with model_error an answer ended by finish_reason error, insufficient_system_resource or abort (vLLM, SGLang), reporting what it consumed", async () => {
+    for (const reason of ["error", "insufficient_system_resource", "abort"]) {
       provider.script = [chunk({ content: "Half an ans" }), finishing(reason)];
       const usages: ModelUsage[] = [];
       const { err } = await failure({ onUsage: (u) => usages.push(u) });
@@ -74,5 +74,11 @@ describe("a server that refuses stream_options", () => {
     expect((await call({ model: "mistral-small" })).turn.text).toBe("ok");
     await call({ model: "another-model" });
     expect(provider.bodies.map((b) => [b.model, "stream_options" in b])).toEqual([["mistral-small", true], ["mistral-small", false], ["another-model", true]]);
+  });
+
+  it("takes OpenAI's refusal, streamed in `refusal` deltas with no content, as the answer's text", async () => {
+    provider.script = [chunk({ role: "assistant", content: null, refusal: "" }), chunk({ content: null, refusal: "I'm sorry, " }), chunk({ content: null, refusal: "I can't help with that." }), finishing("stop")];
+    const { turn, texts } = await call();
+    expect([turn.text, texts]).toEqual(["I'm sorry, I can't help with that.", ["I'm sorry, ", "I can't help with that."]]);
   });
 });

@@ -7,8 +7,12 @@ import OpenAI from "openai";
 import { storableText } from "@agentrun/db";
 import { isCutFinishReason, type CutFinishReason } from "@agentrun/contracts";
 
-/** `finish_reason` values that end an answer as a failure (Mistral's `error`, DeepSeek's `insufficient_system_resource`). */
-export const FAILED_FINISH_REASONS: ReadonlySet<string> = new Set(["error", "insufficient_system_resource"]);
+/**
+ * `finish_reason` values that end an answer as a failure: Mistral's `error`, DeepSeek's
+ * `insufficient_system_resource`, and the `abort` of vLLM and SGLang, whose engine stopped the
+ * request (scaled down, restarted, or asked to) with the answer unfinished.
+ */
+export const FAILED_FINISH_REASONS: ReadonlySet<string> = new Set(["error", "insufficient_system_resource", "abort"]);
 
 /**
  * The models, by client (one per base URL), whose server refused `stream_options` (Mistral answers
@@ -62,4 +66,14 @@ export function reasoningOf(delta: unknown): string | null {
   if (!delta || typeof delta !== "object") return null;
   const r = (delta as { reasoning_content?: unknown }).reasoning_content;
   return typeof r === "string" && r ? storableText(r) : null;
+}
+
+/**
+ * A delta's `refusal`: OpenAI's models stream a refusal to answer there instead of in `content`
+ * (which is then null). It is the model's answer to the user, and taken as its text.
+ */
+export function refusalOf(delta: unknown): string {
+  if (!delta || typeof delta !== "object") return "";
+  const r = (delta as { refusal?: unknown }).refusal;
+  return typeof r === "string" ? r : "";
 }

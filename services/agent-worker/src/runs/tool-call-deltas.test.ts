@@ -25,6 +25,11 @@ describe("ToolCallDeltas", () => {
     ]);
   });
 
+  it("takes arguments sent as a JSON object (llama.cpp's server, TGI) as their JSON text", () => {
+    const deltas = [{ index: 0, id: "a", type: "function", function: { name: "clock_now", arguments: { timezone: "Europe/Paris" } } }] as unknown as ToolCallDelta[];
+    expect(assembled(deltas)).toEqual([{ id: "a", name: "clock_now", arguments: '{"timezone":"Europe/Paris"}' }]);
+  });
+
   it("still joins a name that the provider sends in pieces", () => {
     const deltas = [{ index: 0, id: "a", ...fn("calc_", "") }, { index: 0, ...fn("evaluate", "{}") }];
     expect(assembled(deltas)).toEqual([{ id: "a", name: "calc_evaluate", arguments: "{}" }]);

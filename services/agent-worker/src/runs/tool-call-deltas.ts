@@ -63,11 +63,11 @@ export class ToolCallDeltas {
     }
     const call = entry.call;
     if (id) call.id = id;
-    // A name or arguments that are not text are not taken (a call left without a name fails the answer).
+    // A name that is not text is not taken (a call left without a name fails the answer); for arguments see argumentsText.
     const name = delta.function?.name;
     if (typeof name === "string" && name) call.name = mergedName(call.name, storableText(name));
-    const args = delta.function?.arguments;
-    if (typeof args === "string") {
+    const args = argumentsText(delta.function?.arguments);
+    if (args !== null) {
       call.arguments += args;
       this.argumentsChars += args.length;
     }
@@ -109,4 +109,15 @@ function mergedName(sofar: string, next: string): string {
   if (next.startsWith(sofar)) return next;
   if (sofar.startsWith(next)) return sofar;
   return sofar + next;
+}
+
+/**
+ * A delta's arguments as text: a string as it is; a JSON object (as llama.cpp's server and TGI
+ * have sent them) as its JSON, so that the call runs with what the model asked for rather than
+ * with none. Anything else is not taken.
+ */
+function argumentsText(args: unknown): string | null {
+  if (typeof args === "string") return args;
+  if (args && typeof args === "object" && !Array.isArray(args)) return JSON.stringify(args);
+  return null;
 }
