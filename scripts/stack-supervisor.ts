@@ -39,6 +39,9 @@ interface Started {
   child: ChildProcess;
 }
 
+/** How often the supervisor checks that the process that started it (npm) is still there. */
+const PARENT_CHECK_MS = 500;
+
 const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
 
 export class StackSupervisor {
@@ -82,6 +85,12 @@ export class StackSupervisor {
    */
   stopOnSignals(): void {
     for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => void this.stop(0));
+    // npm hands only SIGINT and SIGTERM on to its script: a SIGHUP (or SIGKILL) to npm ends npm
+    // alone, and this process is handed to init. Its parent gone, it stops the stack as on a signal.
+    const parent = process.ppid;
+    setInterval(() => {
+      if (process.ppid !== parent) void this.stop(0);
+    }, PARENT_CHECK_MS).unref();
   }
 
   /**

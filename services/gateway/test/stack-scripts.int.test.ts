@@ -5,7 +5,7 @@ import net from "node:net";
 import path from "node:path";
 import { REPO_ROOT } from "@agentrun/db";
 import { eventually, freePort, testEnv } from "@agentrun/testing";
-import { listening, processesWith, startNpmStart } from "./npm-start.fixture";
+import { commandLine, listening, processesWith, startNpmStart } from "./npm-start.fixture";
 
 jest.setTimeout(120_000);
 
@@ -74,6 +74,23 @@ it("npm start stops every service when npm itself gets SIGTERM, as a supervisor 
     }, { timeoutMs: 15_000 });
     expect(await exited).toEqual([0, null]);
     expect(processesWith(stack.marker)).toEqual([]);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n--- npm start printed:\n${stack.output().slice(-4000)}`);
+  } finally {
+    await stack.cleanUp();
+  }
+});
+
+it("npm start stops every service when npm dies without handing a signal on (SIGHUP, SIGKILL)", async () => {
+  const stack = await startNpmStart();
+  try {
+    // npm passes only SIGINT and SIGTERM on to its script; SIGKILL leaves it no choice at all.
+    stack.npm.kill("SIGKILL");
+    await eventually(async () => {
+      for (const port of Object.values(stack.ports)) expect([port, await listening(port)]).toEqual([port, false]);
+      expect(processesWith(stack.marker).map(commandLine)).toEqual([]);
+      return true;
+    }, { timeoutMs: 30_000 });
   } catch (err) {
     throw new Error(`${(err as Error).message}\n--- npm start printed:\n${stack.output().slice(-4000)}`);
   } finally {
