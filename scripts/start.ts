@@ -2,8 +2,9 @@
  * `npm start`: the four services on this machine, each with the whole environment (the
  * configuration table of README.md says which variable each one reads), without the development
  * defaults and seeding of `npm run dev`. `WORKERS` agent workers (1 by default). SIGTERM, SIGINT
- * or SIGHUP (or npm's death: see `stopOnSignals`) stops them in order: the gateway and the workers, then the memory service and the
- * scripted model, so that the runs the workers let finish still reach both. A service that exits
+ * or SIGHUP (or npm's death: see `stopOnSignals`) stops them in order: the gateway and the
+ * workers, then the memory service and the scripted model, so that the runs the workers let
+ * finish still reach both. A service that exits
  * by itself stops the others, and this process exits 1, for a process manager to restart it all.
  */
 import { z } from "zod";

@@ -71,7 +71,7 @@ describe("completionChunks", () => {
 
   it("throws the SDK's APIError for llama.cpp's `error:` line and for an event named error, after the chunks before it", async () => {
     const llama = 'error: {"code":400,"message":"the request exceeds the available context size","type":"invalid_request_error"}\n\n';
-    for (const failing of [llama, `event: error\ndata: ${JSON.stringify({ message: "engine overloaded" })}\n\n`]) {
+    for (const failing of [llama, `event: error\ndata: ${JSON.stringify({ message: "engine overloaded" })}\n\n`, `event: error\ndata: ${JSON.stringify({ error: "engine overloaded" })}\n\n`, "event: error\ndata: engine overloaded\n\n"]) {
       const out: string[] = [];
       const err = await (async () => {
         for await (const chunks of completionChunks(response([event(chunk("a")), failing]))) out.push(...chunks.map((c) => c.choices[0]!.delta.content!));

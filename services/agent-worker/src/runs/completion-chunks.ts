@@ -30,9 +30,10 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  * model, interleaved runs). As there,
  * `data: [DONE]` ends the answer (what follows is read and ignored, so that the connection can be
  * reused; `onAnswerEnd` is told, as at each `finish_reason`, so that the caller can bound that
- * read; `onAnswerResumed` when more of the answer follows a finish_reason after all), a chunk whose JSON does not parse throws `SyntaxError`, and one carrying `error`
- * throws the SDK's `APIError`, each after the good chunks before it. The SSE framing is read by
- * `eventsource-parser`.
+ * read; `onAnswerResumed` when more of the answer follows a finish_reason after all), a chunk
+ * whose JSON does not parse throws `SyntaxError`, and one carrying `error` (or an event named
+ * `error`) throws the SDK's `APIError`, each after the good chunks before it. The SSE framing is
+ * read by `eventsource-parser`.
  *
  * Unlike there, an answer must end as a stream ends: with `[DONE]` or a chunk whose choice has a
  * `finish_reason`. A body that ends before either (a proxy that answered the whole completion as
@@ -148,8 +149,10 @@ function streamedError(data: string, headers: Headers): InstanceType<typeof Open
   } catch {
     body = undefined;
   }
-  const error = body && typeof body === "object" ? ((body as { error?: unknown }).error ?? body) : { message: data || "The model sent an error event." };
-  return new OpenAI.APIError(undefined, error as object, undefined, headers);
+  const error = body && typeof body === "object" ? ((body as { error?: unknown }).error ?? body) : data;
+  // A bare text (not JSON, or an `error` that is a string) is the error's message.
+  const object = error && typeof error === "object" ? error : { message: typeof error === "string" && error ? error : "The model sent an error event." };
+  return new OpenAI.APIError(undefined, object, undefined, headers);
 }
 
 /** Whether a chunk carries more of the answer: text, a refusal, reasoning or tool calls. */

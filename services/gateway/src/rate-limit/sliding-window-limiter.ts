@@ -14,8 +14,9 @@ import { AppError } from "@agentrun/errors";
  * with skewed clocks still agree. A refused request is not recorded: a client that keeps retrying
  * while limited does not extend its own wait. A request counts once however often its script
  * runs: ioredis sends a command again when the connection drops before its reply came, and the
- * second run finds the request's member already recorded. With several keys a request is admitted only when
- * every window has room, and then recorded in all of them; refused, it is recorded in none.
+ * second run finds the request's member already recorded. With several keys a request is
+ * admitted only when every window has room, and then recorded in all of them; refused, it is
+ * recorded in none.
  *
  * KEYS the logs; ARGV[1] window (ms); ARGV[2] a member unique to this request; ARGV[3] "1" to admit
  * the request if it fits, "0" only to read the windows' state; ARGV[3 + i] the limit of KEYS[i].
