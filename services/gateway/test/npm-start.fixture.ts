@@ -4,7 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { REPO_ROOT } from "@agentrun/db";
-import { freePort, testEnv, waitForOk } from "@agentrun/testing";
+import { eventually, freePort, testEnv, waitForOk } from "@agentrun/testing";
 
 /** Whether something accepts connections on 127.0.0.1:`port`. */
 export const listening = (port: number) =>
@@ -98,4 +98,13 @@ export async function startNpmStart(extraEnv: Record<string, string> = {}): Prom
     throw new Error(`${(err as Error).message}\n--- npm start printed:\n${printed.slice(-4000)}`);
   }
   return { npm, ports: { gateway, memory, model }, gatewayUrl: `http://127.0.0.1:${gateway}`, marker, output, cleanUp };
+}
+
+/** Waits until none of `stack`'s ports accepts connections and none of its processes is left. */
+export async function expectStackGone(stack: NpmStart, timeoutMs: number): Promise<void> {
+  await eventually(async () => {
+    for (const port of Object.values(stack.ports)) expect([port, await listening(port)]).toEqual([port, false]);
+    expect(processesWith(stack.marker).map(commandLine)).toEqual([]);
+    return true;
+  }, { timeoutMs });
 }

@@ -5,7 +5,7 @@ import net from "node:net";
 import path from "node:path";
 import { REPO_ROOT } from "@agentrun/db";
 import { eventually, freePort, testEnv } from "@agentrun/testing";
-import { commandLine, listening, processesWith, startNpmStart } from "./npm-start.fixture";
+import { expectStackGone, listening, processesWith, startNpmStart } from "./npm-start.fixture";
 
 jest.setTimeout(120_000);
 
@@ -86,11 +86,7 @@ it("npm start stops every service when npm dies without handing a signal on (SIG
   try {
     // npm passes only SIGINT and SIGTERM on to its script; SIGKILL leaves it no choice at all.
     stack.npm.kill("SIGKILL");
-    await eventually(async () => {
-      for (const port of Object.values(stack.ports)) expect([port, await listening(port)]).toEqual([port, false]);
-      expect(processesWith(stack.marker).map(commandLine)).toEqual([]);
-      return true;
-    }, { timeoutMs: 30_000 });
+    await expectStackGone(stack, 30_000);
   } catch (err) {
     throw new Error(`${(err as Error).message}\n--- npm start printed:\n${stack.output().slice(-4000)}`);
   } finally {

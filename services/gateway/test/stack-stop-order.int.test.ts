@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import type { PrismaClient } from "@agentrun/db";
 import { createTenant, eventually, testEnv, testPrisma, watchSse } from "@agentrun/testing";
-import { commandLine, listening, processesWith, startNpmStart } from "./npm-start.fixture";
+import { commandLine, expectStackGone, listening, processesWith, startNpmStart } from "./npm-start.fixture";
 
 // `npm start` (and `npm run dev`, which shares its supervisor) stops the stack in order: the
 // gateway and the workers first, then the memory service and the scripted model, each worker
@@ -64,11 +64,7 @@ it("a supervisor killed with SIGKILL does not leave its services running", async
     expect(supervisor).toBeGreaterThan(0);
     process.kill(supervisor!, "SIGKILL");
     // Each service sees its channel to the supervisor close and stops as on SIGTERM.
-    await eventually(async () => {
-      for (const port of Object.values(stack.ports)) expect([port, await listening(port)]).toEqual([port, false]);
-      expect(processesWith(stack.marker).map(commandLine)).toEqual([]);
-      return true;
-    }, { timeoutMs: 20_000 });
+    await expectStackGone(stack, 20_000);
   } catch (err) {
     throw new Error(`${(err as Error).message}\n--- npm start printed:\n${stack.output().slice(-4000)}`);
   } finally {
