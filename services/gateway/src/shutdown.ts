@@ -3,9 +3,10 @@ import type { RequestHandler, Response } from "express";
 /**
  * The gateway's stop, as requests see it. From SIGTERM on, every answer says `Connection: close`
  * (the connection ends with it, rather than being kept for a request that the closing listener
- * would cut), `/readyz` answers 503, and the requests that are starting a run are awaited before
- * the connections are cut and the queue closed: a run is accepted whole (recorded and queued, its
- * caller answered) or not at all.
+ * would cut), `/readyz` answers 503, a stream or a `stream: false` wait that begins ends at once
+ * (see `endAllStreams`, `endAllWaits`, which end those already open), and the requests that are
+ * starting a run are awaited before the connections are cut and the queue closed: a run is
+ * accepted whole (recorded and queued, its caller answered) or not at all.
  */
 let stopping = false;
 const runStarts = new Set<Promise<unknown>>();

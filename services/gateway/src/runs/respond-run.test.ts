@@ -10,6 +10,7 @@ import { failRun } from "@agentrun/run-state";
 import type { GatewayDeps } from "../deps";
 import { errorHandler } from "../middleware/error.middleware";
 import { endAllWaits, respondWithRun } from "./respond-run";
+import { beginStopping } from "../shutdown";
 
 let prisma: PrismaClient;
 let sub: Redis;
@@ -55,6 +56,27 @@ async function queuedRun(): Promise<{ runId: string; taskId: string }> {
 /** The event store of {@link app}'s runs, on the working Redis. */
 const store = () => ({ prisma, redis: working, redisPrefix: `${testEnv().redisPrefix}:respond` });
 
+describe("respondWithRun (SSE)", () => {
+  it("answers a replay whose first read fails 503 unavailable, not as an empty stream: the client may ask again with its key", async () => {
+    const { runId, taskId } = await queuedRun();
+    const res = await request(app({ runId, taskId, stream: true })).post("/run");
+    expect([res.status, res.headers["content-type"], res.body.error?.code]).toEqual([503, expect.stringMatching(/^application\/json/), "unavailable"]);
+  });
+
+  it("streams a replay of a run that has ended from its first event to its last", async () => {
+    const { runId, taskId } = await queuedRun();
+    await failRun(store(), { id: runId, query: "q" }, { code: "model_error", message: "m" }, { onlyIfQueued: true });
+    const res = await request(app({ runId, taskId, stream: true }, working)).post("/run").buffer(true).parse((r, done) => {
+      let text = "";
+      r.on("data", (c: Buffer) => (text += c.toString()));
+      r.on("end", () => done(null, text));
+    });
+    expect(res.status).toBe(200);
+    const events = [...(res.body as string).matchAll(/^id: (\d+)\n(?:event: [a-z_]+\n)?data: (.*)$/gm)].map((m) => [Number(m[1]), JSON.parse(m[2]!).type]);
+    expect(events).toEqual([[1, "run_started"], [2, "run_failed"]]);
+  });
+});
+
 describe("respondWithRun (JSON)", () => {
   it("answers 202 with the run's status, not an error, when the events of a run it just created cannot be read", async () => {
     const { runId, taskId } = await queuedRun();
@@ -89,6 +111,7 @@ describe("respondWithRun (JSON)", () => {
   it("answers a run accepted once shutdown has begun at once, 202 with its status, rather than waiting for its end", async () => {
     const { runId, taskId } = await queuedRun();
     const started = { seq: 1, type: "run_started", run_id: runId, task_id: taskId } as RunEvent;
+    beginStopping();
     expect(endAllWaits()).toBe(0);
     // A wait of 60 s, longer than this test may take: it answers at once or not in time.
     const res = await request(app({ runId, taskId, sent: [started] }, working, 60_000)).post("/run");
@@ -98,29 +121,9 @@ describe("respondWithRun (JSON)", () => {
   it("answers a replay of a run that has ended with its result during shutdown too", async () => {
     const { runId, taskId } = await queuedRun();
     expect(await failRun(store(), { id: runId, query: "q" }, { code: "model_error", message: "The model failed." })).toBe(true);
+    beginStopping();
     expect(endAllWaits()).toBe(0);
     const res = await request(app({ runId, taskId }, working, 60_000)).post("/run");
     expect([res.status, res.body.run_id, res.body.status, res.body.error]).toEqual([200, runId, "failed", { code: "model_error", message: "The model failed." }]);
   }, 10_000);
-});
-
-describe("respondWithRun (SSE)", () => {
-  it("answers a replay whose first read fails 503 unavailable, not as an empty stream: the client may ask again with its key", async () => {
-    const { runId, taskId } = await queuedRun();
-    const res = await request(app({ runId, taskId, stream: true })).post("/run");
-    expect([res.status, res.headers["content-type"], res.body.error?.code]).toEqual([503, expect.stringMatching(/^application\/json/), "unavailable"]);
-  });
-
-  it("streams a replay of a run that has ended from its first event to its last", async () => {
-    const { runId, taskId } = await queuedRun();
-    await failRun(store(), { id: runId, query: "q" }, { code: "model_error", message: "m" }, { onlyIfQueued: true });
-    const res = await request(app({ runId, taskId, stream: true }, working)).post("/run").buffer(true).parse((r, done) => {
-      let text = "";
-      r.on("data", (c: Buffer) => (text += c.toString()));
-      r.on("end", () => done(null, text));
-    });
-    expect(res.status).toBe(200);
-    const events = [...(res.body as string).matchAll(/^id: (\d+)\n(?:event: [a-z_]+\n)?data: (.*)$/gm)].map((m) => [Number(m[1]), JSON.parse(m[2]!).type]);
-    expect(events).toEqual([[1, "run_started"], [2, "run_failed"]]);
-  });
 });

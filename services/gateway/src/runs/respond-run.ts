@@ -5,6 +5,7 @@ import { AppError, bearerRefusal, isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { onKeyRevoked } from "../auth/revocation-watch";
 import { API_REALM } from "../middleware/auth.middleware";
+import { isStopping } from "../shutdown";
 import { clearSseHeaders, openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
 import { freesItsKey } from "./idempotency";
@@ -20,16 +21,13 @@ const unlessUnavailable = (err: unknown): undefined => {
 
 /** JSON answers waiting for their run in this process, so that shutdown can answer them at once. */
 const openWaits = new Set<AbortController>();
-/** Shutdown has begun: a wait that begins from now on (a run still being accepted) ends at once. */
-let shuttingDown = false;
 
 /**
- * Stops every JSON answer's wait, and every one that begins later: each answers 202 with its
- * run's current status, as past the wait limit (the run goes on; the caller polls it or follows
- * its events elsewhere).
+ * Stops every JSON answer's wait: each answers 202 with its run's current status, as past the
+ * wait limit (the run goes on; the caller polls it or follows its events elsewhere). A wait that
+ * begins once the gateway is stopping (`beginStopping`: a run still being accepted) ends at once.
  */
 export function endAllWaits(): number {
-  shuttingDown = true;
   const n = openWaits.size;
   for (const w of openWaits) w.abort();
   return n;
@@ -88,7 +86,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   const timer = setTimeout(() => wait.abort(), deps.config.RUN_WAIT_TIMEOUT_MS);
   res.on("close", () => wait.abort());
   // Gone before this wait began: `close` has been emitted already.
-  if (req.socket.destroyed || shuttingDown) wait.abort();
+  if (req.socket.destroyed || isStopping()) wait.abort();
   openWaits.add(wait);
   let revoked = false;
   const unwatch = onKeyRevoked(req, () => {

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import express, { type Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
 import { endAllStreams, openSse, type SseStream } from "./sse";
+import { beginStopping } from "../shutdown";
 
 // A real HTTP server whose one route opens a stream and hands it, with its response, to the test.
 const STALL_MS = 300;
@@ -119,6 +120,7 @@ it("writes what is waiting before an end the caller asks for", async () => {
 });
 
 it("ends a stream opened once shutdown has begun, after what its opener sent at once", async () => {
+  beginStopping();
   endAllStreams();
   const next = nextStream();
   const got = readStream();

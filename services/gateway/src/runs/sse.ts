@@ -1,6 +1,7 @@
 import type { Request, Response } from "express";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 import { onKeyRevoked } from "../auth/revocation-watch";
+import { isStopping } from "../shutdown";
 
 /**
  * Longest a stream waits for its client to take what was written once the response is full (the
@@ -28,16 +29,13 @@ const STREAM_CLOSED = new Error("the event stream's response closed");
 
 /** Streams open in this process, so that shutdown can end them cleanly. */
 const openStreams = new Set<SseStream>();
-/** Shutdown has begun: a stream opened from now on (a run still being accepted) ends soon too. */
-let shuttingDown = false;
 
 /**
- * Ends every open stream (no terminal event: clients re-attach with Last-Event-ID), and every
- * stream opened later, once the events its opener sends in the same turn (a new run's
- * run_started) are written.
+ * Ends every open stream (no terminal event: clients re-attach with Last-Event-ID). A stream
+ * opened once the gateway is stopping (`beginStopping`: a run still being accepted) ends as soon
+ * as the events its opener sends in the same turn (a new run's run_started) are written.
  */
 export function endAllStreams(): number {
-  shuttingDown = true;
   const n = openStreams.size;
   for (const s of [...openStreams]) s.end();
   return n;
@@ -216,6 +214,6 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
     },
   };
   openStreams.add(stream);
-  if (shuttingDown) setImmediate(() => stream.end());
+  if (isStopping()) setImmediate(() => stream.end());
   return stream;
 }
