@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
 import https from "node:https";
 import { loadConfig, onStopRequest, runMain } from "@agentrun/config";
 import { createLogger } from "@agentrun/logger";
@@ -18,7 +19,6 @@ const IDLE_CLOSE_INTERVAL_MS = 50;
  * could not take): its queueing and the subscription before it, a few seconds at most.
  */
 const RUN_START_SETTLE_EXTRA_MS = 5000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 runMain(async () => {
   const config = loadConfig(gatewayConfigSchema);

@@ -1,6 +1,7 @@
 import OpenAI from "openai";
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import { createParser, type EventSourceMessage, type ParseError } from "eventsource-parser";
+import { reasoningOf, refusalOf } from "./provider-quirks";
 
 /** What is read of a streamed completion's response: its body and headers. */
 export interface StreamedResponse {
@@ -159,8 +160,8 @@ function streamedError(data: string, headers: Headers): InstanceType<typeof Open
 function answerGoesOn(chunk: ChatCompletionChunk): boolean {
   const delta = (Array.isArray(chunk.choices) ? chunk.choices[0]?.delta : undefined) as Record<string, unknown> | undefined;
   if (!delta || typeof delta !== "object") return false;
-  const { content, refusal, reasoning_content: reasoning, tool_calls: calls } = delta;
-  return Boolean(content || refusal || reasoning || (Array.isArray(calls) && calls.length > 0));
+  const calls = delta.tool_calls;
+  return Boolean(delta.content || refusalOf(delta) || reasoningOf(delta) || (Array.isArray(calls) && calls.length > 0));
 }
 
 /** The connection to the model broke (reset, closed, timed out) before the answer's end. */
