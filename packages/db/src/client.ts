@@ -2,6 +2,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "./generated/prisma/client";
 import { withSessionSettings } from "./session-options";
 import { statementNames } from "./statement-names";
+import { checkSchemaOnOwnConnection } from "./schema-state";
 
 export interface CreatePrismaOptions {
   databaseUrl: string;
@@ -47,7 +48,10 @@ export function createPrisma({ databaseUrl, poolSize = 10, onPoolError, prepared
     },
     { onPoolError: onPoolError ?? (() => {}), ...(preparedStatements ? { statementNameGenerator: statementNames() } : {}) },
   );
-  return new PrismaClient({ adapter });
+  const prisma = new PrismaClient({ adapter });
+  // Readiness and the workers' heartbeat check the database without waiting in this pool.
+  checkSchemaOnOwnConnection(prisma, databaseUrl);
+  return prisma;
 }
 
 export type { PrismaClient };

@@ -10,4 +10,4 @@ export { newId, type IdPrefix } from "./ids";
 export { isStorableText, nestsDeeperThan, storableJson, storableJsonText, storableText } from "./storable";
 export { withSessionSettings } from "./session-options";
 export { ensureDatabase, dropDatabase, migrateDeploy, REPO_ROOT } from "./database";
-export { latestMigration, readyCheck, READY_CHECK_TIMEOUT_MS, schemaState, type SchemaState } from "./schema-state";
+export { latestMigration, readyCheck, READY_CHECK_TIMEOUT_MS, SCHEMA_CHECK_REUSE_MS, schemaState, type SchemaState } from "./schema-state";

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { PrismaClient } from "./client";
+import pg from "pg";
+import type { PrismaClient } from "./generated/prisma/client";
 import { REPO_ROOT } from "./database";
 
 /** How the database looks to a service: reachable and migrated, or reachable without the newest migration. */
@@ -20,15 +21,67 @@ export function latestMigration(): string {
   return newest;
 }
 
+const SCHEMA_STATE_SQL = `SELECT EXISTS (SELECT 1 FROM _prisma_migrations WHERE migration_name = $1 AND finished_at IS NOT NULL AND rolled_back_at IS NULL) AS applied`;
+
+/** Longest wait for the check's own connection, and then for its statement. */
+const CHECK_TIMEOUT_MS = 2000;
+/** A check settled this recently answers the next ones too: at most one connection per second. */
+export const SCHEMA_CHECK_REUSE_MS = 1000;
+
+interface OwnConnectionCheck {
+  databaseUrl: string;
+  latest?: { state: Promise<SchemaState>; settledAt?: number };
+}
+
+/** The databases of the clients made by createPrisma, checked on connections of their own. */
+const ownConnectionChecks = new WeakMap<PrismaClient, OwnConnectionCheck>();
+
+/** Makes {@link schemaState} check `prisma`'s database (at `databaseUrl`) on a connection of its own; see there. */
+export function checkSchemaOnOwnConnection(prisma: PrismaClient, databaseUrl: string): void {
+  ownConnectionChecks.set(prisma, { databaseUrl });
+}
+
 /**
  * Whether the database has this code's newest migration applied: `not_migrated` for a database
  * that lacks it (or has no migrations table at all), which every request would fail on. Rejects
  * when the database cannot be reached. A database migrated further by newer code is `ok`.
+ *
+ * For a client made by createPrisma the check opens a connection of its own rather than waiting
+ * in the client's pool: a pool kept busy by requests says nothing about the database, and a
+ * readiness probe that waited in it would report the database unavailable on every busy replica
+ * at once, turning load into an outage. A fresh connection also fails as new connections of the
+ * pool would ("too many clients", a database that refuses). Checks running together share one
+ * connection, and one settled less than a second ago answers for the next, so that however often
+ * the probes come, a process opens at most about one such connection per second.
  */
-export async function schemaState(prisma: PrismaClient): Promise<SchemaState> {
+export function schemaState(prisma: PrismaClient): Promise<SchemaState> {
+  const check = ownConnectionChecks.get(prisma);
+  if (!check) return migrationState(prisma.$queryRawUnsafe<{ applied: boolean }[]>(SCHEMA_STATE_SQL, latestMigration()));
+  const latest = check.latest;
+  if (latest && (latest.settledAt === undefined || Date.now() - latest.settledAt < SCHEMA_CHECK_REUSE_MS)) return latest.state;
+  const next: NonNullable<OwnConnectionCheck["latest"]> = { state: migrationState(queryOnOwnConnection(check.databaseUrl)) };
+  const settle = () => void (next.settledAt = Date.now());
+  next.state.then(settle, settle);
+  check.latest = next;
+  return next.state;
+}
+
+async function queryOnOwnConnection(databaseUrl: string): Promise<{ applied: boolean }[]> {
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CHECK_TIMEOUT_MS, query_timeout: CHECK_TIMEOUT_MS });
+  // A connection that breaks after its answer (the server stopping) must not crash the process.
+  client.on("error", () => {});
   try {
-    const [row] = await prisma.$queryRaw<{ applied: boolean }[]>`
-      SELECT EXISTS (SELECT 1 FROM _prisma_migrations WHERE migration_name = ${latestMigration()} AND finished_at IS NOT NULL AND rolled_back_at IS NULL) AS applied`;
+    await client.connect();
+    return (await client.query<{ applied: boolean }>(SCHEMA_STATE_SQL, [latestMigration()])).rows;
+  } finally {
+    // Not awaited: the end of a connection whose statement timed out waits for the server.
+    client.end().catch(() => {});
+  }
+}
+
+async function migrationState(rows: Promise<{ applied: boolean }[]>): Promise<SchemaState> {
+  try {
+    const [row] = await rows;
     return row?.applied ? "ok" : "not_migrated";
   } catch (err) {
     // `relation "_prisma_migrations" does not exist`: a database never migrated.

@@ -1,5 +1,6 @@
 import { createTenant, eventually, postRun, readSse, startStackOnPrivatePostgres, type PrivatePostgres, type PrivatePostgresStack, type Stack, type Tenant } from "@agentrun/testing";
-import type { PrismaClient } from "@agentrun/db";
+import { SCHEMA_CHECK_REUSE_MS, type PrismaClient } from "@agentrun/db";
+import { setTimeout as sleep } from "node:timers/promises";
 import { readDbEvents } from "@agentrun/events";
 
 jest.setTimeout(120_000);
@@ -124,6 +125,8 @@ it("answers /readyz 503 within a second on the gateway and the memory service wh
   pg.freeze();
   let during: Awaited<ReturnType<typeof ready>>[];
   try {
+    // A check settled within SCHEMA_CHECK_REUSE_MS answers for the next: past it, each probe checks anew.
+    await sleep(SCHEMA_CHECK_REUSE_MS + 100);
     during = await Promise.all(bases.map(ready));
   } finally {
     pg.thaw();
