@@ -3,7 +3,7 @@ import { Router, type Request, type Response } from "express";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "@agentrun/logger";
 import { openAIError } from "./errors";
-import { chatCompletionRequest } from "./request";
+import { chatCompletionRequest, requestConflict } from "./request";
 import { completionObject, type CompletionMeta } from "./responses";
 import { planResponse } from "./script";
 import { sleep, streamCompletion, untilAborted } from "./stream";
@@ -29,6 +29,11 @@ export function completionsRouter({ logger }: { logger: Logger }): Router {
       return;
     }
     const body = parsed.data;
+    const conflict = requestConflict(body);
+    if (conflict) {
+      res.status(400).json(openAIError(400, conflict.message, { param: conflict.param, code: null }));
+      return;
+    }
     const plan = planResponse(body.messages);
     const { directives } = plan;
     const stream = body.stream === true;

@@ -2,7 +2,7 @@
 
 /** The body OpenAI sends with every non-2xx response. */
 export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: null; code: string | null };
+  error: { message: string; type: string; param: string | null; code: string | null };
 }
 
 const KNOWN: Record<number, { type: string; code: string }> = {
@@ -21,11 +21,19 @@ const KNOWN: Record<number, { type: string; code: string }> = {
   504: { type: "server_error", code: "gateway_timeout" },
 };
 
+/** What an error body may say beyond its status's type and code. */
+export interface OpenAIErrorExtra {
+  /** The request parameter at fault. @defaultValue null */
+  param?: string | null;
+  /** Replaces the status's code (OpenAI sends `null` on some parameter refusals). */
+  code?: string | null;
+}
+
 /**
  * Builds the error body for `status`; the type and code follow OpenAI's naming where it has one
  * (e.g. 429 → `rate_limit_error` / `rate_limit_exceeded`), else a generic client or server error.
  */
-export function openAIError(status: number, message: string): OpenAIErrorBody {
+export function openAIError(status: number, message: string, extra: OpenAIErrorExtra = {}): OpenAIErrorBody {
   const known = KNOWN[status] ?? (status >= 500 ? { type: "server_error", code: "server_error" } : { type: "invalid_request_error", code: `http_${status}` });
-  return { error: { message, type: known.type, param: null, code: known.code } };
+  return { error: { message, type: known.type, param: extra.param ?? null, code: extra.code === undefined ? known.code : extra.code } };
 }

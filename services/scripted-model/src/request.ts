@@ -41,6 +41,15 @@ export const chatCompletionRequest = z.looseObject({
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
 });
 
+/**
+ * The refusal OpenAI gives a well-formed request whose parameters contradict each other, or null
+ * when they agree: `stream_options` (unless null) goes only with `stream: true`.
+ */
+export function requestConflict(body: ChatCompletionRequest): { param: string; message: string } | null {
+  if (body.stream_options != null && body.stream !== true) return { param: "stream_options", message: "The 'stream_options' parameter is only allowed when 'stream' is enabled." };
+  return null;
+}
+
 export type ChatMessage = z.infer<typeof chatMessage>;
 export type ChatCompletionRequest = z.infer<typeof chatCompletionRequest>;
 

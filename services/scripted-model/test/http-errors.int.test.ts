@@ -33,6 +33,21 @@ describe("HTTP errors", () => {
     expect(res.body.error.message).toMatch(/messages\.0\.role/);
   });
 
+  it("refuses stream_options without stream: true, as OpenAI does, and accepts a null one", async () => {
+    const refusal = { message: "The 'stream_options' parameter is only allowed when 'stream' is enabled.", type: "invalid_request_error", param: "stream_options", code: null };
+    const messages = [{ role: "user", content: "x" }];
+    for (const stream of [undefined, false, null]) {
+      const res = await supertest(app).post("/v1/chat/completions").send({ model: "m", messages, stream, stream_options: { include_usage: true } }).expect(400);
+      expect(res.body).toEqual({ error: refusal });
+    }
+    // An empty object is still the parameter given.
+    expect((await supertest(app).post("/v1/chat/completions").send({ model: "m", messages, stream_options: {} }).expect(400)).body.error.param).toBe("stream_options");
+    const plain = await supertest(app).post("/v1/chat/completions").send({ model: "m", messages, stream: false, stream_options: null }).expect(200);
+    expect(plain.body.choices[0].message.content).toBe("Echo: x");
+    const streamed = await supertest(app).post("/v1/chat/completions").send({ model: "m", messages, stream: true, stream_options: { include_usage: true } }).expect(200);
+    expect(streamed.text).toMatch(/"usage":\{"prompt_tokens"/);
+  });
+
   it("answers with an error body after [sleep:MS] for [error:STATUS]", async () => {
     const start = Date.now();
     const res = await supertest(app).post("/v1/chat/completions").send({ model: "m", stream: true, messages: [{ role: "user", content: "[sleep:30][error:503]" }] }).expect(503);
