@@ -50,3 +50,5 @@ export function bearerToken(header: string | undefined): { token: string } | { p
   const token = BEARER.exec(header)?.[1];
   return token ? { token } : { problem: "invalid_request" };
 }
+
+export { drainServer, ServerStop, type DrainOptions } from "./server-stop";

@@ -1,7 +1,7 @@
 import { once } from "node:events";
-import { setTimeout as sleep } from "node:timers/promises";
 import https from "node:https";
 import { loadConfig, onStopRequest, runMain } from "@agentrun/config";
+import { drainServer } from "@agentrun/express-server";
 import { createLogger } from "@agentrun/logger";
 import { gatewayConfigSchema } from "./config";
 import { createGatewayDeps } from "./create-deps";
@@ -12,8 +12,6 @@ import { createHttpServer } from "./http-server";
 import { servedWidget } from "./widget/widget-bundle";
 import { beginStopping, runStartsSettled } from "./shutdown";
 
-/** How often a stopping gateway closes the connections that have fallen idle. */
-const IDLE_CLOSE_INTERVAL_MS = 50;
 /**
  * A run start's wait beyond its two statements (claim or create, and the end of a run the queue
  * could not take): its queueing and the subscription before it, a few seconds at most.
@@ -40,24 +38,22 @@ runMain(async () => {
     logger.info({ signal }, "shutting down");
     // From now on /readyz answers 503 and every answer closes its connection (see shutdown.ts).
     beginStopping();
-    // Stop accepting connections; open streams end when their clients re-attach elsewhere.
-    const closed = new Promise((resolve) => server.close(resolve));
-    // Connections that fall idle (a stream just ended, an answer sent before the stop) go too.
-    const idle = setInterval(() => server.closeIdleConnections(), IDLE_CLOSE_INTERVAL_MS);
-    server.closeIdleConnections();
+    // Stop accepting connections, and close each one as it falls idle (a stream just ended, an
+    // answer sent before the stop). Requests still being handled get a short grace; one starting
+    // a run is awaited longer (its statements time out on their own), so that its run is queued
+    // and its caller answered before the queue closes. Whatever is still open then is cut.
+    const drained = drainServer(server, {
+      graceMs: config.SHUTDOWN_STREAM_GRACE_MS,
+      beforeCut: async () => {
+        if (!(await runStartsSettled(2 * config.DB_QUERY_TIMEOUT_MS + RUN_START_SETTLE_EXTRA_MS))) logger.warn("runs still being started at the deadline: cutting them");
+      },
+    });
     // Open SSE streams never end by themselves: end them (clients re-attach with Last-Event-ID
     // through another instance); JSON answers waiting for their run answer 202 with its status.
     const ended = endAllStreams();
     const answered = endAllWaits();
     logger.info({ streams: ended, waits: answered }, "ended open streams and waits");
-    // Requests still being handled get a short grace; one starting a run is awaited longer (its
-    // statements time out on their own), so that its run is queued and its caller answered
-    // before the queue closes. Whatever is still open then is cut.
-    await Promise.race([closed, sleep(config.SHUTDOWN_STREAM_GRACE_MS)]);
-    if (!(await runStartsSettled(2 * config.DB_QUERY_TIMEOUT_MS + RUN_START_SETTLE_EXTRA_MS))) logger.warn("runs still being started at the deadline: cutting them");
-    server.closeAllConnections();
-    await closed;
-    clearInterval(idle);
+    await drained;
     await close();
     logger.info("stopped");
     process.exit(0);

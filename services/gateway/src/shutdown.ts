@@ -1,4 +1,5 @@
-import type { RequestHandler, Response } from "express";
+import type { RequestHandler } from "express";
+import { ServerStop } from "@agentrun/express-server";
 
 /**
  * The gateway's stop, as requests see it. From SIGTERM on, every answer says `Connection: close`
@@ -8,31 +9,21 @@ import type { RequestHandler, Response } from "express";
  * starting a run are awaited before the connections are cut and the queue closed: a run is
  * accepted whole (recorded and queued, its caller answered) or not at all.
  */
-let stopping = false;
+const stop = new ServerStop();
 const runStarts = new Set<Promise<unknown>>();
-/** Answers being worked on, whose headers may not be sent yet. */
-const answering = new Set<Response>();
 
 /** Marks the gateway as stopping (see above). */
 export function beginStopping(): void {
-  stopping = true;
-  for (const res of answering) if (!res.headersSent) res.setHeader("Connection", "close");
+  stop.begin();
 }
 
 export function isStopping(): boolean {
-  return stopping;
+  return stop.isStopping();
 }
 
 /** Sets `Connection: close` on every answer not yet begun once the gateway is stopping. */
 export function closeConnectionsWhenStopping(): RequestHandler {
-  return (_req, res, next) => {
-    if (stopping) res.setHeader("Connection", "close");
-    else {
-      answering.add(res);
-      res.once("close", () => answering.delete(res));
-    }
-    next();
-  };
+  return stop.closeConnections();
 }
 
 /** Counts `start` among the run starts the stop waits for, until it settles; returns it. */

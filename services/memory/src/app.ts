@@ -1,5 +1,6 @@
 import express, { type Express } from "express";
 import type { PrismaClient } from "@agentrun/db";
+import { ServerStop } from "@agentrun/express-server";
 import { jsonBody } from "@agentrun/json-body";
 import type { Logger } from "@agentrun/logger";
 import { errorHandler, notFound } from "./middleware/error.middleware";
@@ -14,6 +15,8 @@ export interface MemoryAppDeps {
   logger: Logger;
   /** The shared secret every `/internal` request must present. */
   internalToken: string;
+  /** The service's stop, which index.ts begins at SIGTERM (a test's app is never stopping). */
+  stop?: ServerStop;
 }
 
 /**
@@ -23,13 +26,14 @@ export interface MemoryAppDeps {
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** Builds the memory service's Express app; no side effects, no `listen`. */
-export function createApp({ prisma, logger, internalToken }: MemoryAppDeps): Express {
+export function createApp({ prisma, logger, internalToken, stop = new ServerStop() }: MemoryAppDeps): Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
 
+  app.use(stop.closeConnections());
   app.use(requestId(logger));
-  app.use(healthRouter({ prisma }));
+  app.use(healthRouter({ prisma, stop }));
   // JSON bodies only, and no U+0000 in them or in the URL (PostgreSQL stores none): 400, not a 500.
   app.use("/internal", internalAuth(internalToken), jsonBody(BODY_LIMIT_BYTES));
   app.use("/internal/memories", memoriesRouter({ prisma }));

@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import { once } from "node:events";
 import { loadConfig, onStopRequest, runMain } from "@agentrun/config";
 import { createPrisma, warmUp } from "@agentrun/db";
-import { appMessageClasses } from "@agentrun/express-server";
+import { appMessageClasses, drainServer, ServerStop } from "@agentrun/express-server";
 import { createLogger } from "@agentrun/logger";
 import { createApp } from "./app";
 import { memoryConfigSchema, startupWarnings } from "./config";
@@ -24,29 +24,26 @@ runMain(async () => {
   });
 
   warmUp(prisma);
-  const app = createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN });
+  const stop = new ServerStop();
+  const app = createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN, stop });
   const server = createServer(appMessageClasses(app), app);
   // A port in use rejects here, so runMain reports it as one line.
   server.listen(port, config.MEMORY_HOST);
   await once(server, "listening");
   logger.info({ port, host: config.MEMORY_HOST ?? "every interface" }, "memory service listening");
 
-  let stopping = false;
   // A second request changes nothing: open connections are cut at SHUTDOWN_GRACE_MS anyway, and
   // a process manager or a terminal may send the same request twice.
   const shutdown = async (signal: string): Promise<void> => {
-    if (stopping) {
+    if (stop.isStopping()) {
       logger.info({ signal }, "already shutting down");
       return;
     }
-    stopping = true;
     logger.info({ signal }, "shutting down");
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-    force.unref();
-    await closed;
-    clearTimeout(force);
+    // From now on /readyz answers 503 and every answer closes its connection; requests being
+    // handled finish within the grace, and no new one is taken.
+    stop.begin();
+    await drainServer(server, { graceMs: SHUTDOWN_GRACE_MS });
     await prisma.$disconnect();
     logger.info("stopped");
     process.exit(0);
