@@ -11,7 +11,7 @@ import { performance } from "node:perf_hooks";
 import { spawnSync } from "node:child_process";
 import type { Tenant } from "@agentrun/testing";
 import { parseArgs, USAGE, warmupSeconds } from "./lib/args";
-import { installSignalHandlers, onCleanup, runCleanups, shutdownSignal } from "./lib/cleanup";
+import { exitAfterCleanups, installSignalHandlers, onCleanup, shutdownSignal } from "./lib/cleanup";
 import type { BenchContext, Scenario } from "./lib/context";
 import { autovacuumEnabled, benchDatabaseUrl, benchRedisUrl, dropRedisPrefix, dropStaleBenchKeys, endLeftoverRuns, prepareDatabase, vacuumHotTables } from "./lib/env";
 import { summarizeProfiles } from "./lib/profile";
@@ -148,7 +148,8 @@ async function main(): Promise<void> {
     }
   }
   if (shared) await shared.then((s) => s.bench.stop(), () => {});
-  // Interrupted: the signal handler stops everything and exits; no second probe, no results.
+  // Interrupted: the cleanups still under way finish and the signal's exit code ends the
+  // process (see exitAfterCleanups); no second probe, no results.
   if (shutdownSignal.aborted) return;
 
   const speedProbe = { before: speedBefore, after: await probeSpeed() };
@@ -171,8 +172,5 @@ main()
     console.error((err as Error).message);
     process.exitCode = 1;
   })
-  .finally(async () => {
-    await runCleanups();
-    // Open handles of libraries (pools, timers) must not keep a finished benchmark alive.
-    process.exit(process.exitCode ?? 0);
-  });
+  // Awaits the same cleanups as the signal handler when interrupted, so neither exit cuts them short.
+  .finally(exitAfterCleanups);
