@@ -120,8 +120,11 @@ const CONTEXT_PAGE = 100;
  * skipped otherwise, so a long entry does not block shorter ones after it, until both budgets
  * are full, the entries run out or {@link MAX_CONTEXT_CANDIDATES} have been read. A user whose
  * memories fit the budgets therefore always gets all of them.
+ *
+ * Once `signal` aborts (the caller has gone), no further page is read and what was chosen so far
+ * is returned: a caller that gave up at its timeout must not keep the pool busy for the next.
  */
-export async function memoryContext(deps: MemoryServiceDeps, input: MemoryContextInput): Promise<MemoryEntryView[]> {
+export async function memoryContext(deps: MemoryServiceDeps, input: MemoryContextInput, signal?: AbortSignal): Promise<MemoryEntryView[]> {
   const scope = { org_id: input.org_id, agent_id: input.agent_id, user_id: input.user_id };
   const relevantLimit = Math.min(MAX_CONTEXT_CANDIDATES, Math.max(2 * input.max_count, 50));
   const relevant = await searchMemories(deps, { ...scope, query: input.query, limit: relevantLimit });
@@ -143,7 +146,7 @@ export async function memoryContext(deps: MemoryServiceDeps, input: MemoryContex
   // The first page: enough to fill max_count even when all the relevant entries are among them.
   let limit = input.max_count + relevant.length;
   let before: string | undefined;
-  while (!full() && read < MAX_CONTEXT_CANDIDATES) {
+  while (!full() && read < MAX_CONTEXT_CANDIDATES && !signal?.aborted) {
     const page = await listMemories(deps, { ...scope, before, limit: Math.min(limit, MAX_CONTEXT_CANDIDATES - read) });
     page.memories.forEach(offer);
     read += page.memories.length;

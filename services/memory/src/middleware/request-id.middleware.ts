@@ -6,8 +6,9 @@ import { setRequestContext } from "../request-context";
 
 /**
  * Accepts `X-Request-Id` (or generates one), echoes it on the response, gives the request a
- * child logger carrying it and logs each finished request in one line, as the gateway does: the
- * gateway sends its own request id, a worker the id of the run it calls for.
+ * child logger carrying it and logs each request in one line when it is answered or abandoned by
+ * its caller, as the gateway does: the gateway sends its own request id, a worker the id of the
+ * run it calls for.
  */
 export function requestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
@@ -16,9 +17,12 @@ export function requestId(logger: Logger): RequestHandler {
     setRequestContext(res, id, log);
     res.setHeader("X-Request-Id", id);
     const started = process.hrtime.bigint();
-    res.on("finish", () => {
+    // On close rather than finish, so that a request its caller gave up on (its timeout) before
+    // the answer is logged too, marked as such.
+    res.once("close", () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      log.info({ method: req.method, path: req.originalUrl.split("?")[0], status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "request");
+      const abandoned = res.writableFinished ? {} : { abandoned: true };
+      log.info({ method: req.method, path: req.originalUrl.split("?")[0], status: res.statusCode, ms: Math.round(ms * 10) / 10, ...abandoned }, "request");
     });
     next();
   };

@@ -42,7 +42,13 @@ export function memoriesRouter(deps: MemoryServiceDeps): Router {
 
   router.post("/context", async (req, res) => {
     const input = internalMemoryContextSchema.parse(req.body);
-    res.json({ memories: await memoryContext(deps, input) });
+    // The caller (a run's worker or the gateway) gives up at its timeout: stop reading then.
+    const gone = new AbortController();
+    const onClose = () => void (res.writableFinished || gone.abort());
+    res.once("close", onClose);
+    const memories = await memoryContext(deps, input, gone.signal);
+    res.off("close", onClose);
+    if (!gone.signal.aborted) res.json({ memories });
   });
 
   router.get("/:id", async (req, res) => {
