@@ -10,7 +10,10 @@ export interface BenchArgs {
   workerConcurrency: number;
   /** CPU-profile the gateway and workers during each measured window and summarize the profiles. */
   profile: boolean;
-  /** Streaming clients start all at once and stay in step, instead of spread over one run's duration. */
+  /**
+   * Streaming clients go in rounds (a round's runs start together; the next round starts when its
+   * last run has ended) instead of starting spread over one run's duration and going on each alone.
+   */
   burst: boolean;
   /** Number of idle streams of `idle-10k`. */
   idleStreams: number;
@@ -32,8 +35,9 @@ export const USAGE = `npm run bench -- [--only=a,b] [--quick] [--workers=N] [--w
   --worker-concurrency=N  WORKER_CONCURRENCY of each worker (default 256)
   --idle-streams=N        streams held open by idle-10k (default 10000)
   --profile               CPU-profile the gateway and workers and print their hottest functions
-  --burst                 streaming clients all start at once and stay in step (default: their
-                          first requests are spread over about one run's duration)
+  --burst                 streaming clients go in rounds: a round's runs start together, the next
+                          round when its last run has ended (default: their first requests are
+                          spread over about one run's duration, then each goes on alone)
   --warmup=SECONDS        load on a freshly started stack before measuring it, so that the
                           services' hot code is compiled (default 20; 5 with --quick; 0: none)
 

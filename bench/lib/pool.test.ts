@@ -1,11 +1,12 @@
 import { performance } from "node:perf_hooks";
 import { sleep, steadyLoop } from "./pool";
 
-/** A request that takes `ms` and reports which request it was and when it started. */
+/** A request that takes `ms` and reports which request it was and when it started and ended. */
 function requests(ms: () => number) {
   let n = 0;
   let inFlight = 0;
   const starts: number[] = [];
+  const ends: number[] = [];
   const t0 = performance.now();
   const fn = async () => {
     const id = n++;
@@ -13,9 +14,10 @@ function requests(ms: () => number) {
     inFlight++;
     await sleep(ms());
     inFlight--;
+    ends[id] = performance.now() - t0;
     return { id, ok: id % 10 !== 9 };
   };
-  return { fn, starts, inFlight: () => inFlight, sent: () => n };
+  return { fn, starts, ends, inFlight: () => inFlight, sent: () => n };
 }
 
 describe("steadyLoop", () => {
@@ -63,6 +65,30 @@ describe("steadyLoop", () => {
     firsts.forEach((t, i) => expect(t).toBeGreaterThanOrEqual(i * 30 - 1));
     // One after another. (Not a bound on the gaps: a busy machine delays the early starts most.)
     expect(firsts).toEqual([...firsts].sort((a, b) => a - b));
+  });
+
+  it("with burst, starts the requests of every round together and the next round when the last has ended", async () => {
+    // Durations from 1 to 20 ms: independent clients would be out of step within two rounds.
+    const r = requests(() => 1 + Math.random() * 19);
+    const out = await steadyLoop({ concurrency: 8, warmup: 16, maxCount: 80, durationMs: 60_000, rampMs: 0, burst: true, signal: new AbortController().signal, fn: r.fn, ok: (x) => x.ok });
+    for (let k = 0; k < 12; k++) {
+      const round = r.starts.slice(8 * k, 8 * k + 8);
+      expect(Math.max(...round) - Math.min(...round)).toBeLessThan(3);
+      if (k > 0) expect(Math.min(...round)).toBeGreaterThanOrEqual(Math.max(...r.ends.slice(8 * (k - 1), 8 * k)));
+    }
+    // Rounds 0-1 are the warm-up, 2-11 measured; the window closes with round 11's end.
+    expect(out.results.map((x) => x.id).sort((a, b) => a - b)).toEqual(Array.from({ length: 80 }, (_, i) => 16 + i));
+    expect(r.sent()).toBe(96);
+  });
+
+  it("with burst, stops between rounds on abort", async () => {
+    const r = requests(() => 5);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 50);
+    const out = await steadyLoop({ concurrency: 4, warmup: 0, maxCount: 1_000_000, durationMs: 60_000, rampMs: 0, burst: true, signal: ac.signal, fn: r.fn, ok: () => true });
+    expect(r.sent() % 4).toBe(0);
+    expect(out.results.length).toBe(r.sent());
+    expect(out.elapsedMs).toBeGreaterThanOrEqual(40);
   });
 
   it("closes the window after durationMs when the count is not reached", async () => {

@@ -54,6 +54,12 @@ export interface SteadyLoopOptions<T> {
    * clients' requests arrive spread over time rather than in step (0: all at once).
    */
   rampMs: number;
+  /**
+   * Rounds in step instead of independent clients: the `concurrency` requests of a round start
+   * together, and the next round starts when the last of them has ended. `rampMs` is then unused.
+   * @defaultValue false
+   */
+  burst?: boolean;
   signal: AbortSignal;
   fn: () => Promise<T>;
   /** Whether a result counts as a completed request (for the window's throughput). */
@@ -79,10 +85,11 @@ export interface SteadyLoopResult<T> {
 
 /**
  * A closed loop measured in steady state: `concurrency` clients, each sending its next request
- * as soon as its previous one finished, from a warm-up through the measured window to a
- * cool-down. The window opens when request number `warmup` starts and closes when every request
- * started inside it has finished; the clients keep the load up until then, so the last measured
- * requests see the same load as the first, then stop.
+ * as soon as its previous one finished (with `burst`, as soon as every client's previous one
+ * finished), from a warm-up through the measured window to a cool-down. The window opens when
+ * request number `warmup` starts and closes when every request started inside it has finished;
+ * the clients keep the load up until then, so the last measured requests see the same load as
+ * the first, then stop.
  */
 export async function steadyLoop<T>(opts: SteadyLoopOptions<T>): Promise<SteadyLoopResult<T>> {
   const results: T[] = [];
@@ -97,31 +104,40 @@ export async function steadyLoop<T>(opts: SteadyLoopOptions<T>): Promise<SteadyL
     openAt = now;
     opts.onOpen?.();
   };
-  const client = async (i: number) => {
-    await sleep((i * opts.rampMs) / Math.max(1, opts.concurrency), opts.signal);
-    while (closeAt === null && !opts.signal.aborted) {
-      const n = started++;
-      if (n >= opts.warmup && openAt === null) open(performance.now());
-      const measured = openAt !== null && measuredStarted < opts.maxCount && performance.now() < openAt + opts.durationMs;
-      if (measured) (measuredStarted++, measuredPending++);
-      const r = await opts.fn();
-      const now = performance.now();
-      const ok = opts.ok(r);
-      if (openAt !== null && closeAt === null && ok) completedInWindow++;
-      if (!measured) {
-        if (!ok) unmeasuredFailures.push(r);
-        continue;
-      }
-      results.push(r);
-      measuredPending--;
-      const full = measuredStarted >= opts.maxCount || now >= openAt! + opts.durationMs;
-      if (measuredPending === 0 && full && closeAt === null) {
-        closeAt = now;
-        opts.onClose?.();
-      }
+  const going = () => closeAt === null && !opts.signal.aborted;
+  /** One request, from its start to its accounting. */
+  const request = async () => {
+    const n = started++;
+    if (n >= opts.warmup && openAt === null) open(performance.now());
+    const measured = openAt !== null && measuredStarted < opts.maxCount && performance.now() < openAt + opts.durationMs;
+    if (measured) (measuredStarted++, measuredPending++);
+    const r = await opts.fn();
+    const now = performance.now();
+    const ok = opts.ok(r);
+    if (openAt !== null && closeAt === null && ok) completedInWindow++;
+    if (!measured) {
+      if (!ok) unmeasuredFailures.push(r);
+      return;
+    }
+    results.push(r);
+    measuredPending--;
+    const full = measuredStarted >= opts.maxCount || now >= openAt! + opts.durationMs;
+    if (measuredPending === 0 && full && closeAt === null) {
+      closeAt = now;
+      opts.onClose?.();
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, (_, i) => client(i)));
+  const clients = Math.max(1, opts.concurrency);
+  if (opts.burst) {
+    // Every round's requests start in one go; the round is the barrier.
+    while (going()) await Promise.all(Array.from({ length: clients }, request));
+  } else {
+    const client = async (i: number) => {
+      await sleep((i * opts.rampMs) / clients, opts.signal);
+      while (going()) await request();
+    };
+    await Promise.all(Array.from({ length: clients }, (_, i) => client(i)));
+  }
   if (openAt !== null && closeAt === null) {
     // Aborted, or the loop ended before the window could fill: close it where it stands.
     closeAt = performance.now();
