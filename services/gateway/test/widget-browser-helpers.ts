@@ -1,4 +1,4 @@
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page, type Route } from "playwright-core";
 import type { PrismaClient } from "@agentrun/db";
 import { createTenant, createWidgetKey, eventually, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
 
@@ -122,4 +122,37 @@ export async function ask(p: Page, text: string, final: string): Promise<void> {
   await inputOf(p).press("Enter");
   await watchAnswer(p, final);
   await p.waitForSelector(".send:not([disabled])");
+}
+
+/** The page's requests to start a run, and to re-attach to one. */
+export const RUN_REQUESTS = "**/api/v1/widget/run";
+export const EVENT_REQUESTS = "**/api/v1/widget/tasks/*/runs/*/events";
+
+/**
+ * Passes the page's message to the gateway, and gives the page the first `n` events of its answer
+ * (then `more`, each an event's `id:` and `data:` lines) before the stream ends.
+ */
+export async function cutRunAfter(p: Page, n: number, more: string[] = []): Promise<void> {
+  await p.route(RUN_REQUESTS, async (route: Route) => {
+    const response = await route.fetch();
+    const events = (await response.text()).split("\n\n").filter((block) => block.includes("data:"));
+    await route.fulfill({ response, body: [...events.slice(0, n), ...more].map((e) => `${e}\n\n`).join("") });
+  });
+}
+
+/** Answers a request with `status` and the gateway's error body. */
+export const refuseWith = (route: Route, status: number) => route.fulfill({ status, contentType: "application/json", body: JSON.stringify({ error: { code: "unavailable", message: "Try again later." } }) });
+
+/**
+ * Fast-forwards the fake clock of `p` (installed before it loaded) until its re-attaches have
+ * stopped, and answers the note then under the last answer.
+ */
+export async function untilTriesStop(p: Page): Promise<string> {
+  const note = lastAnswerOf(p).locator(".status");
+  for (const deadline = Date.now() + 20_000; (await note.isHidden()) || (await p.locator(".send[disabled]").count()) > 0; ) {
+    if (Date.now() > deadline) throw new Error(`the tries never stopped; answer: ${await lastAnswerOf(p).textContent()}`);
+    await p.clock.fastForward(20_000);
+    await p.waitForTimeout(50);
+  }
+  return (await note.textContent()) ?? "";
 }

@@ -1,9 +1,10 @@
 import type { Page, Route } from "playwright-core";
-import { agentOfKey, ask, bubbleOf, inputOf, isFocused, lastAnswerOf, openDemo, openPanel, until, useWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
+import { eventually } from "@agentrun/testing";
+import { agentOfKey, ask, bubbleOf, cutRunAfter, EVENT_REQUESTS, inputOf, isFocused, openDemo, openPanel, refuseWith, until, untilTriesStop, useWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
 
 // The widget's stored session in a real browser: tabs that share it, a session stored in a shape
-// this script does not write, answers whose re-attaches stop, and pages that embed the widget in
-// ways of their own (twice, under CSS aimed at everything).
+// this script does not write, and pages that embed the widget in ways of their own (twice, under
+// CSS aimed at everything). Answers whose re-attaches stop are in widget-browser-reattach.int.test.ts.
 let wb: WidgetBrowser;
 useWidgetBrowser((started) => (wb = started));
 
@@ -85,6 +86,61 @@ describe("tabs following one answer", () => {
     await context.close();
   });
 
+  it("note a re-attach refused for good once in the shared transcript", async () => {
+    const key = await widgetKeyFor(wb);
+    const context = await wb.browser.newContext();
+    // Tab A's stream ends after run_started; its re-attach is refused (404) once tab B's has been.
+    let release = () => {};
+    const bRefused = new Promise<void>((resolve) => (release = resolve));
+    const a = await openDemo(wb, key, { context, beforeLoad: (p) => cutRunAfter(p, 1) });
+    await a.route(EVENT_REQUESTS, async (route: Route) => {
+      await bRefused;
+      await refuseWith(route, 404);
+    });
+    await openPanel(a);
+    await inputOf(a).fill("[sleep:500][chunks:2] refused in both tabs");
+    await inputOf(a).press("Enter");
+    await until(a, `localStorage.getItem(${JSON.stringify(`agentrun-widget:${key}:pending`)}) !== null`);
+    const refuseAll = async (p: Page) => {
+      await p.route(EVENT_REQUESTS, (route: Route) => refuseWith(route, 404));
+    };
+    const b = await openDemo(wb, key, { context, beforeLoad: refuseAll });
+    await b.locator(".msg.error").waitFor();
+    await b.waitForSelector(".send:not([disabled])");
+    release();
+    await a.locator(".msg.error").first().waitFor();
+    await a.waitForSelector(".send:not([disabled])");
+    expect((await storedSession(a, key)).messages.map((m) => m.role)).toEqual(["user", "error"]);
+    await context.close();
+  });
+
+  it("show an answer once when another tab finished it after this tab's re-attaches stopped", async () => {
+    const key = await widgetKeyFor(wb);
+    const context = await wb.browser.newContext();
+    // Tab A's stream is cut after run_started and two chunks; its re-attaches are all answered 503.
+    const a = await openDemo(wb, key, {
+      context,
+      beforeLoad: async (p) => {
+        await p.clock.install();
+        await cutRunAfter(p, 3);
+        await p.route(EVENT_REQUESTS, (route: Route) => refuseWith(route, 503));
+      },
+    });
+    await openPanel(a);
+    await inputOf(a).fill("[chunks:8] finished in another tab");
+    await inputOf(a).press("Enter");
+    await untilTriesStop(a);
+    // Tab B, opened now, picks the pending answer up and finishes it.
+    const b = await openDemo(wb, key, { context });
+    const final = "Echo: finished in another tab";
+    await watchAnswer(b, final);
+    const answersOfA = () => a.locator(".msg.assistant").allTextContents();
+    await eventually(async () => (await answersOfA()).includes(final), { timeoutMs: 5_000, intervalMs: 30 });
+    await a.waitForTimeout(200);
+    expect(await answersOfA()).toEqual(["Hi! How can I help you today?", final]);
+    await context.close();
+  });
+
   it("do not redraw the transcript when only the visitor token another tab renewed changed", async () => {
     const key = await widgetKeyFor(wb);
     const context = await wb.browser.newContext();
@@ -108,91 +164,6 @@ describe("tabs following one answer", () => {
     await until(b, `document.querySelector("agentrun-chat").shadowRoot.querySelectorAll(".msg.user").length === 2`);
     expect(await b.evaluate(`${log}.dataset.seen`)).toBeUndefined();
     await context.close();
-  });
-});
-
-describe("an answer whose re-attaches stop", () => {
-  it("keeps its text with a note, and finishes when the browser is back online, once", async () => {
-    const key = await widgetKeyFor(wb);
-    let reachable = false;
-    const page = await openDemo(wb, key, {
-      // A fake clock: the five tries and their growing waits pass in no time.
-      beforeLoad: async (p) => {
-        await p.clock.install();
-        // The stream is cut after run_started and two chunks; re-attaches fail until `reachable`.
-        await p.route("**/api/v1/widget/run", async (route: Route) => {
-          const response = await route.fetch();
-          const events = (await response.text()).split("\n\n").filter((block) => block.includes("data:"));
-          await route.fulfill({ response, body: events.slice(0, 3).map((e) => `${e}\n\n`).join("") });
-        });
-        await p.route("**/api/v1/widget/tasks/*/runs/*/events", (route: Route) => (reachable ? route.continue() : route.abort("internetdisconnected")));
-      },
-    });
-    await openPanel(page);
-    const final = "Echo: kept through a long outage";
-    await inputOf(page).fill("[chunks:8] kept through a long outage");
-    await inputOf(page).press("Enter");
-    const note = lastAnswerOf(page).locator(".status");
-    for (const deadline = Date.now() + 20_000; (await note.textContent()) !== "Can't reach the assistant right now. Please check your connection and try again."; ) {
-      if (Date.now() > deadline) throw new Error(`the tries never stopped; answer: ${await lastAnswerOf(page).textContent()}`);
-      await page.clock.fastForward(20_000);
-      await page.waitForTimeout(50);
-    }
-    const partial = (await lastAnswerOf(page).locator(".text").textContent()) ?? "";
-    expect(partial.length).toBeGreaterThan(0);
-    expect(final.startsWith(partial) && partial !== final).toBe(true);
-    expect(await page.locator(".msg.error").count()).toBe(0);
-    await page.waitForSelector(".send:not([disabled])");
-
-    // A message sent meanwhile first tries the answer before it again; still out of reach, it is
-    // put back in the input, unsent, and the answer stays pending.
-    await inputOf(page).fill("[chunks:2] a second question");
-    await inputOf(page).press("Enter");
-    for (const deadline = Date.now() + 20_000; (await inputOf(page).inputValue()) === ""; ) {
-      if (Date.now() > deadline) throw new Error("the second message never came back to the input");
-      await page.clock.fastForward(20_000);
-      await page.waitForTimeout(50);
-    }
-    expect(await inputOf(page).inputValue()).toBe("[chunks:2] a second question");
-    expect(await page.locator(".msg.user").count()).toBe(1);
-    expect(await note.textContent()).toBe("Can't reach the assistant right now. Please check your connection and try again.");
-    await inputOf(page).fill("");
-
-    reachable = true;
-    await page.evaluate("window.dispatchEvent(new Event('online'))");
-    await watchAnswer(page, final);
-    expect(await note.isHidden()).toBe(true);
-    await page.reload();
-    expect(await page.locator(".msg.assistant").allTextContents()).toEqual(["Hi! How can I help you today?", final]);
-    await page.close();
-  });
-});
-
-describe("an answer that holds events the service lost", () => {
-  it("ends with the run's terminal event, sent with a lower seq to its re-attach past the run's end", async () => {
-    const key = await widgetKeyFor(wb);
-    const page = await openDemo(wb, key, {
-      beforeLoad: async (p) => {
-        // The stream brings run_started, two chunks and a chunk numbered far past the run's end
-        // (as a worker's events that its death and a Redis restart lost), then is cut.
-        await p.route("**/api/v1/widget/run", async (route: Route) => {
-          const response = await route.fetch();
-          const events = (await response.text()).split("\n\n").filter((block) => block.includes("data:"));
-          const lost = `id: 500\ndata: ${JSON.stringify({ seq: 500, type: "text_chunk", content: " (lost)" })}`;
-          await route.fulfill({ response, body: [...events.slice(0, 3), lost].map((e) => `${e}\n\n`).join("") });
-        });
-      },
-    });
-    await openPanel(page);
-    await inputOf(page).fill("[chunks:6] past the end");
-    await inputOf(page).press("Enter");
-    const seen = await watchAnswer(page, /^Echo: .* \(lost\)$/);
-    // Completed as received, with no note: the re-attach (Last-Event-ID 500) brought the end.
-    await page.waitForSelector(".send:not([disabled])");
-    expect(await lastAnswerOf(page).locator(".status").isHidden()).toBe(true);
-    await page.reload();
-    expect(await page.locator(".msg.assistant").allTextContents()).toEqual(["Hi! How can I help you today?", seen.at(-1)]);
-    await page.close();
   });
 });
 

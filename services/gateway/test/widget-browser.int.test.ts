@@ -119,6 +119,36 @@ describe("the embedded widget in Chromium", () => {
     expect(await page.locator(".msg").last().getAttribute("class")).toBe("msg assistant");
   });
 
+  it("notes an answer the model cut short, and stores no empty answer for one that said nothing", async () => {
+    const p = await openDemo(await widgetKeyFor());
+    await bubbleOf(p).click();
+    const send = async (text: string) => {
+      await inputOf(p).fill(text);
+      await inputOf(p).press("Enter");
+      await p.waitForSelector(".send:not([disabled])");
+    };
+    // A first message has no earlier ones: [history] makes an answer without text, which the filter ends.
+    await send("[history][finish:content_filter] nothing to say");
+    await send("[finish:length][chunks:3] cut at the limit");
+    await send("[finish:content_filter][chunks:2] partly withheld");
+    // Each message's class and text (a note under it included), as shown and as shown again after a reload.
+    const shown = () => p.locator(".msg").evaluateAll((ms) => ms.map((m) => [m.className, m.textContent]));
+    const expected = [
+      ["msg assistant", "Hi! How can I help you today?"],
+      ["msg user", "[history][finish:content_filter] nothing to say"],
+      ["msg error", "Sorry, no answer came back. Please try again, or put your message another way."],
+      ["msg user", "[finish:length][chunks:3] cut at the limit"],
+      ["msg assistant", "Echo: cut at the limit" + "This answer was cut short: it reached the length the assistant may write."],
+      ["msg user", "[finish:content_filter][chunks:2] partly withheld"],
+      ["msg assistant", "Echo: partly withheld" + "The rest of this answer was withheld by a content filter."],
+    ];
+    expect(await shown()).toEqual(expected);
+    await p.reload();
+    await p.locator(".msg.error").waitFor();
+    expect(await shown()).toEqual(expected);
+    await p.close();
+  });
+
   it("keeps the text read so far when the key is revoked mid-answer, with a note under it", async () => {
     const revokedKey = await widgetKeyFor();
     const p = await openDemo(revokedKey);

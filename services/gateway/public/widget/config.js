@@ -31,4 +31,7 @@ export const TEXT = {
   network: "Can't reach the assistant right now. Please check your connection and try again.",
   generic: "Sorry, the assistant is unavailable right now.",
   cancelled: "This answer was stopped.",
+  noAnswer: "Sorry, no answer came back. Please try again, or put your message another way.",
+  cutShort: "This answer was cut short: it reached the length the assistant may write.",
+  filtered: "The rest of this answer was withheld by a content filter.",
 };

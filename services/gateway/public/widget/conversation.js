@@ -1,5 +1,6 @@
 import { TEXT } from "./config.js";
-import { readEvents, retryAfterMs, silenceLimitMs } from "./events.js";
+import { readEvents, retryAfterMs } from "./events.js";
+import { createApi } from "./api.js";
 
 const STATUS_TEXT = { 402: TEXT.credits, 409: TEXT.busy, 429: TEXT.limited };
 /** A gateway in trouble, or a proxy before it (which may have been stopped after it accepted the run). */
@@ -8,26 +9,22 @@ const GATEWAY_TROUBLE = { 502: true, 503: true, 504: true };
 const RETRY_STATUS = Object.assign({ 429: true }, GATEWAY_TROUBLE);
 const MAX_RETRIES = 5;
 const MAX_RETRY_MS = 30000;
-
-/** A message's Idempotency-Key: 128 random bits (pages served over plain HTTP have no randomUUID). */
-function newKey() {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
+/** The note under an answer the model ended early (`run_completed.finish_reason`). */
+const CUT_NOTE = { length: TEXT.cutShort, content_filter: TEXT.filtered };
 
 /**
  * The conversation with the widget gateway: sends the visitor's messages, streams each answer into
  * the panel, and keeps the answer in progress in the session so that it survives a reload, a
  * connection lost for longer than the retries last, and the visitor's next message.
  */
-export function createConversation({ key, base, greeting }, session, panel) {
+export function createConversation(config, session, panel) {
   const state = session.state;
+  const api = createApi(config, session);
   /** The answer the retries gave up on (its run goes on): resumed before the next message, or when the browser is back online. */
   let interrupted = null;
   let interruptedNote = null;
   let busy = false;
   let stale = false;
-  let warned = false;
 
   /** Adds to the transcript; a run's answer once, also when two tabs followed it. */
   function remember(role, text, extra) {
@@ -42,59 +39,6 @@ export function createConversation({ key, base, greeting }, session, panel) {
     session.savePending(true);
   }
 
-  function headers(extra) {
-    const h = { "X-Widget-Key": key };
-    if (state.token) h["X-Visitor-Token"] = state.token;
-    return Object.assign(h, extra);
-  }
-
-  /**
-   * A widget API call; null when the network failed, or when no answer began within the time a
-   * silent stream is given (a stuck proxy holds requests too). Keeps the renewed visitor token.
-   */
-  async function request(path, init) {
-    const headersDue = new AbortController();
-    const timer = setTimeout(() => headersDue.abort(), silenceLimitMs());
-    try {
-      const res = await fetch(base + "/api/v1/widget" + path, Object.assign({ signal: headersDue.signal }, init));
-      const token = res.headers.get("X-Visitor-Token");
-      if (token && token !== state.token) session.update((s) => (s.token = token));
-      return res;
-    } catch (e) {
-      // A browser tells a page nothing more: a CORS refusal looks like a network failure.
-      if (!warned) console.warn("agentrun widget: could not reach " + base + " (offline, or this page's origin is not allowed for the widget key)");
-      warned = true;
-      return null;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /**
-   * A message as sent, with an Idempotency-Key of its own: a function that sends it, the same
-   * request each time (the session as it was, whatever other tabs change meanwhile). Sent again
-   * (its answer was lost before the run's first event), the gateway answers with the run it
-   * started instead of starting another.
-   */
-  function message(text) {
-    const body = { query: text, stream: true };
-    if (state.taskId) body.task_id = state.taskId;
-    return sending({ key: newKey(), body, at: Date.now() });
-  }
-
-  /** The request of a message (`s`: its key and body), stored until its run's first event so that a reload sends it again. */
-  function sending(s) {
-    session.saveSending(s);
-    const init = { method: "POST", headers: headers({ "Content-Type": "application/json", "Idempotency-Key": s.key }), body: JSON.stringify(s.body) };
-    return () => request("/run", init);
-  }
-
-  function reattachRequest() {
-    const p = state.pending;
-    const path = "/tasks/" + encodeURIComponent(p.taskId) + "/runs/" + encodeURIComponent(p.runId) + "/events";
-    return request(path, { headers: headers({ Accept: "text/event-stream", "Last-Event-ID": String(p.seq) }) });
-  }
-
   /** Ends the answer with an error; `runId`: the run's own end, noted once when two tabs followed it. */
   function fail(view, message, runId) {
     session.saveSending(null);
@@ -104,6 +48,9 @@ export function createConversation({ key, base, greeting }, session, panel) {
     setPending(null);
     remember("error", message, runId ? { runId } : undefined);
   }
+
+  /** The run of the answer in progress, if any. */
+  const pendingRun = () => state.pending && state.pending.runId;
 
   /** Ends the pending run's answer with the text it has, and an optional note under it. */
   function complete(view, note) {
@@ -117,6 +64,8 @@ export function createConversation({ key, base, greeting }, session, panel) {
   /** Applies one run event; true once the run has ended. */
   function onEvent(ev, view) {
     const p = state.pending;
+    // The position stored and sent back as Last-Event-ID is a seq: an event without one is not the gateway's.
+    if (!Number.isInteger(ev.seq)) return false;
     if (ev.type === "run_started") {
       setPending({ runId: ev.run_id, taskId: ev.task_id, seq: ev.seq, text: "" });
       session.saveSending(null);
@@ -136,7 +85,9 @@ export function createConversation({ key, base, greeting }, session, panel) {
     } else if (ev.type === "tool_result") {
       view.setStatus(null);
     } else if (ev.type === "run_completed") {
-      complete(view);
+      // An answer the model ended early says so; one without any text is no answer at all.
+      if (p.text) complete(view, CUT_NOTE[ev.finish_reason]);
+      else fail(view, TEXT.noAnswer, p.runId);
       return true;
     } else if (ev.type === "run_failed") {
       // What the visitor has read stays, as a stopped answer's does.
@@ -167,15 +118,15 @@ export function createConversation({ key, base, greeting }, session, panel) {
     for (let failures = 0; ; res = null) {
       const seq = state.pending ? state.pending.seq : 0;
       let waitMs = 0;
-      if (!res) res = state.pending ? await reattachRequest() : repost ? await repost() : null;
-      // 204: the run has ended and nothing followed the last event this page holds.
-      if (res && res.status === 204) return state.pending && state.pending.text ? complete(view) : fail(view, TEXT.failed, state.pending && state.pending.runId);
+      if (!res) res = state.pending ? await api.reattach() : repost ? await repost() : null;
+      // 204: the run has ended and nothing followed the last event this page holds: no text, no answer.
+      if (res && res.status === 204) return state.pending && state.pending.text ? complete(view) : fail(view, TEXT.noAnswer, pendingRun());
       if (res && !res.ok) {
         // A message sent again may find the first request still being accepted (409): it waits too.
         const retry = RETRY_STATUS[res.status] || (res.status === 409 && !state.pending && repost);
         // A re-attach refused for good (a revoked key, a conversation deleted): what was read stays.
         if (!retry && state.pending && state.pending.text) return complete(view, TEXT.failedPartway);
-        if (!retry) return fail(view, (!state.pending && STATUS_TEXT[res.status]) || TEXT.failed);
+        if (!retry) return fail(view, (!state.pending && STATUS_TEXT[res.status]) || TEXT.failed, pendingRun());
         waitMs = retryAfterMs(res);
       } else if (res) {
         try {
@@ -190,7 +141,8 @@ export function createConversation({ key, base, greeting }, session, panel) {
       if (!state.pending && failures >= MAX_RETRIES) return fail(view, res && !res.ok ? STATUS_TEXT[res.status] || TEXT.generic : TEXT.network);
       if (failures >= MAX_RETRIES) {
         interrupted = view;
-        interruptedNote = res && res.status === 429 ? TEXT.limited : TEXT.network;
+        // The last try reached the gateway, or a proxy before it, when it was answered 429 or 502-504.
+        interruptedNote = !res || res.ok ? TEXT.network : res.status === 429 ? TEXT.limited : TEXT.generic;
         view.setText(state.pending.text, false);
         return view.setStatus(interruptedNote);
       }
@@ -213,7 +165,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
         if (res.status === 401) s.token = null;
         s.taskId = null;
       });
-      post = message(text);
+      post = api.message(text);
       res = await post();
     }
     // A gateway in trouble is asked again below, with the same request and key, as a lost answer is.
@@ -243,11 +195,15 @@ export function createConversation({ key, base, greeting }, session, panel) {
     return follow(null, view);
   }
 
-  /** The transcript as stored, and the pending answer of this tab's session. */
+  /** The transcript as stored, and the pending answer of this tab's session unless another tab has noted its end. */
   function render() {
     stale = false;
+    if (state.pending && state.messages.some((m) => m.runId === state.pending.runId)) {
+      interrupted = null;
+      setPending(null);
+    }
     panel.clear();
-    panel.addMessage("assistant", greeting);
+    panel.addMessage("assistant", config.greeting);
     for (const m of state.messages) panel.addMessage(m.role, m.text).setStatus(m.note || null);
     if (!state.pending) return null;
     const view = panel.addMessage("assistant", state.pending.text);
@@ -281,7 +237,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
         remember("user", text);
         const view = panel.addMessage("assistant", "");
         view.setText("");
-        await start(message(text), text, view);
+        await start(api.message(text), text, view);
       });
     },
     /** Shows the stored transcript, and resumes the answer a reload interrupted, or sends again the message it did. */
@@ -292,7 +248,7 @@ export function createConversation({ key, base, greeting }, session, panel) {
       const answer = panel.addMessage("assistant", "");
       answer.setText("");
       const s = state.sending;
-      void whileBusy(() => start(sending(s), s.body.query, answer, true));
+      void whileBusy(() => start(api.sending(s), s.body.query, answer, true));
     },
   };
 }
