@@ -38,6 +38,14 @@ describe("runCleanups", () => {
     await runCleanups();
     expect(ran).toEqual(["a", "b"]);
   });
+
+  it("runs those registered after a pass that found nothing to run", async () => {
+    await runCleanups();
+    const ran: string[] = [];
+    onCleanup("late", async () => void ran.push("late"));
+    await runCleanups();
+    expect(ran).toEqual(["late"]);
+  });
 });
 
 describe("an interrupted harness", () => {

@@ -38,21 +38,21 @@ export function trackPid(pid: number | undefined): void {
  * and the others still run.
  */
 export function runCleanups(): Promise<void> {
-  running ??= (async () => {
-    try {
-      while (cleanups.length) {
-        const { name, fn } = cleanups.pop()!;
-        try {
-          await fn();
-        } catch (err) {
-          process.stderr.write(`cleanup ${name} failed: ${(err as Error).message}\n`);
-        }
-      }
-    } finally {
-      running = null;
-    }
-  })();
+  // Forgotten once settled, also when it settles at once (nothing registered): the next call
+  // runs what was registered since.
+  running ??= drainCleanups().finally(() => void (running = null));
   return running;
+}
+
+async function drainCleanups(): Promise<void> {
+  while (cleanups.length) {
+    const { name, fn } = cleanups.pop()!;
+    try {
+      await fn();
+    } catch (err) {
+      process.stderr.write(`cleanup ${name} failed: ${(err as Error).message}\n`);
+    }
+  }
 }
 
 /** The exit code of a process ended by `signal`: 128 + its number (SIGINT 130, SIGTERM 143). */

@@ -21,8 +21,9 @@ export function requestId(logger: Logger): RequestHandler {
     // the answer is logged too, marked as such.
     res.once("close", () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const abandoned = res.writableFinished ? {} : { abandoned: true };
-      log.info({ method: req.method, path: req.originalUrl.split("?")[0], status: res.statusCode, ms: Math.round(ms * 10) / 10, ...abandoned }, "request");
+      // An abandoned request has no status unless its answer had begun.
+      const outcome = { ...(res.headersSent ? { status: res.statusCode } : {}), ...(res.writableFinished ? {} : { abandoned: true }) };
+      log.info({ method: req.method, path: req.originalUrl.split("?")[0], ...outcome, ms: Math.round(ms * 10) / 10 }, "request");
     });
     next();
   };
