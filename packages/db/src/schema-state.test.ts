@@ -37,6 +37,33 @@ describe("schemaState", () => {
     expect(connects).toHaveBeenCalledTimes(2);
   });
 
+  it("answers on the pool when the server has no connection to spare, and rejects when the pool has none either", async () => {
+    const role = `schema_check_${process.pid}_${Date.now()}`;
+    const admin = new pg.Client({ connectionString: testEnv().databaseUrl });
+    await admin.connect();
+    await admin.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 1`);
+    await admin.query(`GRANT SELECT ON _prisma_migrations TO ${role}`);
+    const url = new URL(testEnv().databaseUrl);
+    url.username = role;
+    const limited = createPrisma({ databaseUrl: url.toString(), poolSize: 1 });
+    try {
+      // The pool holds the role's one connection.
+      await limited.$queryRaw`SELECT 1 AS one`;
+      await expect(schemaState(limited)).resolves.toBe("ok");
+      // A role that may not connect at all: neither the check's own connection nor the pool gets one.
+      await limited.$disconnect();
+      await admin.query(`ALTER ROLE ${role} CONNECTION LIMIT 0`);
+      const refused = createPrisma({ databaseUrl: url.toString(), poolSize: 1 });
+      await expect(schemaState(refused)).rejects.toThrow();
+      await refused.$disconnect();
+    } finally {
+      await limited.$disconnect();
+      await admin.query(`DROP OWNED BY ${role}`);
+      await admin.query(`DROP ROLE ${role}`);
+      await admin.end();
+    }
+  });
+
   it("rejects when the database cannot be reached", async () => {
     const closed = createPrisma({ databaseUrl: "postgresql://postgres@127.0.0.1:1/agentrun", poolSize: 1 });
     try {

@@ -25,6 +25,8 @@ const SCHEMA_STATE_SQL = `SELECT EXISTS (SELECT 1 FROM _prisma_migrations WHERE 
 
 /** Longest wait for the check's own connection, and then for its statement. */
 const CHECK_TIMEOUT_MS = 2000;
+/** SQLSTATE too_many_connections: "sorry, too many clients already", "too many connections for role". */
+const TOO_MANY_CONNECTIONS = "53300";
 /** A check settled this recently answers the next ones too: at most one connection per second. */
 export const SCHEMA_CHECK_REUSE_MS = 1000;
 
@@ -50,16 +52,24 @@ export function checkSchemaOnOwnConnection(prisma: PrismaClient, databaseUrl: st
  * in the client's pool: a pool kept busy by requests says nothing about the database, and a
  * readiness probe that waited in it would report the database unavailable on every busy replica
  * at once, turning load into an outage. A fresh connection also fails as new connections of the
- * pool would ("too many clients", a database that refuses). Checks running together share one
+ * pool would (a database that refuses, or is not migrated); one refused because the server has no
+ * connection to spare runs on the pool instead. Checks running together share one
  * connection, and one settled less than a second ago answers for the next, so that however often
  * the probes come, a process opens at most about one such connection per second.
  */
 export function schemaState(prisma: PrismaClient): Promise<SchemaState> {
   const check = ownConnectionChecks.get(prisma);
-  if (!check) return migrationState(prisma.$queryRawUnsafe<{ applied: boolean }[]>(SCHEMA_STATE_SQL, latestMigration()));
+  const onPool = () => prisma.$queryRawUnsafe<{ applied: boolean }[]>(SCHEMA_STATE_SQL, latestMigration());
+  if (!check) return migrationState(onPool());
   const latest = check.latest;
   if (latest && (latest.settledAt === undefined || Date.now() - latest.settledAt < SCHEMA_CHECK_REUSE_MS)) return latest.state;
-  const next: NonNullable<OwnConnectionCheck["latest"]> = { state: migrationState(queryOnOwnConnection(check.databaseUrl)) };
+  // A server with no connection to spare (its max_connections, or the role's limit, taken up by
+  // the pools) is reachable all the same: the check then runs on the pool, as a request would.
+  const rows = queryOnOwnConnection(check.databaseUrl).catch((err: unknown) => {
+    if ((err as { code?: string })?.code === TOO_MANY_CONNECTIONS) return onPool();
+    throw err;
+  });
+  const next: NonNullable<OwnConnectionCheck["latest"]> = { state: migrationState(rows) };
   const settle = () => void (next.settledAt = Date.now());
   next.state.then(settle, settle);
   check.latest = next;
