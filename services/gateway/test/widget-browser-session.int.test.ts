@@ -114,6 +114,35 @@ describe("tabs following one answer", () => {
     await context.close();
   });
 
+  it("go on with an answer when another tab's re-attach of it was refused, but not for good", async () => {
+    const key = await widgetKeyFor(wb);
+    const context = await wb.browser.newContext();
+    // Tab A's stream is cut after run_started; its re-attaches are answered 503 until they stop.
+    const a = await openDemo(wb, key, {
+      context,
+      beforeLoad: async (p) => {
+        await p.clock.install();
+        await cutRunAfter(p, 1);
+        await p.route(EVENT_REQUESTS, (route: Route) => refuseWith(route, 503));
+      },
+    });
+    await openPanel(a);
+    await inputOf(a).fill("[chunks:8] kept in tab A");
+    await inputOf(a).press("Enter");
+    await untilTriesStop(a);
+    // Tab B's re-attach of the same answer meets a gateway fault (500): it gives up, the run goes on.
+    const b = await openDemo(wb, key, { context, beforeLoad: async (p) => void (await p.route(EVENT_REQUESTS, (route: Route) => refuseWith(route, 500))) });
+    await b.locator(".msg.error").waitFor();
+    await a.waitForTimeout(300);
+    // Tab A, back online, finishes the answer.
+    await a.unroute(EVENT_REQUESTS);
+    await a.evaluate("window.dispatchEvent(new Event('online'))");
+    const final = "Echo: kept in tab A";
+    await eventually(async () => (await a.locator(".msg.assistant").allTextContents()).includes(final), { timeoutMs: 10_000, intervalMs: 30 });
+    expect((await storedSession(a, key)).messages.map((m) => m.role)).toEqual(["user", "error", "assistant"]);
+    await context.close();
+  });
+
   it("show an answer once when another tab finished it after this tab's re-attaches stopped", async () => {
     const key = await widgetKeyFor(wb);
     const context = await wb.browser.newContext();

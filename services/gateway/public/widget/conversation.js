@@ -7,6 +7,8 @@ const STATUS_TEXT = { 402: TEXT.credits, 409: TEXT.busy, 429: TEXT.limited };
 const GATEWAY_TROUBLE = { 502: true, 503: true, 504: true };
 /** Re-attach answers worth another try; any other refusal ends the answer. */
 const RETRY_STATUS = Object.assign({ 429: true }, GATEWAY_TROUBLE);
+/** A re-attach refused for good: the key revoked or not allowed here, the conversation deleted. */
+const REFUSED_FOR_GOOD = { 401: true, 403: true, 404: true };
 const MAX_RETRIES = 5;
 const MAX_RETRY_MS = 30000;
 /** The note under an answer the model ended early (`run_completed.finish_reason`). */
@@ -126,7 +128,8 @@ export function createConversation(config, session, panel) {
         const retry = RETRY_STATUS[res.status] || (res.status === 409 && !state.pending && repost);
         // A re-attach refused for good (a revoked key, a conversation deleted): what was read stays.
         if (!retry && state.pending && state.pending.text) return complete(view, TEXT.failedPartway);
-        if (!retry) return fail(view, (!state.pending && STATUS_TEXT[res.status]) || TEXT.failed, pendingRun());
+        // Noted as the run's end (which every tab following it takes as such) only when it is final.
+        if (!retry) return fail(view, (!state.pending && STATUS_TEXT[res.status]) || TEXT.failed, REFUSED_FOR_GOOD[res.status] ? pendingRun() : undefined);
         waitMs = retryAfterMs(res);
       } else if (res) {
         try {
