@@ -1,4 +1,4 @@
-import type { Page, Route } from "playwright-core";
+import type { BrowserContext, Page, Route } from "playwright-core";
 import { eventually } from "@agentrun/testing";
 import { agentOfKey, ask, bubbleOf, cutRunAfter, EVENT_REQUESTS, inputOf, isFocused, openDemo, openPanel, refuseWith, until, untilTriesStop, useWidgetBrowser, watchAnswer, widgetKeyFor, type WidgetBrowser } from "./widget-browser-helpers";
 
@@ -67,6 +67,23 @@ describe("tabs following one answer", () => {
   const panelShown = (p: Page) => p.getByRole("dialog", { name: "Assistant chat" }).waitFor({ state: "visible" });
   const storedSession = (p: Page, key: string) => p.evaluate(`JSON.parse(localStorage.getItem(${JSON.stringify(`agentrun-widget:${key}`)}))`) as Promise<{ messages: { role: string }[] }>;
 
+  /** A tab that sends `query`, whose stream is cut after `events` events and whose re-attaches are answered 503 until they stop. */
+  const tabWhoseTriesStopped = async (key: string, context: BrowserContext, events: number, query: string): Promise<Page> => {
+    const a = await openDemo(wb, key, {
+      context,
+      beforeLoad: async (p) => {
+        await p.clock.install();
+        await cutRunAfter(p, events);
+        await p.route(EVENT_REQUESTS, (route: Route) => refuseWith(route, 503));
+      },
+    });
+    await openPanel(a);
+    await inputOf(a).fill(query);
+    await inputOf(a).press("Enter");
+    await untilTriesStop(a);
+    return a;
+  };
+
   it("note a run's failure once in the shared transcript", async () => {
     const key = await widgetKeyFor(wb);
     const context = await wb.browser.newContext();
@@ -117,19 +134,8 @@ describe("tabs following one answer", () => {
   it("go on with an answer when another tab's re-attach of it was refused, but not for good", async () => {
     const key = await widgetKeyFor(wb);
     const context = await wb.browser.newContext();
-    // Tab A's stream is cut after run_started; its re-attaches are answered 503 until they stop.
-    const a = await openDemo(wb, key, {
-      context,
-      beforeLoad: async (p) => {
-        await p.clock.install();
-        await cutRunAfter(p, 1);
-        await p.route(EVENT_REQUESTS, (route: Route) => refuseWith(route, 503));
-      },
-    });
-    await openPanel(a);
-    await inputOf(a).fill("[chunks:8] kept in tab A");
-    await inputOf(a).press("Enter");
-    await untilTriesStop(a);
+    // Tab A's stream is cut after run_started.
+    const a = await tabWhoseTriesStopped(key, context, 1, "[chunks:8] kept in tab A");
     // Tab B's re-attach of the same answer meets a gateway fault (500): it gives up, the run goes on.
     const b = await openDemo(wb, key, { context, beforeLoad: async (p) => void (await p.route(EVENT_REQUESTS, (route: Route) => refuseWith(route, 500))) });
     await b.locator(".msg.error").waitFor();
@@ -146,19 +152,8 @@ describe("tabs following one answer", () => {
   it("show an answer once when another tab finished it after this tab's re-attaches stopped", async () => {
     const key = await widgetKeyFor(wb);
     const context = await wb.browser.newContext();
-    // Tab A's stream is cut after run_started and two chunks; its re-attaches are all answered 503.
-    const a = await openDemo(wb, key, {
-      context,
-      beforeLoad: async (p) => {
-        await p.clock.install();
-        await cutRunAfter(p, 3);
-        await p.route(EVENT_REQUESTS, (route: Route) => refuseWith(route, 503));
-      },
-    });
-    await openPanel(a);
-    await inputOf(a).fill("[chunks:8] finished in another tab");
-    await inputOf(a).press("Enter");
-    await untilTriesStop(a);
+    // Tab A's stream is cut after run_started and two chunks.
+    const a = await tabWhoseTriesStopped(key, context, 3, "[chunks:8] finished in another tab");
     // Tab B, opened now, picks the pending answer up and finishes it.
     const b = await openDemo(wb, key, { context });
     const final = "Echo: finished in another tab";
