@@ -201,7 +201,8 @@ export function createConversation(config, session, panel) {
   /** The transcript as stored, and the pending answer of this tab's session unless another tab has noted its end. */
   function render() {
     stale = false;
-    if (state.pending && state.messages.some((m) => m.runId === state.pending.runId)) {
+    const run = pendingRun();
+    if (run && state.messages.some((m) => m.runId === run)) {
       interrupted = null;
       setPending(null);
     }

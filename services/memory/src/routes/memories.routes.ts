@@ -44,10 +44,8 @@ export function memoriesRouter(deps: MemoryServiceDeps): Router {
     const input = internalMemoryContextSchema.parse(req.body);
     // The caller (a run's worker or the gateway) gives up at its timeout: stop reading then.
     const gone = new AbortController();
-    const onClose = () => void (res.writableFinished || gone.abort());
-    res.once("close", onClose);
+    res.once("close", () => gone.abort());
     const memories = await memoryContext(deps, input, gone.signal);
-    res.off("close", onClose);
     if (!gone.signal.aborted) res.json({ memories });
   });
 
