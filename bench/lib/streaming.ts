@@ -159,8 +159,7 @@ export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenan
 
 /** The loop of a plan: warm-up, measured window and spread start as planned (`--burst`: rounds of all clients at once). */
 function loopOf(ctx: BenchContext, plan: StreamingPlan) {
-  const { burst } = ctx.args;
-  return { concurrency: plan.concurrency, warmup: plan.warmup, maxCount: plan.runs, durationMs: plan.durationMs, rampMs: burst ? 0 : plan.rampMs, burst, signal: ctx.signal };
+  return { concurrency: plan.concurrency, warmup: plan.warmup, maxCount: plan.runs, durationMs: plan.durationMs, rampMs: plan.rampMs, burst: ctx.args.burst, signal: ctx.signal };
 }
 
 /** The text of every streaming workload's query; the scripted model answers `Echo: <it>`. */
