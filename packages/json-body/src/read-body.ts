@@ -60,11 +60,13 @@ function hasBody(req: Pick<IncomingMessage, "headers">): boolean {
  * dropped after the answer rather than before it, so that a client sending an endless body gets
  * its answer; the connection closes {@link DRAIN_AFTER_ANSWER_MS} after the answer if the body
  * is still coming. The other failures (a body that is not what its
- * coding says, a client that went away) are 400 `invalid_request`, an unknown coding 415.
+ * coding says, a client that went away) are 400 `invalid_request`, an unknown coding 415, as is
+ * a transfer coding other than `chunked`.
  */
 export function readBody(limitBytes: number, inspect: (req: IncomingMessage, body: Buffer) => void): RequestHandler {
   return (req, res, next) => {
     if (!hasBody(req)) return next();
+    refuseTransferCodings(req);
     const coding = String(req.headers["content-encoding"] ?? "").trim().toLowerCase() || "identity";
     let decoder: Transform | null = null;
     if (coding !== "identity") {
@@ -96,6 +98,22 @@ export function readBody(limitBytes: number, inspect: (req: IncomingMessage, bod
     // After the reader's listeners are on the decoder: it takes the error a gone client gives it.
     if (decoder) endWithClient(req, decoder);
   };
+}
+
+/**
+ * Refuses a body framed in a transfer coding besides `chunked` (`Transfer-Encoding: gzip,
+ * chunked`): Node's parser takes the chunks off and leaves the rest to the application, which
+ * would otherwise read, say, gzip bytes as the body itself (RFC 9112 §6.1: a coding the server
+ * does not understand is refused). Compressed bodies come with a Content-Encoding.
+ */
+function refuseTransferCodings(req: Pick<IncomingMessage, "headers">): void {
+  const header = req.headers["transfer-encoding"];
+  if (header === undefined) return;
+  const others = header.split(",").map((c) => c.trim().toLowerCase()).filter((c) => c !== "" && c !== "chunked");
+  if (others.length === 0) return;
+  throw new AppError("unsupported_media_type", {
+    message: `The Transfer-Encoding ${JSON.stringify(header)} is not supported: send the body chunked or with a Content-Length, compressed with a Content-Encoding (gzip, deflate, br) if at all.`,
+  });
 }
 
 /**

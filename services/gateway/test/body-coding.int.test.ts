@@ -99,6 +99,47 @@ it("a body that is not what its coding says is 400, an unknown coding 415", asyn
   expect((await fetch(`${stack.gatewayUrl}/healthz`)).status).toBe(200);
 });
 
+/** `body` sent chunked over a raw connection under `Transfer-Encoding: transfer`; the status and the parsed answer. */
+async function postTasksInTransferCoding(transfer: string, body: Buffer): Promise<{ status: number; json: any }> {
+  const url = new URL(stack.gatewayUrl);
+  const socket = net.connect(Number(url.port), url.hostname);
+  const chunks: Buffer[] = [];
+  socket.on("data", (d: Buffer) => chunks.push(d));
+  const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+  const head = Object.entries({ ...tenant.headers, host: url.host, "content-type": "application/json", "transfer-encoding": transfer, connection: "close" })
+    .map(([k, v]) => `${k}: ${v}`)
+    .join("\r\n");
+  socket.write(`POST /api/tasks HTTP/1.1\r\n${head}\r\n\r\n`);
+  socket.write(Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from("\r\n0\r\n\r\n")]));
+  await Promise.race([closed, new Promise((r) => setTimeout(r, 5000))]);
+  socket.destroy();
+  const answer = Buffer.concat(chunks).toString("utf8");
+  const [statusLine, ...rest] = answer.split("\r\n");
+  const payload = rest.slice(rest.indexOf("") + 1).join("\r\n");
+  return { status: Number(statusLine!.split(" ")[1]), json: JSON.parse(/transfer-encoding: chunked/i.test(answer) ? payload.split("\r\n")[1]! : payload) };
+}
+
+it("a transfer coding besides chunked is 415, and nothing is created; chunked alone, in any case, is read", async () => {
+  const total = async () => ((await (await fetch(`${stack.gatewayUrl}/api/tasks`, { headers: tenant.headers })).json()) as { total: number }).total;
+  const before = await total();
+  const plain = Buffer.from('{"title":"framed"}');
+  for (const [transfer, body] of [
+    ["gzip, chunked", plain],
+    ["gzip, chunked", gzipSync(plain)],
+    ["deflate,chunked", deflateSync(plain)],
+    ["x-custom , Chunked", plain],
+  ] as const) {
+    const { status, json } = await postTasksInTransferCoding(transfer, body);
+    expect([transfer, status, json.error?.code]).toEqual([transfer, 415, "unsupported_media_type"]);
+    expect(json.error.message).toContain("Transfer-Encoding");
+  }
+  expect(await total()).toBe(before);
+  for (const transfer of ["chunked", "Chunked", " chunked "]) {
+    const { status, json } = await postTasksInTransferCoding(transfer, plain);
+    expect([transfer, status, json.title]).toEqual([transfer, 201, "framed"]);
+  }
+});
+
 it("a request answered 413 while its body keeps coming gets that one answer, and its connection closes", async () => {
   const url = new URL(stack.gatewayUrl);
   const socket = net.connect(Number(url.port), url.hostname);
