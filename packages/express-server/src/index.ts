@@ -51,4 +51,5 @@ export function bearerToken(header: string | undefined): { token: string } | { p
   return token ? { token } : { problem: "invalid_request" };
 }
 
+export { answerMalformedRequests, answerRaw, continueWithinLimit } from "./raw-answers";
 export { drainServer, ServerStop, type DrainOptions } from "./server-stop";

@@ -3,11 +3,10 @@ import http from "node:http";
 import https from "node:https";
 import type { Duplex } from "node:stream";
 import type { Express } from "express";
-import { appMessageClasses } from "@agentrun/express-server";
-import { declaresBodyOver } from "@agentrun/json-body";
+import { answerMalformedRequests, answerRaw, appMessageClasses, continueWithinLimit } from "@agentrun/express-server";
 import type { GatewayConfig } from "./config";
-import { answerMalformedRequests, answerRaw } from "./middleware/malformed-requests";
 import { noRoute } from "./middleware/error.middleware";
+import { newRequestId } from "./middleware/request-id.middleware";
 
 /** Longest interval between Node's checks for requests past their time (its default: 30 s). */
 const MAX_TIMEOUT_CHECK_INTERVAL_MS = 30_000;
@@ -41,13 +40,8 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
   // Headers are bounded by their total size (Node's 16 KiB): no count of its own, so that a
   // request with many small headers is not read with some of them silently dropped.
   server.maxHeadersCount = 0;
-  answerMalformedRequests(server);
-  // Expect: 100-continue: a body declared over the limit is refused (413, by the app) without
-  // inviting the client to send it.
-  server.on("checkContinue", (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (!declaresBodyOver(req, config.BODY_LIMIT_BYTES)) res.writeContinue();
-    server.emit("request", req, res);
-  });
+  answerMalformedRequests(server, newRequestId);
+  continueWithinLimit(server, config.BODY_LIMIT_BYTES);
   // Any other expectation goes to the app too, which refuses it (417) in the contract's shape
   // where Node would answer a bare 417 (refuseMalformedHead).
   server.on("checkExpectation", (req: http.IncomingMessage, res: http.ServerResponse) => server.emit("request", req, res));
@@ -55,7 +49,7 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
   // answers a method no route serves, where Node would close the connection without a word.
   server.on("connect", (req: http.IncomingMessage, socket: Duplex) => {
     const { code, message } = noRoute("CONNECT", req.url ?? "");
-    answerRaw(socket, 404, "Not Found", { code, message });
+    answerRaw(socket, 404, "Not Found", { code, message }, newRequestId());
   });
   return server;
 }

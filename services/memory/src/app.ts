@@ -23,7 +23,7 @@ export interface MemoryAppDeps {
  * Largest accepted JSON body: a search query may be 32,000 characters, which JSON escaping can
  * grow several-fold.
  */
-const BODY_LIMIT_BYTES = 1024 * 1024;
+export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** Builds the memory service's Express app; no side effects, no `listen`. */
 export function createApp({ prisma, logger, internalToken, stop = new ServerStop() }: MemoryAppDeps): Express {

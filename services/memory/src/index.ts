@@ -1,10 +1,11 @@
+import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { once } from "node:events";
 import { loadConfig, onStopRequest, runMain } from "@agentrun/config";
 import { createPrisma, warmUp } from "@agentrun/db";
-import { appMessageClasses, drainServer, ServerStop } from "@agentrun/express-server";
+import { answerMalformedRequests, appMessageClasses, continueWithinLimit, drainServer, ServerStop } from "@agentrun/express-server";
 import { createLogger } from "@agentrun/logger";
-import { createApp } from "./app";
+import { BODY_LIMIT_BYTES, createApp } from "./app";
 import { memoryConfigSchema, startupWarnings } from "./config";
 
 /** How long open connections may finish after a shutdown signal before they are cut. */
@@ -27,6 +28,11 @@ runMain(async () => {
   const stop = new ServerStop();
   const app = createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN, stop });
   const server = createServer(appMessageClasses(app), app);
+  // As the gateway's server: what Node's parser refuses is answered in the contract's shape, with
+  // a request id of the kind the app makes (a UUID), and a body declared over the limit gets no
+  // 100 Continue.
+  answerMalformedRequests(server, randomUUID);
+  continueWithinLimit(server, BODY_LIMIT_BYTES);
   // A port in use rejects here, so runMain reports it as one line.
   server.listen(port, config.MEMORY_HOST);
   await once(server, "listening");
