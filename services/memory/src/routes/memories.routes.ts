@@ -1,4 +1,5 @@
 import { Router } from "express";
+import { z } from "zod";
 import {
   idParam,
   internalMemoryContextSchema,
@@ -11,8 +12,12 @@ import { AppError } from "@agentrun/errors";
 import { createMemory, deleteMemory, getMemory, listMemories, type MemoryServiceDeps } from "../memory.service";
 import { memoryContext, searchMemories } from "../memory-search.service";
 
-/** Query of `GET /internal/memories`: the scope plus the public list query (user_id?, limit). */
-const internalMemoryListQuerySchema = memoryScopeSchema.extend(memoryListQuerySchema.shape);
+/**
+ * Query of `GET /internal/memories`: the scope plus the public list query (user_id?, limit,
+ * before). Strict, as the public list is: a parameter it does not read (`?x=1`, `?limit[]=1`) is
+ * 400 `invalid_request` naming it, so that a caller's misspelled filter is never silently ignored.
+ */
+const internalMemoryListQuerySchema = z.strictObject({ ...memoryScopeSchema.shape, ...memoryListQuerySchema.shape });
 
 /** A path id that cannot name an entry is simply not found. */
 function memoryId(raw: string): string {
