@@ -14,7 +14,9 @@ const HELP = "help";
  * Rewrites a command line whose command words lead to `help`, e.g. `org help create` or
  * `help org create`, into the same words with `--help`: `org create --help`. A name after `help`
  * that is not a command is handed to commander without `--help`, which refuses it as it refuses
- * `org bogus`. Any other command line is returned as it is.
+ * `org bogus`. `help` named after `help` is the help command itself, listed in its group's help
+ * (`help help` and `org help help` are `--help` and `org --help`); it has no subcommands. Any
+ * other command line is returned as it is.
  */
 export function helpAsOption(program: Command, argv: readonly string[]): string[] {
   let command = program;
@@ -27,8 +29,14 @@ export function helpAsOption(program: Command, argv: readonly string[]): string[
   }
   if (at === argv.length || command.commands.length === 0) return [...argv];
   const words = argv.slice(0, at);
-  for (const name of argv.slice(at + 1)) {
+  const names = argv.slice(at + 1);
+  for (const [i, name] of names.entries()) {
     if (command.commands.length === 0) throw new UsageError(`unknown command '${name}' ('${command.name()}' has no subcommands)`);
+    if (name === HELP) {
+      const extra = names[i + 1];
+      if (extra !== undefined) throw new UsageError(`unknown command '${extra}' ('${HELP}' has no subcommands)`);
+      break;
+    }
     const sub = command.commands.find((c) => c.name() === name);
     words.push(name);
     if (!sub) return words;

@@ -43,12 +43,15 @@ export function choiceOption<T extends string>(flag: string, choices: readonly T
   };
 }
 
-/** Rejects empty or whitespace-only text and trims the rest. */
+/**
+ * Rejects empty or whitespace-only text and trims the rest. Its length is counted in characters
+ * (code points), as the HTTP API counts it: an emoji is one character, not two UTF-16 units.
+ */
 export function textOption(flag: string, maxLength = 200): (value: string) => string {
   return (value) => {
     const text = value.trim();
     if (text === "") throw new UsageError(`${flag} must not be empty`);
-    if (text.length > maxLength) throw new UsageError(`${flag} must be at most ${maxLength} characters`);
+    if ([...text].length > maxLength) throw new UsageError(`${flag} must be at most ${maxLength} characters`);
     return text;
   };
 }
@@ -56,11 +59,11 @@ export function textOption(flag: string, maxLength = 200): (value: string) => st
 /**
  * A `--key` value as pasted: surrounding whitespace (a trailing `\r` too) and a leading `Bearer `
  * (any case) are dropped, so that a secret key copied from a header is still recognised as one.
- * Empty or whitespace-only values are refused.
+ * A value with nothing else (`""`, `" \r"`, `"Bearer "`) is refused as empty.
  */
 export function keyOption(flag: string): (value: string) => string {
   const text = textOption(flag);
-  return (value) => text(value).replace(/^Bearer\s+/i, "");
+  return (value) => text(value.trim().replace(/^Bearer(?:\s+|$)/i, ""));
 }
 
 /** Splits a comma-separated list, trimming items and dropping empty ones and duplicates. */

@@ -64,6 +64,15 @@ describe("the help command", () => {
     expect(await ok("org", "help")).toEqual(await ok("org", "--help"));
   });
 
+  it("answers `help help`, the help command named after itself, with its group's help", async () => {
+    const general = await ok("--help");
+    expect(general.help).toContain("help [command]");
+    expect(await ok("help", "help")).toEqual(general);
+    expect(await ok("org", "help", "help")).toEqual(await ok("org", "--help"));
+    expect(await ok("help", "org", "help")).toEqual(await ok("org", "--help"));
+    expect(await run("help", "help", "org")).toEqual({ exitCode: 2, stderr: "error: unknown command 'org' ('help' has no subcommands)" });
+  });
+
   it("refuses a command it does not know, as that command would be refused", async () => {
     expect(await run("help", "org", "bogus")).toEqual(await run("org", "bogus"));
     expect(await run("org", "help", "bogus")).toEqual({ exitCode: 2, stderr: "error: unknown command 'bogus'" });

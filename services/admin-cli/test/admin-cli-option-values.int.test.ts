@@ -59,6 +59,9 @@ describe("an empty option value", () => {
     [["key", "list", "--org", "  "], "--org"],
     [["key", "revoke", "--key", ""], "--key"],
     [["key", "revoke", "--key", " \r"], "--key"],
+    [["key", "revoke", "--key", "Bearer "], "--key"],
+    [["key", "revoke", "--key", " bearer\t\r"], "--key"],
+    [["widget-key", "revoke", "--key", "Bearer"], "--key"],
     [["credits", "add", "--org", "", "--amount", "5"], "--org"],
     [["credits", "show", "--org", ""], "--org"],
     [["agent", "create", "--org", "", "--name", "A"], "--org"],
@@ -66,5 +69,14 @@ describe("an empty option value", () => {
     [["widget-key", "revoke", "--key", ""], "--key"],
   ])("%j is a usage error (exit 2)", async (argv, flag) => {
     expect(await run(...argv)).toEqual({ exitCode: 2, stderr: `error: ${flag} must not be empty` });
+  });
+});
+
+describe("a text option's length", () => {
+  it("counts characters (code points), not UTF-16 units", async () => {
+    const name = "\u{1F600}".repeat(200);
+    const { org_id: orgId } = await ok("org", "create", "--name", name);
+    expect((await cli.prisma.organization.findUniqueOrThrow({ where: { id: orgId } })).name).toBe(name);
+    expect(await run("org", "create", "--name", `${name}x`)).toEqual({ exitCode: 2, stderr: "error: --name must be at most 200 characters" });
   });
 });
