@@ -20,14 +20,19 @@ import { registerWidgetKeyCommands } from "./commands/widget-key.command";
 
 /** Dependencies of {@link runCli}. */
 export interface CliDeps {
-  prisma: PrismaClient;
+  /**
+   * The database. Read only once a command runs (not for `--help` or a usage error), so it may be
+   * a getter that reads the environment and makes the client then.
+   */
+  readonly prisma: PrismaClient;
 }
 
 /**
- * Outcome of one command line: either one JSON object for stdout (exit 0) or one line for
- * stderr with the exit code (2 for usage errors, 1 for failures).
+ * Outcome of one command line: either one JSON object for stdout (exit 0), with what the command
+ * changed if it did (see `CommandContext.emit`), or one line for stderr with the exit code (2 for
+ * usage errors, 1 for failures).
  */
-export type CliResult = { exitCode: 0; stdout: CliOutput } | { exitCode: number; stderr: string };
+export type CliResult = { exitCode: 0; stdout: CliOutput; change?: string } | { exitCode: number; stderr: string };
 
 /** Name shown in usage lines; the CLI is run as `npm run -s cli -- <command>`. */
 const PROGRAM_NAME = "cli";
@@ -105,10 +110,16 @@ export function errorResult(err: unknown): CliResult {
  */
 export async function runCli(argv: readonly string[], deps: CliDeps): Promise<CliResult> {
   let output: CliOutput | undefined;
+  let change: string | undefined;
   const captured = { out: "", err: "" };
   const ctx: CommandContext = {
-    prisma: deps.prisma,
-    emit: (o) => void (output = o),
+    get prisma() {
+      return deps.prisma;
+    },
+    emit: (o, c) => {
+      output = o;
+      change = c;
+    },
   };
   try {
     const program = buildProgram(ctx, captured);
@@ -118,5 +129,5 @@ export async function runCli(argv: readonly string[], deps: CliDeps): Promise<Cl
   }
   // Every leaf command emits; reaching here without output would be a command wired wrongly.
   if (output === undefined) return { exitCode: EXIT_FAILURE, stderr: "error: the command produced no result" };
-  return { exitCode: 0, stdout: output };
+  return change === undefined ? { exitCode: 0, stdout: output } : { exitCode: 0, stdout: output, change };
 }

@@ -1,11 +1,13 @@
 /**
- * Entry point of the admin CLI (`npm run -s cli -- <command>`): reads the environment, runs one
- * command line, prints its JSON result or its one error line, and exits with its code.
+ * Entry point of the admin CLI (`npm run -s cli -- <command>`): runs one command line, prints its
+ * JSON result or its one error line, and exits with its code. The environment is read only when
+ * a command needs the database.
  */
-import { createPrisma } from "@agentrun/db";
-import { runCli, errorResult, type CliResult } from "./cli";
+import { createPrisma, type PrismaClient } from "@agentrun/db";
+import { runCli, errorResult, type CliDeps, type CliResult } from "./cli";
 import { loadAdminCliConfig } from "./config";
 import { QUERY_TIMEOUT_MS, withStatementTimeout } from "./database-connection";
+import { hearStreamErrors, printResult } from "./result-output";
 
 /**
  * Takes over the printing of process warnings (e.g. pg-connection-string's about `sslmode`,
@@ -19,29 +21,38 @@ function collectWarnings(): string[] {
   return lines;
 }
 
+/**
+ * The database client, made on first use: `--help` and usage errors neither read the
+ * environment (a bad `DATABASE_URL` does not stop them) nor connect. A bad environment throws
+ * its one-line `ConfigError` from the command that needed it.
+ */
+function lazyDatabase(): { deps: CliDeps; disconnect(): Promise<void> } {
+  let prisma: PrismaClient | undefined;
+  return {
+    deps: {
+      get prisma() {
+        // One command runs at a time; a small pool is plenty. The client connects lazily too.
+        prisma ??= createPrisma({ databaseUrl: withStatementTimeout(loadAdminCliConfig().DATABASE_URL), poolSize: 2, queryTimeoutMs: QUERY_TIMEOUT_MS });
+        return prisma;
+      },
+    },
+    disconnect: async () => prisma?.$disconnect(),
+  };
+}
+
 async function main(): Promise<number> {
+  hearStreamErrors();
   const warnings = collectWarnings();
+  const database = lazyDatabase();
   let result: CliResult;
-  let disconnect = async (): Promise<void> => {};
   try {
-    const config = loadAdminCliConfig();
-    // One command runs at a time; a small pool is plenty. The client connects lazily, so
-    // `--help` and usage errors never touch the database.
-    const prisma = createPrisma({ databaseUrl: withStatementTimeout(config.DATABASE_URL), poolSize: 2, queryTimeoutMs: QUERY_TIMEOUT_MS });
-    disconnect = () => prisma.$disconnect();
-    result = await runCli(process.argv.slice(2), { prisma });
+    result = await runCli(process.argv.slice(2), database.deps);
   } catch (err) {
     result = errorResult(err);
   } finally {
-    await disconnect().catch(() => {});
+    await database.disconnect().catch(() => {});
   }
-  if ("stdout" in result) {
-    process.stdout.write(`${JSON.stringify(result.stdout)}\n`);
-    for (const line of warnings) process.stderr.write(`${line}\n`);
-  } else {
-    process.stderr.write(`${result.stderr}\n`);
-  }
-  return result.exitCode;
+  return printResult(result, warnings);
 }
 
 void main().then((code) => {

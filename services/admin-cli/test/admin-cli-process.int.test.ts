@@ -54,6 +54,25 @@ describe("as a subprocess", () => {
     expect(cli("nope")).toEqual({ status: 2, stdout: "", stderr: "error: unknown command 'nope'\n" });
   });
 
+  it("answers --help and refuses a wrong command line whatever the environment holds", () => {
+    const withBadUrl = (...args: string[]) => {
+      const res = spawnSync(process.execPath, [require.resolve("tsx/cli"), "services/admin-cli/src/index.ts", ...args], {
+        cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: "not a url" }, encoding: "utf8", timeout: 30_000,
+      });
+      return { status: res.status, stdout: res.stdout, stderr: res.stderr };
+    };
+    const help = withBadUrl("org", "create", "--help");
+    expect(help).toMatchObject({ status: 0, stderr: "" });
+    expect(JSON.parse(help.stdout).help).toContain("Usage: cli org create [options]");
+    expect(withBadUrl("help", "help")).toMatchObject({ status: 0, stderr: "" });
+    expect(withBadUrl("bogus")).toEqual({ status: 2, stdout: "", stderr: "error: unknown command 'bogus'\n" });
+    expect(withBadUrl("org", "create", "--name", "A", "--plan", "gold")).toEqual({
+      status: 2, stdout: "", stderr: "error: --plan must be one of free, starter, pro, enterprise\n",
+    });
+    // A command that needs the database reads the environment, and says what is wrong with it.
+    expect(withBadUrl("credits", "show", "--org", "org_x")).toMatchObject({ status: 1, stdout: "", stderr: expect.stringMatching(/^error: invalid environment: DATABASE_URL: [^\n]*\n$/) });
+  });
+
   it("exits 1 for an unknown org and for an unreachable database", () => {
     expect(cli("credits", "show", "--org", "org_missing")).toEqual({ status: 1, stdout: "", stderr: "error: no organization org_missing\n" });
     const down = spawnSync(process.execPath, [require.resolve("tsx/cli"), "services/admin-cli/src/index.ts", "credits", "show", "--org", "o"], {

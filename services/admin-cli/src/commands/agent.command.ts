@@ -80,5 +80,8 @@ export function registerAgentCommands(program: Command, ctx: CommandContext): vo
     .option("--http-allow <hosts>", "comma-separated hosts the http tool may fetch (*.example.com for subdomains)", hostListOption("--http-allow"))
     .option("--base-url <url>", "OpenAI-compatible base URL (default: the service's); its key comes from the worker's MODEL_API_KEYS", httpUrlOption("--base-url"))
     .option("--pricing <parts>", `credits per run, tool call and 1,000 tokens, each 0 to ${MAX_PRICING_PART}, e.g. base=2,per_tool_call=1,per_1k_tokens=3 (default: 1 each)`, pricingOption("--pricing"))
-    .action(async (o: AgentCreateOptions) => ctx.emit(await createAgent(ctx, o)));
+    .action(async (o: AgentCreateOptions) => {
+      const created = await createAgent(ctx, o);
+      ctx.emit(created, `agent ${created.agent_id} was created`);
+    });
 }

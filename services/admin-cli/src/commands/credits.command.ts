@@ -28,7 +28,10 @@ export function registerCreditsCommands(program: Command, ctx: CommandContext): 
     .description("grant credits; prints {balance}")
     .requiredOption("--org <org_id>", "organization", textOption("--org"))
     .requiredOption("--amount <n>", `credits to add, 1 to ${MAX_INT32}`, intOption("--amount", 1))
-    .action(async (o: { org: string; amount: number }) => ctx.emit(await addCredits(ctx, o.org, o.amount)));
+    .action(async (o: { org: string; amount: number }) => {
+      const { balance } = await addCredits(ctx, o.org, o.amount);
+      ctx.emit({ balance }, `${o.amount} credits were added to ${o.org}, balance ${balance}`);
+    });
   credits
     .command("show")
     .description("show the balance; prints {balance}")

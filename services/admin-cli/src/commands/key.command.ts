@@ -67,12 +67,20 @@ export function registerKeyCommands(program: Command, ctx: CommandContext): void
     .description("create an API key; prints {key_id, api_key} (the key is shown only this once)")
     .requiredOption("--org <org_id>", "organization", textOption("--org"))
     .option("--name <label>", "label shown in listings", textOption("--name"))
-    .action(async (o: { org: string; name?: string }) => ctx.emit(await createKey(ctx, o)));
+    .action(async (o: { org: string; name?: string }) => {
+      const created = await createKey(ctx, o);
+      // The secret exists only in the result: a key whose result was lost is one nobody can use.
+      const id = created.key_id;
+      ctx.emit(created, `API key ${id} was created, and its secret is lost with the result: revoke it with \`key revoke --key ${id}\``);
+    });
   key
     .command("revoke")
     .description("revoke an API key; prints {key_id, revoked}")
     .requiredOption("--key <key_id>", "key id (key_…), or the whole API key (ar_live_…)", keyOption("--key"))
-    .action(async (o: { key: string }) => ctx.emit(await revokeKey(ctx, o.key)));
+    .action(async (o: { key: string }) => {
+      const revoked = await revokeKey(ctx, o.key);
+      ctx.emit(revoked, `API key ${revoked.key_id} is revoked`);
+    });
   key
     .command("list")
     .description("list an organization's API keys; prints {keys}")

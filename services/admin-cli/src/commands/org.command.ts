@@ -55,6 +55,7 @@ export function registerOrgCommands(program: Command, ctx: CommandContext): void
     .option("--credits <n>", `initial credits, 0 to ${MAX_INT32} (default: ${DEFAULT_INITIAL_CREDITS})`, intOption("--credits", 0))
     .option("--rpm <n>", `requests per minute, enterprise only (default: ${DEFAULT_ENTERPRISE_RPM})`, intOption("--rpm", 1))
     .action(async (o: { name: string; plan?: Plan; credits?: number; rpm?: number }) => {
-      ctx.emit(await createOrg(ctx, { name: o.name, plan: o.plan ?? "free", credits: o.credits ?? DEFAULT_INITIAL_CREDITS, rpm: o.rpm }));
+      const created = await createOrg(ctx, { name: o.name, plan: o.plan ?? "free", credits: o.credits ?? DEFAULT_INITIAL_CREDITS, rpm: o.rpm });
+      ctx.emit(created, `organization ${created.org_id} was created`);
     });
 }

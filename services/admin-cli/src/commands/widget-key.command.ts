@@ -36,9 +36,12 @@ export function registerWidgetKeyCommands(program: Command, ctx: CommandContext)
     .description("create a widget key; prints {widget_key}")
     .requiredOption("--agent <agent_id>", "agent the widget talks to", textOption("--agent"))
     .requiredOption("--origins <list>", "comma-separated allowed origins, e.g. https://a.example,https://b.example", originListOption("--origins"))
-    .action(async (o: { agent: string; origins: string[] }) => ctx.emit(await createWidgetKey(ctx, o)));
+    .action(async (o: { agent: string; origins: string[] }) => {
+      const created = await createWidgetKey(ctx, o);
+      ctx.emit(created, `widget key ${created.widget_key} was created`);
+    });
   wk.command("revoke")
     .description("revoke a widget key; prints {widget_key, revoked}")
     .requiredOption("--key <pk_key>", "the widget key (pk_…)", keyOption("--key"))
-    .action(async (o: { key: string }) => ctx.emit(await revokeWidgetKey(ctx, o.key)));
+    .action(async (o: { key: string }) => ctx.emit(await revokeWidgetKey(ctx, o.key), `widget key ${o.key} is revoked`));
 }
