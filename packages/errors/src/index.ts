@@ -1,3 +1,4 @@
+import type { ZodError } from "zod";
 import { sqlStateOf } from "./sql-state";
 
 export { driverCauseOf, sqlStateOf, type DriverCause } from "./sql-state";
@@ -212,4 +213,39 @@ export function isUnavailableError(err: unknown): boolean {
     if (e.name === "DriverAdapterError" && /ECONNREFUSED|E[MN]FILE|closed|terminat/i.test(String(e.cause?.message ?? msg))) return true;
   }
   return false;
+}
+
+/**
+ * One entry per invalid field of a failed parse, with its line of the error's message. Zod
+ * reports the keys an object does not take as one issue at the object's own path; each is a
+ * field of its own here, so that `details` names it (`stauts`, not the empty path of the query),
+ * and the message quotes it (`Unrecognized key: "stauts"`, after the object's path if any).
+ */
+function invalidFields(err: ZodError): { path: string; message: string; text: string }[] {
+  return err.issues.flatMap((i) => {
+    const at = echoed(i.path.join("."));
+    if (i.code !== "unrecognized_keys") return [{ path: at, message: i.message, text: `${at || "body"}: ${i.message}` }];
+    return i.keys.map((key) => ({
+      path: echoed([...i.path, key].join(".")),
+      message: "Unrecognized key",
+      text: `${at ? `${at}: ` : ""}Unrecognized key: ${JSON.stringify(echoed(key))}`,
+    }));
+  });
+}
+
+/** How many invalid fields a 400 names; the message counts the others. */
+const FIELDS_SHOWN_MAX = 20;
+// A field path or key is repeated (by `echoed`) up to 100 characters: a key can be as long as the body.
+
+/**
+ * 400 `invalid_request` for a failed zod parse of a request, naming the first
+ * {@link FIELDS_SHOWN_MAX} invalid fields, in `details` and the message, and counting the rest.
+ * The gateway and the memory service answer every invalid request this way.
+ */
+export function invalidRequest(err: ZodError): AppError {
+  const all = invalidFields(err);
+  const fields = all.slice(0, FIELDS_SHOWN_MAX);
+  const more = all.length - fields.length;
+  const message = fields.map((f) => f.text).join("; ") + (more > 0 ? `; and ${more} more invalid field${more === 1 ? "" : "s"}` : "");
+  return new AppError("invalid_request", { message, details: fields.map(({ path, message }) => ({ path, message })) });
 }

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ZodError } from "zod";
-import { AppError, errorBody, fromHttpStatus, isUnavailableError } from "@agentrun/errors";
+import { AppError, errorBody, fromHttpStatus, invalidRequest, isUnavailableError } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { requestLog } from "../request-context";
 
@@ -12,10 +12,8 @@ export const notFound: RequestHandler = (req) => {
 /** Turns any thrown error into an {@link AppError}; unknown errors become `internal_error`. */
 function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  if (err instanceof ZodError) {
-    const details = err.issues.map((i) => ({ path: i.path.map(String).join(".") || "(root)", message: i.message }));
-    return new AppError("invalid_request", { message: "The request has invalid fields.", details });
-  }
+  // Named field by field, as the gateway names them.
+  if (err instanceof ZodError) return invalidRequest(err);
   const fromStatus = fromHttpStatus(err);
   if (fromStatus) return fromStatus;
   if (isUnavailableError(err)) return new AppError("unavailable", { message: "The database is unavailable; retry shortly.", cause: err });
