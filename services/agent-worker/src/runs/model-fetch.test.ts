@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import OpenAI from "openai";
 import { Agent } from "undici";
 import { eventually, within } from "@agentrun/testing";
@@ -105,6 +106,42 @@ describe("createModelFetch with the openai SDK", () => {
     expect(err.status).toBe(502);
     expect(err.message.length).toBeLessThanOrEqual(ERROR_BODY_MAX_BYTES + 100);
     await eventually(async () => closed);
+  });
+
+  it("decodes an answer sent in a content coding the request did not ask for (gzip, deflate, br)", async () => {
+    const stream = chunk("Hel") + chunk("lo") + "data: [DONE]\n\n";
+    for (const [coding, encode] of [
+      ["gzip", gzipSync],
+      ["deflate", deflateSync],
+      ["br", brotliCompressSync],
+    ] as const) {
+      handler = (_req, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream", "content-encoding": coding });
+        // Split across writes.
+        const bytes = encode(Buffer.from(stream));
+        res.write(bytes.subarray(0, 7));
+        setTimeout(() => res.end(bytes.subarray(7)), 5);
+      };
+      let text = "";
+      for await (const c of await create(client())) text += c.choices[0]?.delta.content ?? "";
+      expect([coding, text]).toEqual([coding, "Hello"]);
+    }
+    // A whole answer, and an error's message.
+    handler = (_req, res) => void res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" }).end(gzipSync(JSON.stringify({ id: "c", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content: "whole" }, finish_reason: "stop" }] })));
+    const whole = await client().chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    expect(whole.choices[0]?.message.content).toBe("whole");
+    handler = (_req, res) => void res.writeHead(400, { "content-type": "application/json", "content-encoding": "gzip" }).end(gzipSync(JSON.stringify({ error: { message: "compressed refusal" } })));
+    expect((await create(client()).catch((e) => e)).message).toContain("compressed refusal");
+  });
+
+  it("fails the read of an answer that is not what its content coding says, rather than waiting", async () => {
+    handler = (_req, res) => void res.writeHead(200, { "content-type": "text/event-stream", "content-encoding": "gzip" }).end(chunk("not gzip"));
+    const read = (async () => {
+      for await (const c of await create(client())) void c;
+    })();
+    const outcome = await within(read.then(() => "ended", (e: Error) => e), 3000);
+    // (zlib's error, made outside the test's realm: matched by its code, not its class.)
+    expect(outcome).toMatchObject({ code: "Z_DATA_ERROR" });
   });
 
   it("lets the SDK retry a 503 and read the next answer", async () => {

@@ -1,4 +1,6 @@
-import type { Readable } from "node:stream";
+import { pipeline, type Readable, type Transform } from "node:stream";
+import { arrayBuffer as readArrayBuffer, json as readJson, text as readText } from "node:stream/consumers";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { Agent, request, type Dispatcher } from "undici";
 
 /** What the openai SDK reads of a response: a successful one keeps its body as a Node stream. */
@@ -10,8 +12,24 @@ type SdkResponse = Pick<Response, "ok" | "status" | "statusText" | "url" | "head
  */
 export const ERROR_BODY_MAX_BYTES = 64 * 1024;
 
+/** Decoders of the content codings an answer may come in. */
+const DECODERS: Record<string, () => Transform> = { gzip: createGunzip, "x-gzip": createGunzip, deflate: createInflate, br: createBrotliDecompress };
+
+/**
+ * The answer's body decoded from its Content-Encoding, or null when it has none (or one not
+ * listed in {@link DECODERS}: its bytes are read as they are, and fail as a malformed answer).
+ * The SDK's own `fetch` decodes them; a model server or a proxy may compress an answer though
+ * the request did not ask for it. An error of the body (a reset) or of the decoding (bytes that
+ * are not what the coding says) ends the decoded stream with that error.
+ */
+function decodedBody(body: Readable, coding: string | string[] | undefined): Readable | null {
+  const decoder = typeof coding === "string" ? DECODERS[coding.trim().toLowerCase()] : undefined;
+  if (!decoder) return null;
+  return pipeline(body, decoder(), () => {});
+}
+
 /** The body's first `maxBytes` bytes as text; the rest is not read (the connection is closed). */
-async function leadingText(body: Dispatcher.ResponseData["body"], maxBytes: number): Promise<string> {
+async function leadingText(body: Readable, maxBytes: number): Promise<string> {
   const parts: Buffer[] = [];
   let size = 0;
   for await (const part of body) {
@@ -50,7 +68,8 @@ function withErrorObject(text: string): string {
  * SDK as the Node stream undici reads it into: the SDK iterates any body that is async-iterable
  * directly, so a streamed completion skips the WHATWG stream layers of the global `fetch`, which
  * cost more CPU than the rest of a run's model call. Answers with an error status are read up
- * front, their first {@link ERROR_BODY_MAX_BYTES} (the SDK reads only their text). Timeouts stay
+ * front, their first {@link ERROR_BODY_MAX_BYTES} (the SDK reads only their text). A body in a
+ * content coding is decoded (see {@link decodedBody}), as the global `fetch` does. Timeouts stay
  * the SDK's (request) and the caller's (idle stream): undici's own are off.
  */
 export function createModelFetch(dispatcher: Dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 })): typeof fetch {
@@ -78,6 +97,7 @@ export function createModelFetch(dispatcher: Dispatcher = new Agent({ headersTim
       else if (value !== undefined) resHeaders.set(key, value);
     }
     const status = res.statusCode;
+    const decoded = decodedBody(res.body, res.headers["content-encoding"]);
     // One literal per answer, not a spread of shared fields: V8 keeps no transitions from a
     // spread's copy, so every model call made new hidden classes.
     const answer = (body: Readable | null, read: Pick<SdkResponse, "text" | "json" | "arrayBuffer">): SdkResponse => ({
@@ -93,8 +113,11 @@ export function createModelFetch(dispatcher: Dispatcher = new Agent({ headersTim
     });
     if (status < 200 || status >= 300 || status === 204) {
       // Read up front: the SDK only ever reads an error's text (or retries).
-      const text = withErrorObject(await leadingText(res.body, ERROR_BODY_MAX_BYTES));
+      const text = withErrorObject(await leadingText(decoded ?? res.body, ERROR_BODY_MAX_BYTES));
       return answer(null, { text: async () => text, json: async () => JSON.parse(text), arrayBuffer: async () => new TextEncoder().encode(text).buffer as ArrayBuffer });
+    }
+    if (decoded) {
+      return answer(decoded, { text: () => readText(decoded), json: () => readJson(decoded), arrayBuffer: () => readArrayBuffer(decoded) });
     }
     const body = res.body;
     return answer(body, { text: () => body.text(), json: () => body.json(), arrayBuffer: () => body.arrayBuffer() });
