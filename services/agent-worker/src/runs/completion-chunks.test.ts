@@ -35,6 +35,22 @@ describe("completionChunks", () => {
     expect(await reads([event(chunk("a")), "data: \n\n", "data:\n\n", event(chunk("b", { choices: [{ index: 0, delta: { content: "b" }, finish_reason: "stop" }] })), event("[DONE]")])).toEqual([["a"], ["b"]]);
   });
 
+  it("skips a named event without data (`event: message` or `event: ping` with an empty `data:`), as an EventSource does", async () => {
+    const stop = event(chunk("b", { choices: [{ index: 0, delta: { content: "b" }, finish_reason: "stop" }] }));
+    expect(await reads([event(chunk("a")), "event: message\ndata:\n\n", "event: ping\r\ndata: \r\n\r\n", stop, event("[DONE]")])).toEqual([["a"], ["b"]]);
+    // One named error still fails the answer, data or none.
+    await expect(reads([event(chunk("a")), "event: error\ndata:\n\n"])).rejects.toBeInstanceOf(OpenAI.APIError);
+  });
+
+  it("keeps an answer whole when an error is reported after its finish_reason, as when the connection breaks there", async () => {
+    const stop = event(chunk("done", { choices: [{ index: 0, delta: { content: "done" }, finish_reason: "stop" }] }));
+    for (const late of [event({ error: { message: "late", code: "server_error" } }), "event: error\ndata: late\n\n", 'error: {"message":"late"}\n\n']) {
+      expect(await reads([event(chunk("all ")), stop, late, event("[DONE]")])).toEqual([["all "], ["done"]]);
+    }
+    // Before the finish_reason, the same error fails the answer.
+    await expect(reads([event(chunk("all ")), event({ error: { message: "early" } }), stop])).rejects.toBeInstanceOf(OpenAI.APIError);
+  });
+
   it("assembles an event split across reads, also inside a multi-byte character", async () => {
     const bytes = new TextEncoder().encode(event(chunk("héllo 🦊")));
     const cut = bytes.indexOf(0xf0) + 2; // inside the fox's four bytes

@@ -41,8 +41,8 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  * JSON, an error page) throws `SyntaxError` after the chunks it held, and a connection that breaks
  * before either throws {@link AnswerCutOff}, so half an answer, or none, never passes for the
  * model's answer. A connection that breaks after the answer's end (in the usage chunk that follows
- * a finish_reason, or after `[DONE]`) leaves the answer whole. A chunk that is not a JSON object
- * throws `SyntaxError`.
+ * a finish_reason, or after `[DONE]`) leaves the answer whole, and so does an error reported
+ * there. A chunk that is not a JSON object throws `SyntaxError`.
  */
 export async function* completionChunks(
   response: StreamedResponse,
@@ -73,18 +73,27 @@ export async function* completionChunks(
     const chunks: ChatCompletionChunk[] = [];
     for (const { data, event } of read) {
       if (done) continue;
-      // An unnamed event without data (`data:` alone, a proxy's keep-alive): skipped, as the SDK does.
-      if (data === "" && event === undefined) continue;
+      // An event without data (`data:` alone, a proxy's keep-alive, `event: ping` with an empty
+      // `data:`) is skipped, as an EventSource dispatches none; one named error still fails.
+      if (data === "" && event !== "error") continue;
       if (data.startsWith("[DONE]")) {
         done = true;
         onAnswerEnd?.("done");
         continue;
       }
       try {
-        if (event === "error") throw streamedError(data, response.headers);
+        // An error reported after a finish_reason comes after the answer's end: the answer stays
+        // whole, as when the connection breaks there.
+        if (event === "error") {
+          if (finished) continue;
+          throw streamedError(data, response.headers);
+        }
         const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: object };
         if (chunk === null || typeof chunk !== "object" || Array.isArray(chunk)) throw new SyntaxError("A streamed chunk is not a JSON object.");
-        if (chunk.error) throw new OpenAI.APIError(undefined, chunk.error, undefined, response.headers);
+        if (chunk.error) {
+          if (finished) continue;
+          throw new OpenAI.APIError(undefined, chunk.error, undefined, response.headers);
+        }
         // Each finish_reason is told (a proxy may put one on every chunk); more of the answer
         // in a chunk without one means the answer had not ended after all.
         if (Array.isArray(chunk.choices) && chunk.choices.some((c) => c?.finish_reason)) {
