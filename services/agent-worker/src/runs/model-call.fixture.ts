@@ -36,6 +36,8 @@ export interface ProviderScript {
   holdOpen: { done: boolean; keepAliveMs?: number } | null;
   /** The status of a success answered without a body (204), instead of the stream. */
   emptySuccess: number | null;
+  /** A Content-Encoding the stream claims (its parts are sent as they are all the same). */
+  contentEncoding: string | null;
 }
 
 /**
@@ -44,7 +46,7 @@ export interface ProviderScript {
  * (`failure`: how the call failed, and after how long).
  */
 export function scriptedProvider() {
-  const fresh = (): ProviderScript => ({ script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false, holdOpen: null, emptySuccess: null });
+  const fresh = (): ProviderScript => ({ script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false, holdOpen: null, emptySuccess: null, contentEncoding: null });
   const provider: ProviderScript = fresh();
   let server: Server;
   let client: OpenAI;
@@ -64,7 +66,7 @@ export function scriptedProvider() {
       if (provider.headersAfterMs) await new Promise((r) => setTimeout(r, provider.headersAfterMs));
       if (res.destroyed) return;
       if (provider.emptySuccess !== null) return void res.writeHead(provider.emptySuccess).end();
-      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.writeHead(200, { "content-type": "text/event-stream", ...(provider.contentEncoding && { "content-encoding": provider.contentEncoding }) });
       // The headers leave at once, before the first chunk, as a provider's do.
       res.flushHeaders();
       for (const part of provider.script) {

@@ -80,6 +80,13 @@ describe("callModel", () => {
     expect(err).toMatchObject({ code: "model_bad_response", message: "The model sent a malformed streaming response." });
   });
 
+  it("fails with model_bad_response naming the coding when the answer is not what its Content-Encoding says", async () => {
+    provider.contentEncoding = "gzip";
+    provider.script = [chunk({ content: "plain, not gzip" })];
+    const { err } = await failure({});
+    expect(err).toMatchObject({ code: "model_bad_response", message: "The model's answer was not what its Content-Encoding says." });
+  });
+
   it("fails with model_bad_response on chunks of the wrong shape, not with a TypeError's model_error", async () => {
     const shapes: [string, string][] = [
       ["data: null\n\n", "The model sent a malformed streaming response."],

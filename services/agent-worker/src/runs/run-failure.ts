@@ -82,7 +82,13 @@ export function modelFailure(err: unknown, idleTimeoutMs: number): RunFailure {
     // An `error` object in a streamed chunk: the model failed while answering.
     return new RunFailure("model_error", `The model reported an error while answering${code}.`, { cause: err, detail });
   }
-  if (err instanceof AnswerCutOff) return new RunFailure("model_bad_response", "The connection to the model broke before the answer's end.", { cause: err, detail });
+  if (err instanceof AnswerCutOff) {
+    // zlib's errors (Z_DATA_ERROR, …): the bytes were not what the answer's Content-Encoding said.
+    if (/^Z_/.test(String((err.cause as { code?: unknown } | undefined)?.code ?? ""))) {
+      return new RunFailure("model_bad_response", "The model's answer was not what its Content-Encoding says.", { cause: err, detail });
+    }
+    return new RunFailure("model_bad_response", "The connection to the model broke before the answer's end.", { cause: err, detail });
+  }
   if (err instanceof SyntaxError || (err instanceof OpenAI.OpenAIError && /JSON|parse/i.test(err.message))) {
     return new RunFailure("model_bad_response", "The model sent a malformed streaming response.", { cause: err, detail });
   }
