@@ -3,7 +3,8 @@ import { readDbEventsOrEnd } from "./db-events";
 import { runChannel, runLogKey } from "./keys";
 import type { SubscriberHub } from "./subscriber-hub";
 import type { EarlyRunSubscription } from "./early-subscription";
-import { mergeEvents, parseEvents, readLog, readStoredEvents, type EventStore } from "./stored-events";
+import { RunGoneError, runExists } from "./run-gone";
+import { mergeEvents, parseEvents, readFoundRunEvents, readLog, type EventStore } from "./stored-events";
 
 export interface FollowRunOptions extends EventStore {
   hub: SubscriberHub;
@@ -37,7 +38,8 @@ export interface FollowRunOptions extends EventStore {
   /**
    * Called once the subscription is confirmed and the first read of the store delivered what it
    * held: from then on, an outage of either store no longer fails the follow (the periodic check
-   * heals it). Before then, one fails it (the promise rejects).
+   * heals it). Before then, one fails it (the promise rejects), and so does finding the run gone
+   * (with {@link RunGoneError}), so that the caller can still answer 404.
    */
   onReady?: () => void;
 }
@@ -46,7 +48,8 @@ export interface FollowRunOptions extends EventStore {
  * Delivers a run's events from `afterSeq` to the terminal event: subscribes to the live channel
  * first, then reads what is stored, and merges both by seq, so nothing is skipped or sent twice.
  * Resolves with the terminal event, or null when `signal` aborts first or the run turns out to
- * be gone (its task deleted after the caller looked it up). The terminal event is
+ * be gone (its task deleted after the caller looked it up) once the first read was delivered
+ * (before, the promise rejects with RunGoneError). The terminal event is
  * delivered unless the caller holds its seq already; a caller past it gets it out of order.
  */
 export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
@@ -54,6 +57,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
   let next = (opts.afterSeq ?? 0) + 1;
   const pending = new Map<number, RunEvent>();
   let finished = false;
+  // The first read of the store was delivered (`onReady`).
+  let ready = false;
   let unsubscribe: (() => void) | null = null;
   let stopResync: (() => void) | null = null;
   let poll: NodeJS.Timeout | null = null;
@@ -79,6 +84,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       else resolve(result);
     };
     const onAbort = () => finish(null);
+    // The run was deleted with its task: nothing more will come.
+    const gone = () => finish(null, ready ? undefined : new RunGoneError(runId));
 
     /** Delivers the pending events that follow what was delivered, in order. */
     const deliver = () => {
@@ -172,14 +179,17 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         const read = mergeEvents(rows, log ?? [], next - 1);
         // A run whose log and row are gone was deleted with its task after this reader looked it
         // up: nothing more will come. (A live run's log is there, run_started first.)
-        if (logGone && rows.length === 0 && !(await opts.prisma.run.findUnique({ where: { id: runId }, select: { id: true } }))) return finish(null);
+        if (logGone && rows.length === 0 && !(await runExists(opts.prisma, runId))) return gone();
         for (const e of read) add(e, true);
         // The run has ended and neither store has the next seq: it was lost for good (an append
         // that failed, and its worker gone before storing it). Go on past the gap rather than
         // wait for ever. A terminal event that arrived during the read proves nothing about what
         // the read saw: the fill it asked for reads again. Every gap before the end is such a
-        // loss, so each is passed in turn.
+        // loss, so each is passed in turn. Unless the run is gone: a task's delete removes the
+        // run's rows (run_started among them) before its log, which until then holds the rest,
+        // the end included. Its row, read after the events, tells.
         if (!finished && !covered && (endKnown || read.some(isTerminalEvent)) && endPending()) {
+          if (!(await runExists(opts.prisma, runId))) return gone();
           while (!finished && pending.size > 0) {
             next = Math.min(...pending.keys());
             deliver();
@@ -231,10 +241,12 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
           // The first read must succeed: without it the caller cannot know what it missed.
           const first = opts.fresh
             ? mergeEvents([], await readLog(opts, runId), next - 1)
-            : await readStoredEvents(opts, runId, next - 1);
+            : await readFoundRunEvents(opts, runId, next - 1);
           for (const e of first) add(e);
         }
-        if (!finished) opts.onReady?.();
+        if (finished) return;
+        ready = true;
+        opts.onReady?.();
       })
       .catch((err) => finish(null, err));
   });

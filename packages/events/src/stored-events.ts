@@ -7,6 +7,7 @@ import type { PrismaClient } from "@agentrun/db";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 import { asEvent, readDbEvents } from "./db-events";
 import { runLogKey } from "./keys";
+import { RunGoneError, runExists } from "./run-gone";
 
 export interface EventStore {
   prisma: PrismaClient;
@@ -37,6 +38,19 @@ export async function readStoredEvents(store: EventStore, runId: string, afterSe
   // every event its writer had); of a run still going, the log may hold what is not stored yet.
   if (rows.value.some(isTerminalEvent)) return rows.value;
   throw log.reason;
+}
+
+/**
+ * {@link readStoredEvents} for a reader that looked the run up first: rejects with
+ * {@link RunGoneError} when the run has gone since. A task's delete removes the run's rows from
+ * PostgreSQL (run_started, seq 1, is only there) before its Redis log, so in between the log
+ * alone answers, from seq 2 on; after both, nothing does. Events missing at the start of what is
+ * read (none at all included) are therefore checked against the run's row, read after them.
+ */
+export async function readFoundRunEvents(store: EventStore, runId: string, afterSeq = 0): Promise<RunEvent[]> {
+  const events = await readStoredEvents(store, runId, afterSeq);
+  if (events[0]?.seq !== afterSeq + 1 && !(await runExists(store.prisma, runId))) throw new RunGoneError(runId);
+  return events;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type Redis from "ioredis";
-import { apiJson, eventually, runJson, stackWithTenant, watchSse, type Stack, type Tenant } from "@agentrun/testing";
+import { randomUUID } from "node:crypto";
+import { apiJson, eventually, readSse, runJson, stackWithTenant, watchSse, type SseResponse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { runCancelKey, runHeartbeatKey, runLogKey, runWriterKey } from "@agentrun/events";
 
@@ -93,6 +94,44 @@ it("ends a stream and a JSON wait whose run vanished with its task after they be
   const { status, body } = await answer;
   expect([status, body.error.code]).toEqual([404, "task_not_found"]);
 }, 40_000);
+
+/** A read's outcome: its status, and a stream's seqs and types (`new run` for a run its key started anew). */
+function outcome(r: SseResponse, runId: string): string {
+  if (r.status !== 200) return `${r.status} ${r.body?.error?.code ?? ""}`.trim();
+  if (r.events[0]?.data.run_id !== runId) return "200 new run";
+  return `200 ${r.events.map((e) => `${e.id}:${e.data.type}`).join(" ")}`;
+}
+
+it("answers the event streams and SSE replays of a run whose task is deleted meanwhile from run_started to run_cancelled, or 404: never from seq 2, empty or 204", async () => {
+  // The delete cancels the queued run (run_cancelled, seq 2, goes to both stores), then deletes
+  // the task's rows (run_started, seq 1, with them) and then the run's Redis log: reads that look
+  // the run up before the rows go and read its events after meet that window.
+  const outcomes: string[] = [];
+  const started = Date.now();
+  for (let i = 0; i < 40 && Date.now() - started < 12_000; i++) {
+    const body = { query: "read as its task goes" };
+    const headers = { ...tenant.headers, "idempotency-key": `read-deleted-${randomUUID()}` };
+    const first = watchSse(`${stack.gatewayUrl}/api/run`, { body, headers });
+    await first.waitFor((e) => e.type === "run_started");
+    const { run_id: runId, task_id: taskId } = first.events[0];
+    const url = `${stack.gatewayUrl}/api/tasks/${taskId}/runs/${runId}/events`;
+    // A replay that finds its key freed starts a run of its own: read up to its run_started.
+    const reads = Array.from({ length: 12 }, (_, n) =>
+      new Promise((r) => setTimeout(r, n)).then(() =>
+        n % 2 ? readSse(url, { headers: tenant.headers }) : readSse(`${stack.gatewayUrl}/api/run`, { body, headers, until: (e) => e.data.run_id !== runId }),
+      ),
+    );
+    expect((await apiJson(stack.gatewayUrl, "DELETE", `/tasks/${taskId}`, tenant.headers)).status).toBe(204);
+    for (const r of await Promise.all(reads)) {
+      outcomes.push(outcome(r, runId));
+      if (r.events[0] && r.events[0].data.run_id !== runId) await apiJson(stack.gatewayUrl, "DELETE", `/tasks/${r.events[0].data.task_id}`, tenant.headers);
+    }
+    await first.result;
+  }
+  // run_not_found: the task looked up, and its run looked up after the delete.
+  const allowed = ["200 1:run_started 2:run_cancelled", "404 task_not_found", "404 run_not_found", "200 new run"];
+  expect(outcomes.filter((o) => !allowed.includes(o))).toEqual([]);
+}, 30_000);
 
 it("deletes a task holding 100,000 runs: 204, the logs and heartbeats of its runs removed, the gateway still serving", async () => {
   const created = await apiJson(stack.gatewayUrl, "POST", "/tasks", tenant.headers, { title: "a long history" });

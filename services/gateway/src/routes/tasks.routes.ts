@@ -92,6 +92,8 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
       if (gone) {
         // The task is gone: a Redis that fails now must not answer the delete as failed (a retry
         // would get 404). Keys left behind are unreachable (their runs are gone) and expire.
+        // Until they go, a run's log holds its events from seq 2 on without run_started: a reader
+        // that looked the run up before tells that from a gap by the run's row (readFoundRunEvents).
         if (runs.length) {
           await removeRunKeys(deps.redis, deps.config.REDIS_PREFIX, runs.map((r) => r.id)).catch((err: unknown) => {
             req.log.warn({ err, taskId: task.id }, "could not remove the Redis keys of a deleted task's runs; they expire on their own");

@@ -1,6 +1,6 @@
 import type { Request, Response } from "express";
 import type { RunEvent } from "@agentrun/contracts";
-import { followRun, type EarlyRunSubscription } from "@agentrun/events";
+import { followRun, RunGoneError, type EarlyRunSubscription } from "@agentrun/events";
 import { AppError, bearerRefusal, isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { onKeyRevoked } from "../auth/revocation-watch";
@@ -18,6 +18,10 @@ const unlessUnavailable = (err: unknown): undefined => {
   if (isUnavailableError(err)) return undefined;
   throw err;
 };
+
+/** 404 for a run that its task's delete took while this request answered for it. */
+const taskDeleted = (taskId: string, runId: string, final?: string) =>
+  new AppError("task_not_found", { message: `Task '${taskId}' was deleted while its run '${runId}' was in progress${final ? `; the run was ${final}` : ""}.` });
 
 /** JSON answers waiting for their run in this process, so that shutdown can answer them at once. */
 const openWaits = new Set<AbortController>();
@@ -64,7 +68,8 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
   if (input.stream) {
     // A replay (no stream opened by the caller): the status goes out once the follow has read
     // what the stores hold, so that a store failing that first read is answered 503 like any
-    // outage (the request may be asked again with its key), not as an empty stream.
+    // outage (the request may be asked again with its key), not as an empty stream, and a run
+    // found gone (its task deleted since the key was looked up) 404, as the JSON answer is.
     const replay = !input.sse;
     const sse = input.sse ?? openSse(req, res, deps.config.SSE_HEARTBEAT_MS, { deferHeaders: true });
     if (replay) for (const e of input.sent ?? []) sse.send(e);
@@ -73,7 +78,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     } catch (err) {
       if (replay && !res.headersSent && !res.destroyed) {
         clearSseHeaders(res);
-        throw err;
+        throw err instanceof RunGoneError ? taskDeleted(taskId, runId) : err;
       }
       // The run goes on; the client can re-attach through the events endpoint.
       req.log.error({ err, runId }, "lost the run's event stream");
@@ -101,6 +106,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     try {
       terminal = await follow((e) => void (e.seq > 1 && (started = true)), wait.signal);
     } catch (err) {
+      if (err instanceof RunGoneError) throw taskDeleted(taskId, runId);
       // A replay of an earlier request can be asked again (with its Idempotency-Key). A run this
       // request created was accepted: an error now (Redis or the database failing the first
       // read) must not invite a retry that would start and charge a second run.
@@ -120,7 +126,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
       // follows its events. The run was accepted: a database that does not answer now makes this
       // no 503 (which invites a retry, and with it a second run), only a status taken from its events.
       const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { status: true } }).catch(unlessUnavailable);
-      if (run === null) throw new AppError("task_not_found", { message: `Task '${taskId}' was deleted while its run '${runId}' was in progress.` });
+      if (run === null) throw taskDeleted(taskId, runId);
       // One that has ended meanwhile (or before a shutdown's wait began) is answered with its result.
       if (!run || run.status === "queued" || run.status === "running") return void accepted(run?.status ?? (started ? "running" : "queued"));
       final = run.status;
@@ -129,7 +135,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     // Ended, but its result cannot be read right now: 202 with its final status, to be read later.
     if (result === undefined) accepted(final ?? "running");
     // Ended because its task was deleted, which took the run with it.
-    else if (result === null) throw new AppError("task_not_found", { message: `Task '${taskId}' was deleted while its run '${runId}' was in progress; the run was ${final ?? "stopped"}.` });
+    else if (result === null) throw taskDeleted(taskId, runId, final ?? "stopped");
     // A replay (same Idempotency-Key) of a run that never executed for an outage: that does not
     // use up the key, and is answered as the first request was.
     else if (!input.sent && freesItsKey(result)) throw new AppError("unavailable", { message: result.error!.message });

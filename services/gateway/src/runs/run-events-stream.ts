@@ -1,7 +1,7 @@
 import type { Request, Response } from "express";
 import { eventsQuerySchema, isTerminalEvent, lastEventIdSchema, MAX_EVENT_SEQ } from "@agentrun/contracts";
-import { fieldRefused } from "@agentrun/errors";
-import { followRun, readStoredEvents, type SubscriberHub } from "@agentrun/events";
+import { AppError, fieldRefused } from "@agentrun/errors";
+import { followRun, readFoundRunEvents, RunGoneError, type SubscriberHub } from "@agentrun/events";
 import type { PrismaClient } from "@agentrun/db";
 import type { Redis } from "@agentrun/redis";
 import { clearSseHeaders, openSse, setSseHeaders } from "./sse";
@@ -33,9 +33,18 @@ export function replayFrom(run: { status: string; lastSeq: number }, afterSeq: n
 
 export interface RunEventsStreamInput {
   store: { prisma: PrismaClient; redis: Redis; redisPrefix: string; hub: SubscriberHub };
-  run: { id: string; status: string; lastSeq: number };
+  run: { id: string; taskId: string; status: string; lastSeq: number };
   afterSeq: number;
   heartbeatMs: number;
+}
+
+/**
+ * `err`, but for a RunGoneError: 404 task_not_found then, as a request after the delete gets, for
+ * a run whose task was deleted after the run was looked up.
+ */
+function answerFor(err: unknown, run: { id: string; taskId: string }): unknown {
+  if (!(err instanceof RunGoneError)) return err;
+  return new AppError("task_not_found", { message: `Task '${run.taskId}' was deleted, with its run '${run.id}', while the run's events were being read.` });
 }
 
 /**
@@ -43,14 +52,21 @@ export interface RunEventsStreamInput {
  * in progress is followed to its terminal event. A finished run whose terminal event is at
  * `afterSeq` (a client re-attaching after it, as EventSource does whenever a stream ends) answers
  * 204, which tells EventSource to stop reconnecting; past it, the stream is the terminal event
- * alone. HEAD answers what GET would, without waiting for any event.
+ * alone. HEAD answers what GET would, without waiting for any event. A run whose task is deleted
+ * before anything was sent answers 404 task_not_found (the store's events are read as those of
+ * a run looked up first: see readFoundRunEvents).
  */
 export async function streamRunEvents(req: Request, res: Response, input: RunEventsStreamInput): Promise<void> {
   const { store, run, afterSeq } = input;
   const ended = run.status !== "queued" && run.status !== "running";
   // Past a finished run's end, the terminal event (see replayFrom); EventSource then resumes
-  // after it and gets 204.
-  const stored = !ended ? null : await readStoredEvents(store, run.id, replayFrom(run, afterSeq));
+  // after it and gets 204. The read tells a run deleted since its look-up from one with nothing
+  // left to send (see readFoundRunEvents).
+  const stored = !ended
+    ? null
+    : await readFoundRunEvents(store, run.id, replayFrom(run, afterSeq)).catch((err: unknown) => {
+        throw answerFor(err, run);
+      });
   if (stored?.length === 0) {
     res.status(204).end();
     return;
@@ -73,7 +89,7 @@ export async function streamRunEvents(req: Request, res: Response, input: RunEve
       // Nothing was sent: the error handler answers, with the response's other headers (request
       // id, rate limit, CORS); the stream is released when it has.
       clearSseHeaders(res);
-      throw err;
+      throw answerFor(err, run);
     }
     req.log.error({ err, runId: run.id }, "lost the run's event stream");
   }
