@@ -8,7 +8,7 @@ import { createTestRun, testEnv, testStores } from "@agentrun/testing";
 import type { GatewayDeps } from "../src/deps";
 import { errorHandler } from "../src/middleware/error.middleware";
 import { respondWithRun } from "../src/runs/respond-run";
-import { resumeAfter, streamRunEvents } from "../src/runs/run-events-stream";
+import { listRunEvents, resumeAfter, streamRunEvents } from "../src/runs/run-events-stream";
 
 // The readers of a run (its events endpoint, an Idempotency-Key's SSE replay) when its task's
 // delete comes between their look-up of the run and their read of its events. The delete removes
@@ -33,6 +33,7 @@ function app(run: { id: string; taskId: string; status: string; lastSeq: number 
   const a = express();
   a.use((req, _res, next) => ((req.log = logger), next()));
   a.get("/events", (req, res) => streamRunEvents(req, res, { store, run, afterSeq: resumeAfter(req), heartbeatMs: 15_000 }));
+  a.get("/list", async (req, res) => void res.json({ events: await listRunEvents(store, run, resumeAfter(req)) }));
   a.post("/replay", (req, res) => respondWithRun(deps, req, res, { runId: run.id, taskId: run.taskId, stream: true }));
   a.use(errorHandler());
   return a;
@@ -72,6 +73,13 @@ describe("a run whose rows went while its log holds seq 2 to the end", () => {
     expect(await answer(request(app(run)).get("/events"))).toEqual({ status: 404, code: "task_not_found", events: [] });
   });
 
+  it("events in JSON: 404 task_not_found, not a list from seq 2", async () => {
+    const run = await lookedUp("cancelled", LOG);
+    await deleteRows(run.taskId);
+    const res = await request(app(run)).get("/list");
+    expect([res.status, res.body.error?.code]).toEqual([404, "task_not_found"]);
+  });
+
   it("an Idempotency-Key's SSE replay: 404 task_not_found, not a stream from seq 2", async () => {
     const run = await lookedUp("running", LOG);
     await deleteRows(run.taskId);
@@ -101,5 +109,8 @@ describe("a run that is there", () => {
     expect(await answer(request(app(run)).get("/events"))).toEqual({ status: 200, code: undefined, events: ["1:run_started", "2:text_chunk", "3:run_cancelled"] });
     expect((await request(app(run)).get("/events").set("Last-Event-ID", "3")).status).toBe(204);
     expect(await answer(request(app(run)).post("/replay"))).toEqual({ status: 200, code: undefined, events: ["1:run_started", "2:text_chunk", "3:run_cancelled"] });
+    const listed = await request(app(run)).get("/list").expect(200);
+    expect(listed.body.events.map((e: { seq: number; type: string }) => `${e.seq}:${e.type}`)).toEqual(["1:run_started", "2:text_chunk", "3:run_cancelled"]);
+    expect((await request(app(run)).get("/list").set("Last-Event-ID", "3").expect(200)).body).toEqual({ events: [] });
   });
 });

@@ -1,10 +1,9 @@
 import { Router, type Request } from "express";
 import Negotiator from "negotiator";
-import { readStoredEvents, withoutGaps } from "@agentrun/events";
 import { AppError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { authOf } from "../request-context";
-import { replayFrom, resumeAfter, streamRunEvents } from "../runs/run-events-stream";
+import { listRunEvents, resumeAfter, streamRunEvents } from "../runs/run-events-stream";
 import { cancelRun } from "../tasks/cancel-run";
 import { ownedRun } from "../tasks/task-access";
 import { toRunView } from "../views/run.view";
@@ -48,8 +47,7 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
     // The same URL answers in either format: a cache must key its copies by Accept.
     res.vary("Accept");
     if (wantsJson(req)) {
-      const from = replayFrom(run, afterSeq);
-      res.json({ events: withoutGaps(await readStoredEvents(store, run.id, from), from) });
+      res.json({ events: await listRunEvents(store, run, afterSeq) });
       return;
     }
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: deps.config.SSE_HEARTBEAT_MS });

@@ -1,7 +1,7 @@
 import type { Request, Response } from "express";
-import { eventsQuerySchema, isTerminalEvent, lastEventIdSchema, MAX_EVENT_SEQ } from "@agentrun/contracts";
+import { eventsQuerySchema, isTerminalEvent, lastEventIdSchema, MAX_EVENT_SEQ, type RunEvent } from "@agentrun/contracts";
 import { AppError, fieldRefused } from "@agentrun/errors";
-import { followRun, readFoundRunEvents, RunGoneError, type SubscriberHub } from "@agentrun/events";
+import { followRun, readFoundRunEvents, RunGoneError, withoutGaps, type SubscriberHub } from "@agentrun/events";
 import type { PrismaClient } from "@agentrun/db";
 import type { Redis } from "@agentrun/redis";
 import { clearSseHeaders, openSse, setSseHeaders } from "./sse";
@@ -45,6 +45,19 @@ export interface RunEventsStreamInput {
 function answerFor(err: unknown, run: { id: string; taskId: string }): unknown {
   if (!(err instanceof RunGoneError)) return err;
   return new AppError("task_not_found", { message: `Task '${run.taskId}' was deleted, with its run '${run.id}', while the run's events were being read.` });
+}
+
+/**
+ * A run's stored events after `afterSeq`, as the events endpoint lists them in JSON: up to the
+ * first one missing (see withoutGaps). A run whose task was deleted after it was looked up is 404
+ * task_not_found, as its stream is, rather than a list that starts past seq 1 or is empty.
+ */
+export async function listRunEvents(store: RunEventsStreamInput["store"], run: RunEventsStreamInput["run"], afterSeq: number): Promise<RunEvent[]> {
+  const from = replayFrom(run, afterSeq);
+  const events = await readFoundRunEvents(store, run.id, from).catch((err: unknown) => {
+    throw answerFor(err, run);
+  });
+  return withoutGaps(events, from);
 }
 
 /**
