@@ -38,6 +38,8 @@ export interface ProviderScript {
   emptySuccess: number | null;
   /** A Content-Encoding the stream claims (its parts are sent as they are all the same). */
   contentEncoding: string | null;
+  /** The signals the SDK handed to `fetch`, one per request. */
+  fetchSignals: AbortSignal[];
 }
 
 /**
@@ -46,8 +48,13 @@ export interface ProviderScript {
  * (`failure`: how the call failed, and after how long).
  */
 export function scriptedProvider() {
-  const fresh = (): ProviderScript => ({ script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false, holdOpen: null, emptySuccess: null, contentEncoding: null });
+  const fresh = (): ProviderScript => ({ script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false, holdOpen: null, emptySuccess: null, contentEncoding: null, fetchSignals: [] });
   const provider: ProviderScript = fresh();
+  /** `modelFetch`, recording the signal of each request in `provider.fetchSignals`. */
+  const recording = (modelFetch: typeof fetch): typeof fetch => (input, init) => {
+    if (init?.signal) provider.fetchSignals.push(init.signal);
+    return modelFetch(input, init);
+  };
   let server: Server;
   let client: OpenAI;
 
@@ -88,7 +95,7 @@ export function scriptedProvider() {
     });
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
-    client = new OpenAI({ baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, apiKey: "none", maxRetries: 0, fetch: createModelFetch() });
+    client = new OpenAI({ baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, apiKey: "none", maxRetries: 0, fetch: recording(createModelFetch()) });
   });
   afterAll(async () => {
     server.closeAllConnections();

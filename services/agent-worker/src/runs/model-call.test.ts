@@ -16,6 +16,17 @@ describe("callModel", () => {
     expect(turn.text.isWellFormed()).toBe(true);
   });
 
+  it("leaves nothing listening on the call's signal once it has ended, answered or failed (nothing kept per call)", async () => {
+    provider.script = [chunk({ content: "fine" })];
+    expect((await call()).turn.text).toBe("fine");
+    provider.contentEncoding = "gzip";
+    expect((await failure({})).err).toMatchObject({ code: "model_bad_response" });
+    // The SDK listens on the call's signal for good, and Node keeps a signal that may still abort
+    // while anything listens: aborted at the call's end, it lets go of the SDK's listener.
+    expect(provider.fetchSignals).toHaveLength(2);
+    expect(provider.fetchSignals.map((s) => s.aborted)).toEqual([true, true]);
+  });
+
   it(`takes up to ${MAX_TOOL_CALLS_PER_ANSWER} tool calls from one answer`, async () => {
     provider.script = Array.from({ length: MAX_TOOL_CALLS_PER_ANSWER }, (_, i) => toolCall(i, `call_${i}`));
     const { turn } = await call();

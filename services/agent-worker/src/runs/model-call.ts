@@ -101,7 +101,12 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   // included, to its last chunk.
   const deadline = new AbortController();
   const deadlineTimer = setTimeout(() => deadline.abort("call_timeout"), opts.timeoutMs);
-  const signal = AbortSignal.any([opts.signal, idle.signal, deadline.signal, drained.signal]);
+  // Aborted when the call ends, however it ends. The SDK listens on the call's signal and never
+  // stops listening, and Node keeps a combined signal that has a listener for as long as it may
+  // still abort: without this, every call left its signal, the SDK's listener and its
+  // AbortController behind for good (about 2 KB each).
+  const callEnded = new AbortController();
+  const signal = AbortSignal.any([opts.signal, idle.signal, deadline.signal, drained.signal, callEnded.signal]);
   const turn: ModelTurn = { text: "", toolCalls: [] };
   const calls = new ToolCallDeltas(MAX_TOOL_CALLS_PER_ANSWER);
   // The usage object of the model's last chunk that had one, as it came.
@@ -213,6 +218,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     clearTimeout(idleTimer);
     clearTimeout(deadlineTimer);
     clearTimeout(drainTimer);
+    callEnded.abort("call_ended");
   }
   reportUsage();
   turn.toolCalls = withUniqueIds(calls.calls, idsIn(opts.messages));
