@@ -8,6 +8,7 @@ import { readBody } from "./read-body";
 import { foreignCharset, foreignCharsetRefused, parseUtf8Json } from "./utf8-json";
 
 export { answeredBeforeBodyEnd, DRAIN_AFTER_ANSWER_MS } from "./read-body";
+export { contentDecoder } from "./content-codings";
 
 /** What the parser's look at the raw body found, for the checks after parsing. */
 interface RawBodyFlags {

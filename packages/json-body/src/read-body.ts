@@ -1,17 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable, Transform } from "node:stream";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { RequestHandler } from "express";
 import getRawBody from "raw-body";
 import { AppError } from "@agentrun/errors";
+import { contentDecoder } from "./content-codings";
 
 /** The content codings a body may arrive in, with their decoders. */
-const DECODERS = new Map<string, () => Transform>([
-  ["gzip", createGunzip],
-  ["x-gzip", createGunzip],
-  ["deflate", createInflate],
-  ["br", createBrotliDecompress],
-]);
 
 /**
  * How long a connection whose request was answered before its body had all arrived goes on
@@ -70,7 +64,7 @@ export function readBody(limitBytes: number, inspect: (req: IncomingMessage, bod
     const coding = String(req.headers["content-encoding"] ?? "").trim().toLowerCase() || "identity";
     let decoder: Transform | null = null;
     if (coding !== "identity") {
-      const decoderFor = DECODERS.get(coding);
+      const decoderFor = contentDecoder(coding);
       if (!decoderFor) {
         throw new AppError("unsupported_media_type", { message: `The Content-Encoding ${JSON.stringify(coding)} is not supported: send gzip, deflate, br or none.` });
       }

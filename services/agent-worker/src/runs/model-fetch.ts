@@ -1,7 +1,7 @@
-import { pipeline, type Readable, type Transform } from "node:stream";
+import { pipeline, type Readable } from "node:stream";
 import { arrayBuffer as readArrayBuffer, json as readJson, text as readText } from "node:stream/consumers";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { Agent, request, type Dispatcher } from "undici";
+import { contentDecoder } from "@agentrun/json-body";
 
 /** What the openai SDK reads of a response: a successful one keeps its body as a Node stream. */
 type SdkResponse = Pick<Response, "ok" | "status" | "statusText" | "url" | "headers" | "text" | "json" | "arrayBuffer"> & { body: Readable | null };
@@ -12,18 +12,15 @@ type SdkResponse = Pick<Response, "ok" | "status" | "statusText" | "url" | "head
  */
 export const ERROR_BODY_MAX_BYTES = 64 * 1024;
 
-/** Decoders of the content codings an answer may come in. */
-const DECODERS: Record<string, () => Transform> = { gzip: createGunzip, "x-gzip": createGunzip, deflate: createInflate, br: createBrotliDecompress };
-
 /**
  * The answer's body decoded from its Content-Encoding, or null when it has none (or one not
- * listed in {@link DECODERS}: its bytes are read as they are, and fail as a malformed answer).
+ * decoded by `contentDecoder`: its bytes are read as they are, and fail as a malformed answer).
  * The SDK's own `fetch` decodes them; a model server or a proxy may compress an answer though
  * the request did not ask for it. An error of the body (a reset) or of the decoding (bytes that
  * are not what the coding says) ends the decoded stream with that error.
  */
 function decodedBody(body: Readable, coding: string | string[] | undefined): Readable | null {
-  const decoder = typeof coding === "string" ? DECODERS[coding.trim().toLowerCase()] : undefined;
+  const decoder = typeof coding === "string" ? contentDecoder(coding) : undefined;
   if (!decoder) return null;
   return pipeline(body, decoder(), () => {});
 }
