@@ -21,7 +21,8 @@ export const MAX_START_DEFERRALS = 10;
  * start a run the shutdown's grace never stops), after {@link HAND_BACK_DELAY_MS} when it cannot
  * use its database (`databaseUsable`; it stops fetching, see startAgentWorker, but may have
  * fetched one more job as it did). So does a job whose run this worker was still waiting to take
- * over from a stopped worker when it began to close (see claimRun): at once. And so does one whose
+ * over from a stopped worker when it began to close (see claimRun), or whose run its shutdown
+ * stopped before the run emitted anything (see executeRun): at once. And so does one whose
  * run could not start for an outage (RunNotStarted), after {@link HAND_BACK_DELAY_MS}, up to
  * {@link MAX_START_DEFERRALS} times.
  */

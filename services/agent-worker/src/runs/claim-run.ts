@@ -25,8 +25,9 @@ interface ClaimRow {
 }
 
 /**
- * Thrown by {@link claimRun} when its worker closed while it waited to take a run over: the job
- * goes back to the queue (see agentRunProcessor) for a worker that can wait the takeover out.
+ * Thrown by {@link claimRun} when its worker closed while it waited to take a run over, and by
+ * executeRun for a run its worker's shutdown stopped before it emitted anything: the job goes
+ * back to the queue (see agentRunProcessor) for another worker, which takes the run over.
  */
 export class RunHandedBack extends Error {
   override name = "RunHandedBack";

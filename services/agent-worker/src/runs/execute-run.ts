@@ -4,7 +4,7 @@ import { giveBackRunWriter, RUN_LOG_TTL_LIVE_S, RunEventWriter, runCancelKey, ru
 import { storableText } from "@agentrun/db";
 import { isUnavailableError } from "@agentrun/errors";
 import { finishRun, type FinishRunUsage, type MessageRecord } from "@agentrun/run-state";
-import { claimRun, RunNotStarted, type ClaimedRun } from "./claim-run";
+import { claimRun, RunHandedBack, RunNotStarted, type ClaimedRun } from "./claim-run";
 import { renewalIntervalMs } from "./heartbeat-renewal";
 import { callModel } from "./model-call";
 import { buildMessages, memoriesForPrompt, recentHistory, toolCallMessage, type PromptMemory } from "./prompt";
@@ -90,6 +90,14 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
           // next attempt's claim is a fresh one (on any worker), which takes a free log only.
           await giveBackRunWriter(redis, runWriterKey(redisPrefix, runId), deps.workerId, null, RUN_LOG_TTL_LIVE_S).catch(() => {});
           throw new RunNotStarted(runId, err);
+        }
+        // Stopped by this worker's shutdown before it said anything (still waiting for the model's
+        // first token, say): its job goes back to the queue and another worker restarts it, as
+        // after a crash, rather than failing it. Its heartbeat goes first, so that the taker
+        // need not wait for it to lapse; a Redis out of reach fails it as worker_shutdown.
+        if (stopReasonOf(signal) === "shutdown" && writer.lastSeq === claim.lastSeq && (await redis.del(hbKey).then(() => true, () => false))) {
+          log.info("stopped by the worker's shutdown before it emitted anything; handed back for another worker to restart");
+          throw new RunHandedBack(runId);
         }
         return endOf(err, signal, log);
       },
