@@ -8,6 +8,11 @@ import { WORKER_LOST } from "./run-failure";
 export interface ClaimedRun {
   /** Seq of the last event already stored (1: only run_started). */
   lastSeq: number;
+  /**
+   * How long ago the run was first claimed (0 for a fresh claim): a run restarted by another
+   * worker keeps the time limit counted from its first claim.
+   */
+  elapsedMs: number;
   run: { id: string; taskId: string; orgId: string; agentId: string; query: string; context: unknown; taskUserId: string | null };
   /** The task's earlier user and assistant messages, oldest first (at most HISTORY_MAX_MESSAGES). */
   history: HistoryMessage[];
@@ -22,6 +27,7 @@ interface ClaimRow {
   context: unknown;
   task_user_id: string | null;
   history: HistoryMessage[];
+  elapsed_ms?: number | null;
 }
 
 /**
@@ -54,6 +60,7 @@ export class RunNotStarted extends Error {
 
 const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
   lastSeq,
+  elapsedMs: Math.max(0, Number(row.elapsed_ms ?? 0)),
   run: { id: row.id, taskId: row.task_id, orgId: row.org_id, agentId: row.agent_id, query: row.query, context: row.context, taskUserId: row.task_user_id },
   history: row.history,
 });
@@ -103,7 +110,8 @@ export async function claimRun(deps: RunDeps, runId: string, closing: AbortSigna
   const [row] = await prisma.$queryRaw<ClaimRow[]>`
     UPDATE runs SET worker_id = ${deps.workerId} FROM tasks WHERE runs.id = ${runId} AND runs.status = 'running' AND tasks.id = runs.task_id
     RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id,
-      agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer) AS history`;
+      agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer) AS history,
+      (extract(epoch FROM clock_timestamp() - runs.started_at) * 1000)::float8 AS elapsed_ms`;
   if (!row) return null;
   // (A missing writer key is not taken for a lost Redis here: a worker killed between its claim
   // and the key's write leaves it missing too, and its job lives in the same Redis, so a Redis

@@ -56,8 +56,9 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
   };
   const heartbeat = setInterval(beat, renewalIntervalMs(deps.heartbeatTtlMs));
   const stopReconnectBeats = deps.reconnectBeats.add(runId, beat);
-  // However many model calls and tools it goes through, a run ends within its time limit.
-  const deadline = setTimeout(() => control.stop("deadline"), deps.config.RUN_TIMEOUT_MS);
+  // However many model calls and tools it goes through, a run ends within its time limit,
+  // counted from its first claim: a run restarted by another worker does not start it again.
+  const deadline = setTimeout(() => control.stop("deadline"), Math.max(0, deps.config.RUN_TIMEOUT_MS - claim.elapsedMs));
   const writer = new RunEventWriter({
     redis,
     prisma,
