@@ -1,4 +1,5 @@
 import { agentRunJobSchema, DelayedError, type Job } from "@agentrun/queue";
+import { failRun } from "@agentrun/run-state";
 import { executeRun } from "../runs/execute-run";
 import type { RunDeps } from "../runs/run-deps";
 import type { ActiveRuns } from "../runs/active-runs";
@@ -29,6 +30,8 @@ export const MAX_START_DEFERRALS = 10;
 export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsable: () => boolean = () => true) {
   return async (job: Job, token?: string): Promise<void> => {
     const { runId, deferrals = 0 } = agentRunJobSchema.parse(job.data);
+    // The job's age is a cheap first check (no query for the usual job); the run's row decides.
+    if (Date.now() - job.timestamp > deps.config.QUEUED_MAX_AGE_MS && (await endIfQueuedTooLong(deps, runId))) return;
     // A run executing here already (its job handed out again) is joined, as ActiveRuns does.
     if (token && !active.has(runId) && (!active.accepting || !databaseUsable())) {
       await job.moveToDelayed(Date.now() + (active.accepting ? HAND_BACK_DELAY_MS : 0), token);
@@ -55,4 +58,20 @@ export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsa
       throw new DelayedError();
     }
   };
+}
+
+const QUEUED_TOO_LONG = { code: "unavailable", message: "The run waited in the queue for a worker longer than it may; it was not executed." };
+
+/**
+ * Ends a run still queued more than QUEUED_MAX_AGE_MS after it was accepted (no worker was there
+ * to take it, or every worker was busy that long) instead of running it, as the sweep ends such
+ * a run whose job was lost: its caller has long given up, and running an hours-old request (and
+ * charging for it) would surprise everyone. True if it ended the run.
+ */
+async function endIfQueuedTooLong(deps: RunDeps, runId: string): Promise<boolean> {
+  const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { id: true, status: true, query: true, createdAt: true } });
+  if (!run || run.status !== "queued" || Date.now() - run.createdAt.getTime() <= deps.config.QUEUED_MAX_AGE_MS) return false;
+  const ended = await failRun(deps, run, QUEUED_TOO_LONG, { onlyIfQueued: true });
+  if (ended) deps.logger.warn({ runId, queuedMs: Date.now() - run.createdAt.getTime() }, "ended a run that waited in the queue longer than QUEUED_MAX_AGE_MS");
+  return ended;
 }
