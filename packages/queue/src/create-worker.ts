@@ -26,6 +26,18 @@ export interface CreateWorkerOptions<T> {
   onFinalFailure?: (job: Job<T>, err: Error) => void | Promise<void>;
 }
 
+/**
+ * BullMQ's errors for a job whose lock this worker no longer holds (lock-manager's renewal, and
+ * Scripts.finishedErrors for JobLockNotExist / JobLockMismatch: plain Errors, told apart only by
+ * their messages), with the job's id captured.
+ */
+const LOST_LOCK = /^(?:could not renew lock for job|Missing lock for job|Lock mismatch for job) (.+?)(?:\. |$)/;
+
+/** The job's id when `err` says this worker lost the job's lock, else undefined. */
+export function lostLockJobId(err: Error): string | undefined {
+  return LOST_LOCK.exec(err.message)?.[1];
+}
+
 /** One BullMQ worker with logging, concurrency and stall detection set the same way for every queue. */
 export function createWorker<T>(opts: CreateWorkerOptions<T>): Worker<T> {
   const { logger } = opts;
@@ -37,7 +49,13 @@ export function createWorker<T>(opts: CreateWorkerOptions<T>): Worker<T> {
     stalledInterval: opts.stalledIntervalMs ?? 5_000,
     maxStalledCount: 1,
   });
-  worker.on("error", (err) => logger.error({ err }, "queue worker error"));
+  worker.on("error", (err) => {
+    const jobId = lostLockJobId(err);
+    if (jobId === undefined) logger.error({ err }, "queue worker error");
+    // Expected when a worker was stopped past its lock (a paused process, a long GC) and another
+    // took its job over: not an error an operator should be called for, and its stack says nothing.
+    else logger.warn({ jobId, err: err.message }, "the job's lock lapsed: another worker may have taken the run over; its run state decides the outcome");
+  });
   worker.on("stalled", (jobId) => logger.warn({ jobId }, "job stalled; it will be retried or failed"));
   worker.on("failed", (job, err) => {
     if (!job) return;
