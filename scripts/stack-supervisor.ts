@@ -11,13 +11,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import path from "node:path";
-import { z } from "zod";
+import { envInteger, MAX_TIMER_MS } from "@agentrun/config";
 import { REPO_ROOT } from "@agentrun/db";
 
 export type Service = "gateway" | "agent-worker" | "memory" | "scripted-model";
 
 /** `WORKERS`: how many agent workers to start. */
-export const workersSetting = z.coerce.number().int().min(1).max(16).default(1);
+export const workersSetting = envInteger(1, 16).default(1);
 
 /** Stopped first: they call the others. */
 const CALLERS: readonly Service[] = ["gateway", "agent-worker"];
@@ -25,10 +25,12 @@ const CALLERS: readonly Service[] = ["gateway", "agent-worker"];
 /**
  * How long the gateway and the workers may take to stop before they are killed: 10 s past the
  * worker's own deadline (SHUTDOWN_GRACE_MS, 10 s by default, and 5 s to store its runs' ends),
- * 20 s at least.
+ * 20 s at least. The worker takes a SHUTDOWN_GRACE_MS that leaves room for these 10 s in a timer;
+ * one it refuses (it then exits at start-up, and the stack with it) gets no deadline that a timer
+ * would turn into an immediate SIGKILL either.
  */
 export function callerStopGraceMs(env: NodeJS.ProcessEnv): number {
-  return Math.max(20_000, (Number(env.SHUTDOWN_GRACE_MS) || 10_000) + 10_000);
+  return Math.min(MAX_TIMER_MS, Math.max(20_000, (Number(env.SHUTDOWN_GRACE_MS) || 10_000) + 10_000));
 }
 
 /** The memory service and the scripted model cut what is still open after 10 and 15 s. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ConfigError, internalToken, loadConfig, ownPort, port, redisUrl, timerMs, urlHostFor } from "./index";
+import { ConfigError, dbQueryTimeoutMs, envInteger, internalToken, loadConfig, MAX_TIMER_MS, ownPort, port, redisUrl, timerMs, urlHostFor } from "./index";
 
 describe("port variables", () => {
   const schema = z.object({ PORT: port(3000), OWN_PORT: ownPort });
@@ -16,6 +16,39 @@ describe("port variables", () => {
       expect(() => loadConfig(schema, { [name]: value })).toThrow(ConfigError);
       expect(() => loadConfig(schema, { [name]: value })).toThrow(`invalid environment: ${name}: must be a port number, 0 to 65535`);
     }
+  });
+});
+
+describe("integer variables (durations, counts, sizes)", () => {
+  const schema = z.object({ WAIT_MS: timerMs(0).default(1500), COUNT: envInteger(1, 100).default(12), SIZE: envInteger(1).default(1024), DB_QUERY_TIMEOUT_MS: dbQueryTimeoutMs });
+  const defaults = { WAIT_MS: 1500, COUNT: 12, SIZE: 1024, DB_QUERY_TIMEOUT_MS: 5000 };
+
+  it("take decimal digits, around spaces, and their defaults when unset or empty", () => {
+    expect(loadConfig(schema, {})).toEqual(defaults);
+    expect(loadConfig(schema, { WAIT_MS: "", COUNT: "" })).toEqual(defaults);
+    expect(loadConfig(schema, { WAIT_MS: " 0 ", COUNT: "100", SIZE: "9007199254740991", DB_QUERY_TIMEOUT_MS: "0600000" })).toEqual({ WAIT_MS: 0, COUNT: 100, SIZE: Number.MAX_SAFE_INTEGER, DB_QUERY_TIMEOUT_MS: 600_000 });
+    expect(loadConfig(schema, { WAIT_MS: String(MAX_TIMER_MS) }).WAIT_MS).toBe(MAX_TIMER_MS);
+  });
+
+  // `Number` reads these as 16, 5, 7, 1000, 5, 5 and 1000: each would be taken for another value than it shows.
+  it.each(["0x10", "0b101", "0o7", "1e3", "5.0", "+5", "1_000", "Infinity", "NaN", "ten", "5 ms", "-1"])("refuse %j, naming the variable and its range", (value) => {
+    expect(() => loadConfig(schema, { WAIT_MS: value })).toThrow(ConfigError);
+    expect(() => loadConfig(schema, { WAIT_MS: value })).toThrow(/^invalid environment: WAIT_MS: must be a duration in milliseconds, 0 to 2147483647 \(the longest a timer waits\)$/);
+    expect(() => loadConfig(schema, { COUNT: value })).toThrow(/^invalid environment: COUNT: must be a whole number, 1 to 100$/);
+    expect(() => loadConfig(schema, { SIZE: value })).toThrow(/^invalid environment: SIZE: must be a whole number, 1 or more$/);
+    expect(() => loadConfig(schema, { DB_QUERY_TIMEOUT_MS: value })).toThrow(/^invalid environment: DB_QUERY_TIMEOUT_MS: must be a duration in milliseconds, 100 to 600000$/);
+  });
+
+  it("refuse a value out of range with the same message, one per variable", () => {
+    expect(() => loadConfig(schema, { WAIT_MS: "2147483648", COUNT: "0", SIZE: "9007199254740992", DB_QUERY_TIMEOUT_MS: "99" })).toThrow(
+      "invalid environment: WAIT_MS: must be a duration in milliseconds, 0 to 2147483647 (the longest a timer waits); COUNT: must be a whole number, 1 to 100; SIZE: must be a whole number, 1 or more; DB_QUERY_TIMEOUT_MS: must be a duration in milliseconds, 100 to 600000",
+    );
+  });
+
+  it("bound a duration that is added to before it is timed below MAX_TIMER_MS, saying why", () => {
+    const bounded = z.object({ GRACE_MS: timerMs(0, MAX_TIMER_MS - 10_000, "10 s are added to it") });
+    expect(loadConfig(bounded, { GRACE_MS: "2147473647" }).GRACE_MS).toBe(2_147_473_647);
+    expect(() => loadConfig(bounded, { GRACE_MS: "2147473648" })).toThrow("invalid environment: GRACE_MS: must be a duration in milliseconds, 0 to 2147473647 (10 s are added to it)");
   });
 });
 
@@ -41,7 +74,7 @@ describe("urlHostFor", () => {
 });
 
 describe("blank values", () => {
-  const schema = z.object({ GRACE_MS: timerMs(0).default(30_000), COUNT: z.coerce.number().int().min(0).default(12), INTERNAL_TOKEN: internalToken });
+  const schema = z.object({ GRACE_MS: timerMs(0).default(30_000), COUNT: envInteger(0).default(12), INTERNAL_TOKEN: internalToken });
 
   it("are refused, naming each variable the service reads: a blank number was 0", () => {
     for (const blank of [" ", "\t", "\n", "  \r\n"]) {
@@ -51,6 +84,8 @@ describe("blank values", () => {
     }
     // A secret does not fall back to its published default.
     expect(() => loadConfig(schema, { INTERNAL_TOKEN: " \n" })).toThrow(/INTERNAL_TOKEN/);
+    // Reported as blank beside the other bad variables, rather than as a malformed number.
+    expect(() => loadConfig(schema, { GRACE_MS: " ", COUNT: "0x10" })).toThrow("invalid environment: GRACE_MS: is blank (give it a value, or leave it empty for its default); COUNT: must be a whole number, 0 or more");
   });
 
   it("are judged by the variables a schema reads, not by the names its transform gives them", () => {

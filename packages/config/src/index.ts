@@ -54,17 +54,37 @@ export const dbPreparedStatements = envBoolean.default(true);
 export const MAX_TIMER_MS = 2_147_483_647;
 
 /**
- * A duration in milliseconds that the service waits with a timer: an integer from `min` to
- * MAX_TIMER_MS (about 24.8 days), so that a large value cannot turn into an immediate timeout.
+ * An integer variable (a count, a size, a duration) as operators write it: decimal digits, from
+ * `min` to `max`. Not `0x10`, `0b101`, `1e3` or `5.0`, which `Number` reads as 16, 5, 1000 and 5:
+ * a value is taken for what it says or refused, as a port is. One message for both, naming the
+ * range (and `why` it ends there, when that is not obvious).
  */
-export const timerMs = (min = 1) => z.coerce.number().int().min(min).max(MAX_TIMER_MS);
+export function envInteger(min: number, max = Number.MAX_SAFE_INTEGER, { what = "a whole number", why }: { what?: string; why?: string } = {}) {
+  const range = max === Number.MAX_SAFE_INTEGER ? `${min} or more` : `${min} to ${max}`;
+  const message = `must be ${what}, ${range}${why ? ` (${why})` : ""}`;
+  return z
+    .string()
+    .trim()
+    .regex(/^-?\d+$/, message)
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, message);
+}
+
+/**
+ * A duration in milliseconds that the service waits with a timer: an integer from `min` to `max`,
+ * at most MAX_TIMER_MS (about 24.8 days), so that a large value cannot turn into an immediate
+ * timeout. A duration that the service adds to something, or multiplies, before it sets a timer
+ * takes a `max` that keeps the result within MAX_TIMER_MS, and says `why`.
+ */
+export const timerMs = (min = 1, max = MAX_TIMER_MS, why?: string) =>
+  envInteger(min, Math.min(max, MAX_TIMER_MS), { what: "a duration in milliseconds", why: why ?? (max >= MAX_TIMER_MS ? "the longest a timer waits" : undefined) });
 
 /**
  * DB_QUERY_TIMEOUT_MS: longest wait for PostgreSQL's answer to one statement. A server that stops
  * answering (frozen, or a network partition) then makes requests fail with 503 instead of hang.
  * @defaultValue 5000
  */
-export const dbQueryTimeoutMs = z.coerce.number().int().min(100).max(600_000).default(5000);
+export const dbQueryTimeoutMs = timerMs(100, 600_000).default(5000);
 
 export const databaseUrl = z
   .string()
@@ -126,21 +146,20 @@ function readVariables(schema: z.ZodTypeAny): Set<string> {
 
 /**
  * Parses `env` with `schema`. On failure throws a {@link ConfigError} whose message lists every
- * bad variable, e.g. `invalid environment: PORT: expected number, received nan; REDIS_URL: ...`.
+ * bad variable, e.g. `invalid environment: PORT: must be a port number, 0 to 65535; REDIS_URL: ...`.
  */
 export function loadConfig<S extends z.ZodTypeAny>(schema: S, env: Record<string, string | undefined> = process.env): z.infer<S> {
   // Empty strings count as unset, so `FOO=` in a .env file falls back to the default.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== "")) as Record<string, string>;
+  // A blank value (spaces, a line break) of a variable the service reads is neither a value nor
+  // unset: a number read it as 0, a secret would fall back to its published default. It is
+  // reported as blank, whatever its schema made of it.
+  const read = readVariables(schema);
+  const blank = new Set(Object.keys(cleaned).filter((name) => cleaned[name]!.trim() === "" && read.has(name)));
   const res = schema.safeParse(cleaned);
-  if (res.success) {
-    // A blank value (spaces, a line break) of a variable the service reads is neither a value
-    // nor unset: a number read it as 0, a secret would fall back to its published default.
-    const read = readVariables(schema);
-    const blank = Object.keys(cleaned).filter((name) => cleaned[name]!.trim() === "" && read.has(name));
-    if (blank.length === 0) return res.data;
-    throw new ConfigError(`invalid environment: ${blank.map((name) => `${name}: is blank (give it a value, or leave it empty for its default)`).join("; ")}`);
-  }
-  const parts = res.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+  if (res.success && blank.size === 0) return res.data;
+  const issues = res.success ? [] : res.error.issues.filter((i) => !blank.has(String(i.path[0])));
+  const parts = [...[...blank].map((name) => `${name}: is blank (give it a value, or leave it empty for its default)`), ...issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)];
   throw new ConfigError(`invalid environment: ${parts.join("; ")}`);
 }
 

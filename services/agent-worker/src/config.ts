@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, httpUrl, internalToken, logLevel, redisPrefix, redisUrl, timerMs } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, envInteger, httpUrl, internalToken, logLevel, MAX_TIMER_MS, redisPrefix, redisUrl, timerMs } from "@agentrun/config";
 import { RUN_CANCEL_FLAG_TTL_S } from "@agentrun/events";
 
 const modelApiKeysSchema = z.record(z.string().url(), z.string().min(1));
@@ -8,6 +8,20 @@ const modelApiKeysSchema = z.record(z.string().url(), z.string().min(1));
 export function baseUrlKey(url: string): string {
   return url.replace(/\/+$/, "");
 }
+
+/**
+ * SHUTDOWN_GRACE_MS's largest value. A stopping worker's own deadline is this grace plus
+ * SHUTDOWN_MARGIN_MS (5 s), and `npm start` kills a worker 10 s past the grace
+ * (`callerStopGraceMs`): each must still fit a timer, or it fires at once, the worker's runs being
+ * stopped, or the worker killed, as SIGTERM arrives.
+ */
+export const SHUTDOWN_GRACE_MAX_MS = MAX_TIMER_MS - 10_000;
+
+/**
+ * LOCK_DURATION_MS's largest value: a worker taking a run over waits with a timer for the previous
+ * worker's heartbeat, which lives this long, to lapse, a wait bounded by twice this (claimRun).
+ */
+export const LOCK_DURATION_MAX_MS = Math.floor(MAX_TIMER_MS / 2);
 
 /** The agent worker's environment. */
 export const workerConfigSchema = z.object({
@@ -20,7 +34,7 @@ export const workerConfigSchema = z.object({
   /** Name of this worker process in heartbeats and on runs, one per process (default: host name and a random suffix). */
   WORKER_ID: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional(),
   /** Runs executed at once by one worker process. */
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
+  WORKER_CONCURRENCY: envInteger(1, 1000).default(16),
   /** Key for a hosted OpenAI-compatible model; without it every agent uses the scripted model. */
   OPENAI_API_KEY: z.string().optional(),
   /** Base URL of the hosted model when OPENAI_API_KEY is set (default: OpenAI's). */
@@ -54,25 +68,25 @@ export const workerConfigSchema = z.object({
   /** Longest a whole run may take once claimed, model calls and tools included (`run_timeout`). */
   RUN_TIMEOUT_MS: timerMs().default(3_600_000),
   /** Retries of a model call on connection errors, 429 and 5xx before any output was streamed. */
-  MODEL_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  MODEL_MAX_RETRIES: envInteger(0, 10).default(2),
   MEMORY_URL: httpUrl.default("http://127.0.0.1:3002"),
   INTERNAL_TOKEN: internalToken,
   MEMORY_TIMEOUT_MS: timerMs().default(2000),
   /** Most memories, and most characters of them, put into a run's prompt. */
-  MEMORY_PROMPT_MAX_COUNT: z.coerce.number().int().min(0).max(100).default(20),
-  MEMORY_PROMPT_MAX_CHARS: z.coerce.number().int().min(0).max(100_000).default(4000),
+  MEMORY_PROMPT_MAX_COUNT: envInteger(0, 100).default(20),
+  MEMORY_PROMPT_MAX_CHARS: envInteger(0, 100_000).default(4000),
   /** Earlier messages of the task sent to the model, and most characters of them (the newest that fit). */
-  HISTORY_MAX_MESSAGES: z.coerce.number().int().min(0).max(1000).default(50),
-  HISTORY_MAX_CHARS: z.coerce.number().int().min(0).max(10_000_000).default(100_000),
+  HISTORY_MAX_MESSAGES: envInteger(0, 1000).default(50),
+  HISTORY_MAX_CHARS: envInteger(0, 10_000_000).default(100_000),
   HTTP_TOOL_TIMEOUT_MS: timerMs().default(5000),
-  HTTP_TOOL_MAX_BYTES: z.coerce.number().int().positive().default(100_000),
+  HTTP_TOOL_MAX_BYTES: envInteger(1).default(100_000),
   /** Lets the http tool reach private and loopback addresses (for local development only). */
   HTTP_TOOL_ALLOW_PRIVATE: envBoolean.default(false),
   /**
    * A job whose worker stops renewing its lock for this long is taken over; also the run
    * heartbeat's lifetime. At least a second: a shorter one expires between renewals.
    */
-  LOCK_DURATION_MS: timerMs(1000).default(10_000),
+  LOCK_DURATION_MS: timerMs(1000, LOCK_DURATION_MAX_MS, "a worker taking a run over may wait twice this, and a timer waits at most 2147483647 ms").default(10_000),
   /** How often BullMQ looks for stalled jobs (a script over the active jobs; at least 500 ms). */
   STALLED_INTERVAL_MS: timerMs(500).default(5_000),
   /**
@@ -87,9 +101,9 @@ export const workerConfigSchema = z.object({
    * of being queued again: after a long outage nobody is waiting for it any more. At most a day:
    * a run's cancel flag (RUN_CANCEL_FLAG_TTL_S) must outlive its wait.
    */
-  QUEUED_MAX_AGE_MS: timerMs().max(RUN_CANCEL_FLAG_TTL_S * 1000).default(3_600_000),
+  QUEUED_MAX_AGE_MS: timerMs(1, RUN_CANCEL_FLAG_TTL_S * 1000, "a run's cancel flag lives a day").default(3_600_000),
   /** On SIGTERM, how long active runs may still finish before they are stopped. */
-  SHUTDOWN_GRACE_MS: timerMs(0).default(10_000),
+  SHUTDOWN_GRACE_MS: timerMs(0, SHUTDOWN_GRACE_MAX_MS, "a stopping worker is killed 10 s past it, and a timer waits at most 2147483647 ms").default(10_000),
 });
 
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;

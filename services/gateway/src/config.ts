@@ -1,7 +1,7 @@
 import { accessSync, constants } from "node:fs";
 import proxyAddr from "proxy-addr";
 import { z } from "zod";
-import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, httpUrl, internalToken, logLevel, port, redisPrefix, redisUrl, timerMs } from "@agentrun/config";
+import { databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envBoolean, envInteger, httpUrl, internalToken, logLevel, MAX_TIMER_MS, port, redisPrefix, redisUrl, timerMs } from "@agentrun/config";
 
 const readableFile = z.string().refine((p) => {
   try {
@@ -30,6 +30,19 @@ function trustProxy(value: string, ctx: z.RefinementCtx): boolean | number | str
   return list;
 }
 
+/**
+ * SSE_HEARTBEAT_MS's largest value: the widget (public/widget/events.js) gives a stream, and the
+ * answer that starts it, three ping intervals of silence with a browser timer, whose limit is
+ * Node's; a longer wait fires at once and every stream would count as lost.
+ */
+export const SSE_HEARTBEAT_MAX_MS = Math.floor(MAX_TIMER_MS / 3);
+
+/**
+ * KEEP_ALIVE_TIMEOUT_MS's largest value: Node's server sets an idle connection's socket timeout
+ * 1 s past it, which must fit a timer (Node cuts a longer one down, with a warning).
+ */
+export const KEEP_ALIVE_TIMEOUT_MAX_MS = MAX_TIMER_MS - 1000;
+
 /** The gateway's environment. */
 export const gatewayConfigSchema = z.object({
   PORT: port(3000),
@@ -44,9 +57,9 @@ export const gatewayConfigSchema = z.object({
   /** How long `stream: false` waits for the end of a run before answering 202. */
   RUN_WAIT_TIMEOUT_MS: timerMs().default(120_000),
   /** Interval of the SSE keepalive comment. */
-  SSE_HEARTBEAT_MS: timerMs().default(15_000),
+  SSE_HEARTBEAT_MS: timerMs(1, SSE_HEARTBEAT_MAX_MS, "the widget waits three intervals for a ping, and a timer waits at most 2147483647 ms").default(15_000),
   /** How long a looked-up API key or agent is trusted; bounds how late a revocation takes effect. */
-  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(1000).default(900),
+  AUTH_CACHE_TTL_MS: timerMs(0, 1000).default(900),
   /**
    * Longest a request may take to arrive whole, headers and body, before it is answered 408 and
    * its connection closed; the answer (an event stream included) is not bound by it.
@@ -59,9 +72,9 @@ export const gatewayConfigSchema = z.object({
    * timeout (Google Cloud's: 600 s), or it may reuse one at the moment the gateway closes it.
    * @defaultValue 65000
    */
-  KEEP_ALIVE_TIMEOUT_MS: timerMs(1000).default(65_000),
+  KEEP_ALIVE_TIMEOUT_MS: timerMs(1000, KEEP_ALIVE_TIMEOUT_MAX_MS, "Node waits 1 s past it on an idle connection, and a timer waits at most 2147483647 ms").default(65_000),
   /** Largest accepted request body. */
-  BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  BODY_LIMIT_BYTES: envInteger(1).default(1024 * 1024),
   REQUIRE_HTTPS: envBoolean.default(false),
   /**
    * Express `trust proxy` setting: false, true, a hop count, or a comma-separated list of
@@ -73,11 +86,11 @@ export const gatewayConfigSchema = z.object({
    * long the remaining connections (requests still being handled) may stay before they are cut.
    */
   SHUTDOWN_STREAM_GRACE_MS: timerMs(0).default(2000),
-  DB_POOL_SIZE: z.coerce.number().int().positive().default(10),
+  DB_POOL_SIZE: envInteger(1).default(10),
   DB_PREPARED_STATEMENTS: dbPreparedStatements,
   DB_QUERY_TIMEOUT_MS: dbQueryTimeoutMs,
   /** Failed authentications per client IP (`req.ip`) in a sliding minute; further failures get 429, valid keys never do. */
-  AUTH_FAILURE_LIMIT: z.coerce.number().int().positive().default(30),
+  AUTH_FAILURE_LIMIT: envInteger(1).default(30),
   /** How often the API keys used since the last write get their `last_used_at` (one statement). */
   KEY_LAST_USED_FLUSH_MS: timerMs().default(10_000),
   /** PEM certificate chain; with TLS_KEY_FILE the gateway serves HTTPS itself. */
@@ -88,11 +101,11 @@ export const gatewayConfigSchema = z.object({
   /** Signs widget visitor tokens; set a long random value in production. */
   WIDGET_TOKEN_SECRET: z.string().min(32).default(DEV_WIDGET_TOKEN_SECRET),
   /** Lifetime of a visitor token, in seconds; every widget call returns a renewed one. */
-  WIDGET_TOKEN_TTL_S: z.coerce.number().int().positive().default(86_400),
+  WIDGET_TOKEN_TTL_S: envInteger(1).default(86_400),
   /** Widget requests per minute per widget key (sliding window), apart from the API plan limit. */
-  WIDGET_RPM_PER_KEY: z.coerce.number().int().positive().default(120),
+  WIDGET_RPM_PER_KEY: envInteger(1).default(120),
   /** Widget requests per minute per client IP (`req.ip`, so TRUST_PROXY applies). */
-  WIDGET_RPM_PER_IP: z.coerce.number().int().positive().default(20),
+  WIDGET_RPM_PER_IP: envInteger(1).default(20),
   /** Serve the `/widget-demo` page. @defaultValue true unless NODE_ENV=production */
   WIDGET_DEMO: envBoolean.optional(),
 }).refine((c) => (c.TLS_CERT_FILE === undefined) === (c.TLS_KEY_FILE === undefined), {

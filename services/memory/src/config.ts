@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEV_INTERNAL_TOKEN, databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, internalToken, isPublishedSecret, listenHost, logLevel, ownPort, port } from "@agentrun/config";
+import { DEV_INTERNAL_TOKEN, databaseUrl, dbPreparedStatements, dbQueryTimeoutMs, envInteger, internalToken, isPublishedSecret, listenHost, logLevel, ownPort, port } from "@agentrun/config";
 
 /** The memory service's environment; parsed once in index.ts. */
 export const memoryConfigSchema = z.object({
@@ -17,7 +17,7 @@ export const memoryConfigSchema = z.object({
    * Maximum PostgreSQL pool connections.
    * @defaultValue 10
    */
-  DB_POOL_SIZE: z.coerce.number().int().positive().default(10),
+  DB_POOL_SIZE: envInteger(1).default(10),
   DB_PREPARED_STATEMENTS: dbPreparedStatements,
   DB_QUERY_TIMEOUT_MS: dbQueryTimeoutMs,
   /** `production` makes a published INTERNAL_TOKEN a start-up warning. @defaultValue "development" */
