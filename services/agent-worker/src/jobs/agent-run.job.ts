@@ -30,13 +30,13 @@ export const MAX_START_DEFERRALS = 10;
 export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsable: () => boolean = () => true) {
   return async (job: Job, token?: string): Promise<void> => {
     const { runId, deferrals = 0 } = agentRunJobSchema.parse(job.data);
-    // The job's age is a cheap first check (no query for the usual job); the run's row decides.
-    if (Date.now() - job.timestamp > deps.config.QUEUED_MAX_AGE_MS && (await endIfQueuedTooLong(deps, runId))) return;
     // A run executing here already (its job handed out again) is joined, as ActiveRuns does.
     if (token && !active.has(runId) && (!active.accepting || !databaseUsable())) {
       await job.moveToDelayed(Date.now() + (active.accepting ? HAND_BACK_DELAY_MS : 0), token);
       throw new DelayedError();
     }
+    // The job's age is a cheap first check (no query for the usual job); the run's row decides.
+    if (Date.now() - job.timestamp > deps.config.QUEUED_MAX_AGE_MS && (await endIfQueuedTooLong(deps, runId))) return;
     try {
       await active.execute(runId, (control) => executeRun(deps, runId, control));
     } catch (err) {
