@@ -149,6 +149,41 @@ describe("callModel in time", () => {
     expect(ms).toBeLessThan(3000);
   });
 
+  /** Holds the event loop for `ms`, as a process that is paused (SIGSTOP, a frozen VM) or busy. */
+  const stall = (ms: number) => {
+    const end = Date.now() + ms;
+    while (Date.now() < end);
+  };
+
+  it.each([
+    ["before its first chunk was read", 0],
+    ["mid-answer", 1],
+  ])("takes the answer that came while the process itself stalled past the idle timeout, %s", async (_when, stalledAt) => {
+    provider.script = [chunk({ content: "The answer " }), chunk({ content: "is " }), chunk({ content: "42." }), FINISH];
+    provider.gapMs = 50;
+    // The part waits in the socket, unread, while the process stalls: once it runs again, Node
+    // fires the expired idle timer before it reads the socket.
+    provider.afterPart = (index) => void (index === stalledAt && stall(800));
+    const { turn, texts } = await call({ idleTimeoutMs: 300, timeoutMs: 5000 });
+    expect(turn.text).toBe("The answer is 42.");
+    expect(texts).toEqual(["The answer ", "is ", "42."]);
+  });
+
+  it.each([
+    ["", false],
+    [" after the process stalled", true],
+  ])("still fails a model that sends nothing within the idle timeout%s", async (_how, stalled) => {
+    provider.script = [chunk({ content: "Hel" })];
+    provider.holdOpen = { done: false };
+    if (stalled) provider.afterPart = () => stall(800);
+    const { err, ms } = await failure({ idleTimeoutMs: 300, timeoutMs: 5000 });
+    expect(err).toMatchObject({ code: "model_timeout", message: "The model sent nothing for 300 ms." });
+    // Counted from "Hel", read once the process ran again.
+    const from = stalled ? 800 : 0;
+    expect(ms).toBeGreaterThanOrEqual(from + 290);
+    expect(ms).toBeLessThan(from + 800);
+  });
+
   it("retries within timeoutMs and answers", async () => {
     provider.refusals = [{ status: 503, headers: { "retry-after-ms": "100" } }];
     provider.script = [chunk({ content: "second time" })];

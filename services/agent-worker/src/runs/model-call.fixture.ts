@@ -40,6 +40,8 @@ export interface ProviderScript {
   contentEncoding: string | null;
   /** The signals the SDK handed to `fetch`, one per request. */
   fetchSignals: AbortSignal[];
+  /** Called as each part of the script has been written (its index), before the next part's pause. */
+  afterPart: ((index: number) => void) | null;
 }
 
 /**
@@ -48,7 +50,7 @@ export interface ProviderScript {
  * (`failure`: how the call failed, and after how long).
  */
 export function scriptedProvider() {
-  const fresh = (): ProviderScript => ({ script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false, holdOpen: null, emptySuccess: null, contentEncoding: null, fetchSignals: [] });
+  const fresh = (): ProviderScript => ({ script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false, holdOpen: null, emptySuccess: null, contentEncoding: null, fetchSignals: [], afterPart: null });
   const provider: ProviderScript = fresh();
   /** `modelFetch`, recording the signal of each request in `provider.fetchSignals`. */
   const recording = (modelFetch: typeof fetch): typeof fetch => (input, init) => {
@@ -76,10 +78,11 @@ export function scriptedProvider() {
       res.writeHead(200, { "content-type": "text/event-stream", ...(provider.contentEncoding && { "content-encoding": provider.contentEncoding }) });
       // The headers leave at once, before the first chunk, as a provider's do.
       res.flushHeaders();
-      for (const part of provider.script) {
+      for (const [index, part] of provider.script.entries()) {
         if (provider.gapMs) await new Promise((r) => setTimeout(r, provider.gapMs));
         if (res.destroyed) return;
         res.write(part);
+        provider.afterPart?.(index);
       }
       if (provider.resetAfterScript) {
         // Once what was written has left, as a connection that breaks after them.

@@ -74,13 +74,28 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   const started = Date.now();
   const timeLeft = () => opts.timeoutMs - (Date.now() - started);
   const idle = new AbortController();
-  const startIdle = () => setTimeout(() => idle.abort("idle_timeout"), opts.idleTimeoutMs);
+  // The idle countdown's starts, restarts and stops: an expired one aborts the call only if none
+  // came since. A process that stalled past the idle timeout (SIGSTOP, a frozen VM, a long
+  // synchronous task) runs the expired timer before it reads the chunks that came meanwhile: the
+  // abort waits for that read (one turn of I/O), where a chunk restarts the countdown instead.
+  let idleArmings = 0;
+  const onIdle = () => {
+    const armed = idleArmings;
+    setImmediate(() => void (armed === idleArmings && idle.abort("idle_timeout")));
+  };
+  const startIdle = () => (idleArmings++, setTimeout(onIdle, opts.idleTimeoutMs));
   let idleTimer = startIdle();
+  const stopIdle = () => void (idleArmings++, clearTimeout(idleTimer));
   // Set once the answer has ended ([DONE], or a finish_reason): what follows is only read for a
   // while (see DRAIN_AFTER_DONE_MS), and a response cut off then leaves the answer whole.
   let ended = false;
-  // Restarts the idle countdown (cheaper than a new timer for every chunk).
-  const armIdle = () => void (ended || idleTimer.refresh());
+  // Restarts the idle countdown (cheaper than a new timer for every chunk; it restarts one that
+  // has already fired too).
+  const armIdle = () => {
+    if (ended) return;
+    idleArmings++;
+    idleTimer.refresh();
+  };
   const drained = new AbortController();
   let drainTimer: NodeJS.Timeout | undefined;
   // More of the answer after a finish_reason, in a chunk without one: a proxy that marked an
@@ -93,7 +108,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   };
   const onAnswerEnd = (how: "done" | "finish") => {
     ended = true;
-    clearTimeout(idleTimer);
+    stopIdle();
     clearTimeout(drainTimer);
     drainTimer = setTimeout(() => drained.abort("drained"), how === "done" ? DRAIN_AFTER_DONE_MS : DRAIN_AFTER_FINISH_MS);
   };
@@ -162,7 +177,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
         // A wait the call has no time left for: the model's refusal is the answer.
         if (wait >= timeLeft()) throw modelFailure(err, opts.idleTimeoutMs);
         // The model asked for the wait: it is not the model being idle.
-        clearTimeout(idleTimer);
+        stopIdle();
         await sleep(wait, undefined, { signal: AbortSignal.any([opts.signal, deadline.signal]) });
         idleTimer = startIdle();
       }
@@ -215,7 +230,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     if (deadline.signal.aborted) throw new RunFailure("model_timeout", `The model call took longer than ${opts.timeoutMs} ms.`, { cause: err });
     throw modelFailure(err, opts.idleTimeoutMs);
   } finally {
-    clearTimeout(idleTimer);
+    stopIdle();
     clearTimeout(deadlineTimer);
     clearTimeout(drainTimer);
     callEnded.abort("call_ended");
