@@ -183,6 +183,21 @@ export function isConnectionLostError(err: unknown): boolean {
   return false;
 }
 
+/**
+ * PostgreSQL does not have a table, column, function or type the code uses (SQLSTATE 42P01,
+ * 42703, 42883, 42704; Prisma's P2021, P2022): the database is not migrated to this version (a
+ * deployment started before its migrations ran, or on another database). Requests then get 503,
+ * as in an outage, rather than 500: the service is not ready, and readiness says why.
+ */
+export function isSchemaMissingError(err: unknown): boolean {
+  for (const e of causeChain(err)) if (hasCode(e, ["42P01", "42703", "42883", "42704", "P2021", "P2022"])) return true;
+  return false;
+}
+
+/** The answer to a request that met {@link isSchemaMissingError}. */
+export const schemaMissing = (cause: unknown) =>
+  new AppError("unavailable", { message: "The service's database is not migrated to this version yet; retry once it is.", cause });
+
 /** PostgreSQL refused a connection for too many of them (SQLSTATE 53300, Prisma's P2037). */
 export function isTooManyConnectionsError(err: unknown): boolean {
   for (const e of causeChain(err)) if (hasCode(e, ["53300", "P2037"])) return true;

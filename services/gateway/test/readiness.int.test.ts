@@ -56,6 +56,10 @@ it("is 503 not_migrated on a database without this code's migrations", async () 
     // The first checks may time out on a busy machine ("unavailable"); then it says why.
     await eventually(async () => (await readiness(url)).checks?.database === "not_migrated");
     expect(await readiness(url)).toMatchObject({ status: 503, checks: { database: "not_migrated", redis: "ok" } });
+    // Its requests get 503 too, not 500: the key's lookup finds no table.
+    const res = await fetch(`${url}/api/tasks`, { headers: { authorization: `Bearer ar_live_${"x".repeat(32)}` } });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ error: { code: "unavailable", message: "The service's database is not migrated to this version yet; retry once it is." } });
   } finally {
     await Promise.all(started.splice(0).map((p) => p.stop()));
     await dropDatabase(empty.toString());

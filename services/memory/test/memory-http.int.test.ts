@@ -77,7 +77,7 @@ describe("memory service: auth, health and errors", () => {
 });
 
 describe("memory service readiness on a database without its migrations", () => {
-  it("answers 503 not_migrated, so that it is not taken for ready", async () => {
+  it("answers 503 not_migrated, so that it is not taken for ready, and 503 to its requests", async () => {
     const empty = new URL(testEnv().databaseUrl);
     empty.pathname = `${empty.pathname}_memory_empty`;
     await ensureDatabase(empty.toString());
@@ -86,6 +86,9 @@ describe("memory service readiness on a database without its migrations", () => 
       const app = createApp({ prisma, logger: createLogger({ service: "memory", level: "silent" }), internalToken: "test-internal-token-0123456789" });
       const ready = await supertest(app).get("/readyz").expect(503);
       expect(ready.body.error).toMatchObject({ code: "unavailable", details: { database: "not_migrated" } });
+      // Its requests get 503 too, not 500: the table they read is not there.
+      const list = await supertest(app).get("/internal/memories").set(AUTH).query(newScope()).expect(503);
+      expect(list.body).toEqual({ error: { code: "unavailable", message: "The service's database is not migrated to this version yet; retry once it is." } });
     } finally {
       await prisma.$disconnect();
       await dropDatabase(empty.toString());

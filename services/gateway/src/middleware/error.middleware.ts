@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ZodError } from "zod";
-import { AppError, errorBody, fromHttpStatus, invalidRequest, isUnavailableError } from "@agentrun/errors";
+import { AppError, errorBody, fromHttpStatus, invalidRequest, isSchemaMissingError, isUnavailableError, schemaMissing } from "@agentrun/errors";
 
 /** Maps every error to the contract's `{error:{code,message}}`; 5xx are logged with the stack, never sent. */
 export function errorHandler(): ErrorRequestHandler {
@@ -8,6 +8,7 @@ export function errorHandler(): ErrorRequestHandler {
     let appErr: AppError;
     if (err instanceof AppError) appErr = err;
     else if (err instanceof ZodError) appErr = invalidRequest(err);
+    else if (isSchemaMissingError(err)) appErr = schemaMissing(err);
     else appErr = fromHttpStatus(err) ?? (isUnavailableError(err) ? new AppError("unavailable", { cause: err }) : new AppError("internal_error", { cause: err }));
 
     const log = req.log ?? console;

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ZodError } from "zod";
-import { AppError, errorBody, fromHttpStatus, invalidRequest, isUnavailableError } from "@agentrun/errors";
+import { AppError, errorBody, fromHttpStatus, invalidRequest, isSchemaMissingError, isUnavailableError, schemaMissing } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { requestLog } from "../request-context";
 
@@ -17,6 +17,7 @@ function toAppError(err: unknown): AppError {
   const fromStatus = fromHttpStatus(err);
   if (fromStatus) return fromStatus;
   if (isUnavailableError(err)) return new AppError("unavailable", { message: "The database is unavailable; retry shortly.", cause: err });
+  if (isSchemaMissingError(err)) return schemaMissing(err);
   return new AppError("internal_error", { cause: err });
 }
 
