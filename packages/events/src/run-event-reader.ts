@@ -1,10 +1,11 @@
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 import { readDbEventsOrEnd } from "./db-events";
 import { runChannel, runLogKey } from "./keys";
+import { readLogAfter } from "./run-log-tail";
 import type { SubscriberHub } from "./subscriber-hub";
 import type { EarlyRunSubscription } from "./early-subscription";
 import { RunGoneError, runExists } from "./run-gone";
-import { mergeEvents, parseEvents, readFoundRunEvents, readLog, type EventStore } from "./stored-events";
+import { mergeEvents, parseEvents, readFoundRunEvents, type EventStore } from "./stored-events";
 
 export interface FollowRunOptions extends EventStore {
   hub: SubscriberHub;
@@ -133,7 +134,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
     };
 
     // The periodic check looks at the tail of the run's Redis log (one O(1) read) and reads the
-    // log only when it holds something new. PostgreSQL is read when the log cannot tell: it is
+    // log only when it holds something new; a read of the log takes its entries after what was
+    // delivered (and its last one), not the whole log of a long run (see readLogAfter). PostgreSQL is read when the log cannot tell: it is
     // empty (expired, lost with a Redis restart, or the run emitted nothing yet), or it ends at
     // what was delivered (a terminal event stored while its publish failed is only there); then
     // on the first two idle checks and on every check once they are a minute apart, so that
@@ -158,10 +160,10 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
             const tailEvents = tail === null ? [] : parseEvents(tail);
             if (passedEnd(tailEvents)) return;
             const tailSeq = tail === null ? null : Math.max(...tailEvents.map((e) => e.seq));
-            if (tailSeq !== null && tailSeq >= next) log = await opts.redis.lrange(key, 0, -1);
+            if (tailSeq !== null && tailSeq >= next) log = await readLogAfter(opts, runId, next - 1);
             else if (!(idlePolls <= 2 || pollMs >= maxPollMs)) return;
           } else {
-            log = await opts.redis.lrange(key, 0, -1);
+            log = await readLogAfter(opts, runId, next - 1);
             logGone = log.length === 0;
             if (passedEnd(log.length ? parseEvents(log.at(-1)!) : [])) return;
           }
@@ -240,7 +242,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         if (!(early && opts.fresh)) {
           // The first read must succeed: without it the caller cannot know what it missed.
           const first = opts.fresh
-            ? mergeEvents([], await readLog(opts, runId), next - 1)
+            ? mergeEvents([], await readLogAfter(opts, runId, next - 1), next - 1)
             : await readFoundRunEvents(opts, runId, next - 1);
           for (const e of first) add(e);
         }

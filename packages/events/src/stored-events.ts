@@ -6,7 +6,7 @@ import type { Redis } from "ioredis";
 import type { PrismaClient } from "@agentrun/db";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 import { asEvent, readDbEvents } from "./db-events";
-import { runLogKey } from "./keys";
+import { readLogAfter } from "./run-log-tail";
 import { RunGoneError, runExists } from "./run-gone";
 
 export interface EventStore {
@@ -67,12 +67,12 @@ export function withoutGaps(events: RunEvent[], afterSeq: number): RunEvent[] {
   return events.slice(0, i);
 }
 
-/** The entries of a run's Redis log, oldest first. */
-export const readLog = (store: EventStore, runId: string) => store.redis.lrange(runLogKey(store.redisPrefix, runId), 0, -1);
-
-/** The reads, started together, of a run's events in PostgreSQL with seq > `afterSeq` and of its Redis log. */
+/**
+ * The reads, started together, of a run's events in PostgreSQL with seq > `afterSeq` and of the
+ * entries of its Redis log that can hold any (see readLogAfter: not the whole log of a long run).
+ */
 function storeReads(store: EventStore, runId: string, afterSeq: number): [Promise<RunEvent[]>, Promise<string[]>] {
-  return [readDbEvents(store, runId, afterSeq), readLog(store, runId)];
+  return [readDbEvents(store, runId, afterSeq), readLogAfter(store, runId, afterSeq)];
 }
 
 /**
