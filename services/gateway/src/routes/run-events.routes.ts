@@ -8,6 +8,7 @@ import { cancelRun } from "../tasks/cancel-run";
 import { ownedRun } from "../tasks/task-access";
 import { toRunView } from "../views/run.view";
 import { readsNoQuery, takesNoBody } from "../middleware/strict-query";
+import { paceAnswer } from "../runs/stalled-client";
 
 /**
  * What the events endpoint answers in, by `Accept`: its media types and their q-values decide,
@@ -41,6 +42,8 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
   const store = { prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX, hub: deps.hub };
 
   router.get("/tasks/:task_id/runs/:run_id/events", async (req, res) => {
+    // A run's events in JSON can be many megabytes (an event stream watches its client itself).
+    paceAnswer(req, res);
     takesNoBody(req);
     const afterSeq = resumeAfter(req);
     const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);
@@ -54,6 +57,8 @@ export function runEventsRoutes(deps: GatewayDeps, router: Router = Router()): R
   });
 
   router.get("/tasks/:task_id/runs/:run_id", async (req, res) => {
+    // A run's output can be many megabytes.
+    paceAnswer(req, res);
     readsNoQuery(req);
     takesNoBody(req);
     const { run } = await ownedRun(prisma, authOf(req), req.params.task_id, req.params.run_id);

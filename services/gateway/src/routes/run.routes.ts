@@ -7,11 +7,14 @@ import { startRun } from "../runs/start-run";
 import { claimKeyForRun, idempotencyKeyOf, releaseIdempotencyKey, requestHash } from "../runs/idempotency";
 import { respondWithRun } from "../runs/respond-run";
 import { readsNoQuery } from "../middleware/strict-query";
+import { paceAnswer } from "../runs/stalled-client";
 
 /** `POST /run`: starts a run and streams its events (SSE) or waits for its result (JSON). */
 export function runRoutes(deps: GatewayDeps, router: Router = Router()): Router {
 
   router.post("/run", async (req, res) => {
+    // A `stream: false` answer holds the run's whole output.
+    paceAnswer(req, res);
     readsNoQuery(req);
     const auth = authOf(req);
     const body = runRequestSchema.parse(req.body ?? {});

@@ -12,6 +12,7 @@ import { taskListBody } from "../views/list-queries";
 import { taskDetailBody } from "../views/task-detail-query";
 import { toTaskView } from "../views/task.view";
 import { readsNoQuery, takesNoBody } from "../middleware/strict-query";
+import { paceAnswer } from "../runs/stalled-client";
 
 /** Tasks of the caller's agent: list, create, read, delete, and their runs. */
 export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Router {
@@ -19,6 +20,8 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
   const store = { prisma, redis: deps.redis, redisPrefix: deps.config.REDIS_PREFIX };
 
   router.get("/tasks", async (req, res) => {
+    // Pages of tasks, a task and pages of its runs can be many megabytes (see paceAnswer).
+    paceAnswer(req, res);
     takesNoBody(req);
     const auth = authOf(req);
     const q = taskListQuerySchema.parse(req.query);
@@ -48,12 +51,14 @@ export function tasksRoutes(deps: GatewayDeps, router: Router = Router()): Route
   });
 
   router.get("/tasks/:task_id", async (req, res) => {
+    paceAnswer(req, res);
     readsNoQuery(req);
     takesNoBody(req);
     res.type("application/json").send(await taskDetailBody(prisma, authOf(req), req.params.task_id));
   });
 
   router.get("/tasks/:task_id/runs", async (req, res) => {
+    paceAnswer(req, res);
     takesNoBody(req);
     const q = runListQuerySchema.parse(req.query);
     const task = await ownedTask(prisma, authOf(req), req.params.task_id);

@@ -2,14 +2,14 @@ import type { Request, Response } from "express";
 import { isTerminalEvent, type RunEvent } from "@agentrun/contracts";
 import { onKeyRevoked } from "../auth/revocation-watch";
 import { isStopping } from "../shutdown";
+import { STALLED_CLIENT_TIMEOUT_MS, stallTimer } from "./stalled-client";
 
 /**
- * Longest a stream waits for its client to take what was written once the response is full (the
- * response's high-water mark, where `write` asks the writer to wait for `drain`). A client that
- * takes nothing for this long is disconnected, which releases the stream as if it had gone away;
- * it re-attaches with Last-Event-ID and loses nothing.
+ * See STALLED_CLIENT_TIMEOUT_MS: a stream's client that takes nothing for this long is
+ * disconnected, which releases the stream as if it had gone away; it re-attaches with
+ * Last-Event-ID and loses nothing.
  */
-export const STALLED_CLIENT_TIMEOUT_MS = 10_000;
+export { STALLED_CLIENT_TIMEOUT_MS };
 
 export interface SseOptions {
   /** See {@link STALLED_CLIENT_TIMEOUT_MS}. @defaultValue STALLED_CLIENT_TIMEOUT_MS */
@@ -113,20 +113,9 @@ export function openSse(req: Request, res: Response, heartbeatMs: number, option
   let full = false;
   let ending = false;
 
-  let stalled: NodeJS.Timeout | null = null;
-  const stall = () => {
-    if (stalled) return;
-    // Destroying the response closes its socket, drops what is buffered and emits `close`.
-    stalled = setTimeout(() => {
-      req.log?.warn({ stalledMs: stalledClientTimeoutMs }, "disconnected an event-stream client that took nothing in time");
-      res.destroy();
-    }, stalledClientTimeoutMs);
-    stalled.unref();
-  };
-  const unstall = () => {
-    if (stalled) clearTimeout(stalled);
-    stalled = null;
-  };
+  const stalled = stallTimer(req, res, stalledClientTimeoutMs, "disconnected an event-stream client that took nothing in time");
+  const stall = stalled.arm;
+  const unstall = stalled.disarm;
 
   let corked = false;
   const uncork = () => {

@@ -22,6 +22,7 @@ import { newVisitorKeySpent, newVisitorRepeatAllowed, newVisitorRun, widgetKeySc
 import { WidgetKeyCache } from "./widget-key-cache";
 import { widgetLimits } from "./widget-limits";
 import { readsNoQuery, takesNoBody } from "../middleware/strict-query";
+import { paceAnswer } from "../runs/stalled-client";
 
 const RUN_PATH = "/run";
 const EVENTS_PATH = "/tasks/:task_id/runs/:run_id/events";
@@ -57,6 +58,8 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
 
   /** `POST /run`: like `/api/run`, for the visitor (a new one when no token was sent). */
   router.post(RUN_PATH, async (req, res) => {
+    // A `stream: false` answer holds the run's whole output.
+    paceAnswer(req, res);
     readsNoQuery(req);
     const w = widgetOf(req);
     const body = widgetRunRequestSchema.parse(req.body ?? {});
