@@ -38,6 +38,32 @@ describe("cancelRun", () => {
     expect(await redis.get(runCancelKey(redisPrefix, runId))).toBe("1");
     await eventually(async () => control.some((m) => JSON.parse(m).run_id === runId), { timeoutMs: 2000, intervalMs: 10 });
   });
+
+  it("ends cancelled a running run that its worker completes before it hears of the cancel", async () => {
+    const runId = await createTestRun(prisma, "running");
+    await prisma.run.update({ where: { id: runId }, data: { workerId: "w-late" } });
+    const writer = new RunEventWriter({ ...deps(), runId, lastSeq: 1, writerId: "w-late", flushIntervalMs: 600_000 });
+    writer.emit({ type: "text_chunk", content: "All of it" });
+    // The cancel is answered while the run is in progress; its worker's answer was complete.
+    await cancelRun(deps(), { id: runId, status: "running", query: "q" });
+    const usage = { promptTokens: 900, completionTokens: 100, toolCalls: 0, chargedToolCalls: 0, modelCalls: 1 };
+    const terminal = await finishRun(deps(), { runId, status: "completed", output: "All of it", usage, messages: [{ role: "user", content: "q" }], writer });
+    expect(terminal).toEqual({ seq: 3, type: "run_cancelled", run_id: runId });
+    const run = await prisma.run.findUniqueOrThrow({ where: { id: runId }, include: { task: true } });
+    // What it said and what it used, as a run stopped a moment earlier.
+    expect(run).toMatchObject({ status: "cancelled", output: "All of it", creditsUsed: 2, errorCode: null, lastSeq: 3, task: { status: "completed", activeRunId: null } });
+    expect(run.cancelRequestedAt).toBeInstanceOf(Date);
+    const stored = await prisma.runEventBatch.findMany({ where: { runId }, orderBy: { firstSeq: "asc" } });
+    expect(stored.flatMap((b) => b.events as { type: string }[]).map((e) => e.type)).toEqual(["run_started", "text_chunk", "run_cancelled"]);
+  });
+
+  it("leaves a run completed that ended before the cancel, and does not mark it", async () => {
+    const runId = await createTestRun(prisma, "running");
+    const usage = { promptTokens: 10, completionTokens: 10, toolCalls: 0, chargedToolCalls: 0, modelCalls: 1 };
+    expect(await finishRun(deps(), { runId, status: "completed", output: "done", usage, messages: [{ role: "user", content: "q" }] })).toMatchObject({ type: "run_completed" });
+    await cancelRun(deps(), { id: runId, status: "running", query: "q" });
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true, cancelRequestedAt: true } })).toEqual({ status: "completed", cancelRequestedAt: null });
+  });
 });
 
 describe("cancelRunAndWait", () => {

@@ -6,9 +6,10 @@ const IN_PROGRESS = new Set(["queued", "running"]);
 
 /**
  * Stops a run. A queued run is ended here at once, unless a worker claimed it meanwhile: then
- * the running path below applies. A running run is flagged in Redis and the workers are told on
- * the control channel; the one executing it aborts its model call or tool and ends the run as
- * `cancelled`. Runs that already ended are left as they are.
+ * the running path below applies. A running run is marked in PostgreSQL, flagged in Redis, and
+ * the workers are told on the control channel; the one executing it aborts its model call or tool
+ * and ends the run as `cancelled` (as it does a run it completes after the mark). Runs that
+ * already ended are left as they are.
  */
 export async function cancelRun(deps: FinishRunDeps, run: Pick<Run, "id" | "status" | "query">): Promise<void> {
   // A queued run whose log a worker holds is that worker's (PostgreSQL lost its claim, which
@@ -19,6 +20,10 @@ export async function cancelRun(deps: FinishRunDeps, run: Pick<Run, "id" | "stat
     if (ended) return;
   }
   if (IN_PROGRESS.has(run.status)) {
+    // Recorded on the run first: a worker that hears of the cancel only once the run completed
+    // ends it cancelled all the same (agentrun_finish_run reads the mark under the run's lock),
+    // so that a cancel answered with the run in progress always stops it.
+    await deps.prisma.$executeRaw`UPDATE runs SET cancel_requested_at = now() WHERE id = ${run.id} AND status IN ('queued', 'running') AND cancel_requested_at IS NULL`;
     await deps.redis
       .multi()
       .set(runCancelKey(deps.redisPrefix, run.id), "1", "EX", RUN_CANCEL_FLAG_TTL_S)
