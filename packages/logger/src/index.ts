@@ -1,8 +1,10 @@
 /**
  * pino loggers for every service: JSON lines in production and tests, pretty output only when
- * stdout is a terminal. Secrets and payloads are redacted.
+ * stdout is a terminal. Secrets and payloads are redacted: fields by path, and the process's secret
+ * values and bearer tokens wherever they appear in a line's text.
  */
 import pino, { type Logger, type LoggerOptions } from "pino";
+import { REDACTED, secretScrubber } from "./secret-scrubber";
 
 export type { Logger } from "pino";
 
@@ -43,19 +45,31 @@ export interface CreateLoggerOptions {
   level?: string;
   /** Pretty-print for a developer's terminal. @defaultValue stdout is a TTY */
   pretty?: boolean;
+  /**
+   * The process's secret values (model keys, internal tokens, signing secrets), replaced with
+   * `[redacted]` wherever they appear in a line: an upstream error quoting a key puts it in an
+   * error's message and stack, which no redact path reaches. Missing values and values shorter
+   * than MIN_SECRET_LENGTH are ignored. Bearer tokens are replaced whether listed or not.
+   * @defaultValue []
+   */
+  secrets?: readonly (string | undefined)[];
+  /** Where the JSON lines go instead (`pretty` is then ignored). @defaultValue standard output */
+  destination?: pino.DestinationStream;
 }
 
-export function createLogger({ service, level = "info", pretty = process.stdout.isTTY === true }: CreateLoggerOptions): Logger {
+export function createLogger({ service, level = "info", pretty = process.stdout.isTTY === true, secrets = [], destination }: CreateLoggerOptions): Logger {
   const options: LoggerOptions = {
     level,
     base: { service },
-    redact: { paths: REDACT_PATHS, censor: "[redacted]" },
+    redact: { paths: REDACT_PATHS, censor: REDACTED },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // The serialized line, once: what every field, message and stack of it became.
+    hooks: { streamWrite: secretScrubber(secrets) },
   };
-  if (pretty) {
+  if (pretty && !destination) {
     return pino({ ...options, transport: { target: "pino-pretty", options: { colorize: true, translateTime: "SYS:HH:MM:ss.l" } } });
   }
-  return pino(options, stdoutDestination());
+  return pino(options, destination ?? stdoutDestination());
 }
 
 /**

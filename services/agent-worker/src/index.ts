@@ -5,7 +5,12 @@ import { startAgentWorker, type AgentWorker } from "./agent-worker";
 
 runMain(async () => {
   const config = loadConfig(workerConfigSchema);
-  const logger = createLogger({ service: "agent-worker", level: config.LOG_LEVEL });
+  const logger = createLogger({
+    service: "agent-worker",
+    level: config.LOG_LEVEL,
+    // A model provider's error may quote the key it was sent (its message, then the run's failure).
+    secrets: [config.OPENAI_API_KEY, ...Object.values(config.MODEL_API_KEYS), config.INTERNAL_TOKEN],
+  });
   // Handlers first, so that a signal during start-up still shuts down cleanly.
   let worker: AgentWorker | null = null;
   let stopRequested: string | null = null;

@@ -20,7 +20,7 @@ const RUN_START_SETTLE_EXTRA_MS = 5000;
 
 runMain(async () => {
   const config = loadConfig(gatewayConfigSchema);
-  const logger = createLogger({ service: "gateway", level: config.LOG_LEVEL });
+  const logger = createLogger({ service: "gateway", level: config.LOG_LEVEL, secrets: [config.INTERNAL_TOKEN, config.WIDGET_TOKEN_SECRET] });
   const { deps, close } = createGatewayDeps(config, logger);
   const app = createApp(deps);
   const server = createHttpServer(app, config);

@@ -14,7 +14,7 @@ const SHUTDOWN_GRACE_MS = 10_000;
 runMain(async () => {
   const config = loadConfig(memoryConfigSchema);
   const port = config.MEMORY_PORT ?? config.PORT;
-  const logger = createLogger({ service: "memory", level: config.LOG_LEVEL });
+  const logger = createLogger({ service: "memory", level: config.LOG_LEVEL, secrets: [config.INTERNAL_TOKEN] });
   for (const warning of startupWarnings(config)) logger.warn(warning);
   const prisma = createPrisma({
     databaseUrl: config.DATABASE_URL,
