@@ -11,3 +11,4 @@ export { isStorableText, nestsDeeperThan, storableJson, storableJsonText, storab
 export { withSessionSettings } from "./session-options";
 export { ensureDatabase, dropDatabase, migrateDeploy, REPO_ROOT } from "./database";
 export { latestMigration, readyCheck, READY_CHECK_TIMEOUT_MS, SCHEMA_CHECK_REUSE_MS, schemaState, type SchemaState } from "./schema-state";
+export { DATABASE_RECHECK_MS, DatabaseWatch, suspectDatabaseOutage, watchDatabase, type DatabaseWatchLogger } from "./database-watch";

@@ -60,7 +60,7 @@ export function checkSchemaOnOwnConnection(prisma: PrismaClient, databaseUrl: st
 export function schemaState(prisma: PrismaClient): Promise<SchemaState> {
   const check = ownConnectionChecks.get(prisma);
   const onPool = () => prisma.$queryRawUnsafe<{ applied: boolean }[]>(SCHEMA_STATE_SQL, latestMigration());
-  if (!check) return migrationState(onPool());
+  if (!check) return observed(prisma, migrationState(onPool()));
   const latest = check.latest;
   if (latest && (latest.settledAt === undefined || Date.now() - latest.settledAt < SCHEMA_CHECK_REUSE_MS)) return latest.state;
   // A server with no connection to spare (its max_connections, or the role's limit, taken up by
@@ -73,7 +73,20 @@ export function schemaState(prisma: PrismaClient): Promise<SchemaState> {
   const settle = () => void (next.settledAt = Date.now());
   next.state.then(settle, settle);
   check.latest = next;
-  return next.state;
+  return observed(prisma, next.state);
+}
+
+/** Who hears of each new check of a client's database (a DatabaseWatch); a reused outcome is not heard again. */
+const observers = new WeakMap<PrismaClient, (state: Promise<SchemaState>) => void>();
+
+/** Makes `observer` hear of every new {@link schemaState} check of `prisma`, whoever made it. */
+export function observeSchemaStates(prisma: PrismaClient, observer: (state: Promise<SchemaState>) => void): void {
+  observers.set(prisma, observer);
+}
+
+function observed(prisma: PrismaClient, state: Promise<SchemaState>): Promise<SchemaState> {
+  observers.get(prisma)?.(state);
+  return state;
 }
 
 async function queryOnOwnConnection(databaseUrl: string): Promise<{ applied: boolean }[]> {

@@ -1,5 +1,6 @@
 import { Worker, type ConnectionOptions, type Job, type Processor } from "bullmq";
 import type { Logger } from "pino";
+import { isUnavailableError } from "@agentrun/errors";
 
 export interface CreateWorkerOptions<T> {
   queueName: string;
@@ -51,10 +52,14 @@ export function createWorker<T>(opts: CreateWorkerOptions<T>): Worker<T> {
   });
   worker.on("error", (err) => {
     const jobId = lostLockJobId(err);
-    if (jobId === undefined) logger.error({ err }, "queue worker error");
     // Expected when a worker was stopped past its lock (a paused process, a long GC) and another
     // took its job over: not an error an operator should be called for, and its stack says nothing.
-    else logger.warn({ jobId, err: err.message }, "the job's lock lapsed: another worker may have taken the run over; its run state decides the outcome");
+    if (jobId !== undefined) logger.warn({ jobId, err: err.message }, "the job's lock lapsed: another worker may have taken the run over; its run state decides the outcome");
+    // Redis out of reach: BullMQ reports every reconnection attempt of its connections, several
+    // a second for as long as the outage lasts. The watch of the connection (logConnectionState
+    // of @agentrun/redis) reports the outage and its end, once each.
+    else if (isUnavailableError(err)) logger.debug({ err: err.message }, "queue worker: redis unreachable");
+    else logger.error({ err }, "queue worker error");
   });
   worker.on("stalled", (jobId) => logger.warn({ jobId }, "job stalled; it will be retried or failed"));
   worker.on("failed", (job, err) => {

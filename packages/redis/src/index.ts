@@ -5,13 +5,17 @@
 import { Redis, type RedisOptions } from "ioredis";
 
 export { Redis } from "ioredis";
+export { logConnectionState, type ConnectionLogger } from "./connection-state";
 
 export type RedisRole = "commands" | "subscriber" | "bullmq" | "publisher";
 
 export interface CreateRedisOptions {
   url: string;
   role: RedisRole;
-  /** Receives connection errors; without a listener ioredis would print them unhandled. */
+  /**
+   * Receives connection errors (every failed reconnection attempt); without a listener ioredis
+   * would print them unhandled. Services log outages with {@link logConnectionState} instead.
+   */
   onError?: (err: Error, role: RedisRole) => void;
   /** Connection name, visible in CLIENT LIST. */
   name?: string;

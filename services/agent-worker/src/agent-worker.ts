@@ -1,7 +1,8 @@
 import { hostname } from "node:os";
 import type { Logger } from "@agentrun/logger";
 import { createPrisma, schemaState, type SchemaState } from "@agentrun/db";
-import { closeRedis, createRedis } from "@agentrun/redis";
+import { closeRedis, createRedis, logConnectionState } from "@agentrun/redis";
+import { isUnavailableError } from "@agentrun/errors";
 import { controlChannel, newWorkerId, recordWorkerHeartbeat, runCancelKey, workersKey } from "@agentrun/events";
 import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
 import { createMemoryClient } from "@agentrun/memory-client";
@@ -43,11 +44,12 @@ export interface AgentWorker {
 export async function startAgentWorker(config: WorkerConfig, logger: Logger): Promise<AgentWorker> {
   const workerId = config.WORKER_ID ?? newWorkerId(hostname());
   const log = logger.child({ workerId });
-  const onError = (err: Error, role: string) => log.warn({ err: err.message, role }, "redis connection error");
   const prisma = createPrisma({ databaseUrl: config.DATABASE_URL, poolSize: Math.min(20, config.WORKER_CONCURRENCY + 4), preparedStatements: config.DB_PREPARED_STATEMENTS, queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS, onPoolError: (err) => log.warn({ err: err.message }, "database pool error") });
-  const redis = createRedis({ url: config.REDIS_URL, role: "commands", onError, name: workerId });
-  const subscriber = createRedis({ url: config.REDIS_URL, role: "subscriber", onError, name: workerId });
-  const bull = createRedis({ url: config.REDIS_URL, role: "bullmq", onError, name: workerId });
+  const redis = createRedis({ url: config.REDIS_URL, role: "commands", name: workerId });
+  const subscriber = createRedis({ url: config.REDIS_URL, role: "subscriber", name: workerId });
+  const bull = createRedis({ url: config.REDIS_URL, role: "bullmq", name: workerId });
+  // A Redis outage is logged once per connection when it begins and once when it ends, not at every retry.
+  for (const client of [redis, subscriber, bull]) logConnectionState(client, log);
   const memory = createMemoryClient({ baseUrl: config.MEMORY_URL, token: config.INTERNAL_TOKEN, timeoutMs: config.MEMORY_TIMEOUT_MS });
   const tools = new ToolRegistry({ timeoutMs: config.HTTP_TOOL_TIMEOUT_MS, maxBytes: config.HTTP_TOOL_MAX_BYTES, allowPrivate: config.HTTP_TOOL_ALLOW_PRIVATE });
   const deps: RunDeps = { config, logger: log, prisma, redis, redisPrefix: config.REDIS_PREFIX, models: new ModelClients(config), agents: new AgentCache(prisma), tools, memory, workerId, heartbeatTtlMs: config.LOCK_DURATION_MS, reconnectBeats: new ReconnectBeats(redis) };
@@ -125,7 +127,8 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     { now: true },
   );
   const queue = createRunQueue({ connection: bull, redisPrefix: config.REDIS_PREFIX });
-  queue.on("error", (err) => log.warn({ err: err.message }, "queue error"));
+  // The queue repeats its connection's errors, which the connection's watch reports.
+  queue.on("error", (err) => (isUnavailableError(err) ? log.debug({ err: err.message }, "queue: redis unreachable") : log.warn({ err: err.message }, "queue error")));
   // Each sweep on its own schedule: one that takes longer than its interval is not started again meanwhile.
   const sweepEveryMs = Math.max(1000, Math.floor(Math.min(config.RUN_STALE_AFTER_MS, config.QUEUED_STALE_AFTER_MS) / 4));
   const sweep = (what: string, run: () => Promise<unknown>) => every(sweepEveryMs, () => run().catch((err: Error) => log.warn({ err: err.message }, `${what} failed`)));

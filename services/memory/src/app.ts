@@ -1,5 +1,5 @@
 import express, { type Express } from "express";
-import type { PrismaClient } from "@agentrun/db";
+import { watchDatabase, type PrismaClient } from "@agentrun/db";
 import { ServerStop } from "@agentrun/express-server";
 import { jsonBody } from "@agentrun/json-body";
 import type { Logger } from "@agentrun/logger";
@@ -38,6 +38,8 @@ export function createApp({ prisma, logger, internalToken, stop = new ServerStop
   app.use("/internal", internalAuth(internalToken), jsonBody(BODY_LIMIT_BYTES));
   app.use("/internal/memories", memoriesRouter({ prisma }));
   app.use(notFound);
+  // The database's outages are logged once each, with their end; a request answered 503 has it checked.
+  watchDatabase(prisma, logger);
   app.use(errorHandler(logger));
   return app;
 }

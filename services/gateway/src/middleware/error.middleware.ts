@@ -1,8 +1,12 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ZodError } from "zod";
+import { suspectDatabaseOutage } from "@agentrun/db";
 import { AppError, errorBody, fromHttpStatus, invalidRequest, isSchemaMissingError, isUnavailableError, schemaMissing } from "@agentrun/errors";
 
-/** Maps every error to the contract's `{error:{code,message}}`; 5xx are logged with the stack, never sent. */
+/**
+ * Maps every error to the contract's `{error:{code,message}}`; 5xx are logged with the stack, never
+ * sent. A 503 `unavailable` has the database checked (see suspectDatabaseOutage).
+ */
 export function errorHandler(): ErrorRequestHandler {
   return (err, req, res, _next) => {
     let appErr: AppError;
@@ -10,6 +14,7 @@ export function errorHandler(): ErrorRequestHandler {
     else if (err instanceof ZodError) appErr = invalidRequest(err);
     else if (isSchemaMissingError(err)) appErr = schemaMissing(err);
     else appErr = fromHttpStatus(err) ?? (isUnavailableError(err) ? new AppError("unavailable", { cause: err }) : new AppError("internal_error", { cause: err }));
+    if (appErr.code === "unavailable") suspectDatabaseOutage();
 
     const log = req.log ?? console;
     if (appErr.status >= 500) log.error({ err, code: appErr.code }, "request failed");

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ZodError } from "zod";
+import { suspectDatabaseOutage } from "@agentrun/db";
 import { AppError, errorBody, fromHttpStatus, invalidRequest, isSchemaMissingError, isUnavailableError, schemaMissing } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
 import { requestLog } from "../request-context";
@@ -24,11 +25,13 @@ function toAppError(err: unknown): AppError {
 /**
  * The one error handler: the contract's `{error:{code,message,details?}}` body for everything.
  * 4xx are logged at info, 5xx at error with the stack, which never reaches the response.
+ * A 503 `unavailable` has the database checked (see suspectDatabaseOutage).
  */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, next) => {
     if (res.headersSent) return next(err);
     const appErr = toAppError(err);
+    if (appErr.code === "unavailable") suspectDatabaseOutage();
     const log = requestLog(res, logger);
     const fields = { code: appErr.code, status: appErr.status, method: req.method, path: req.path };
     if (appErr.status >= 500) log.error({ ...fields, err }, "request failed");
