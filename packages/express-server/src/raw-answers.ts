@@ -16,6 +16,11 @@ function answerFor(code: string | undefined): [number, string, string] {
   return [400, "Bad Request", "The request is not valid HTTP/1.1 (for example Content-Length sent twice, or with Transfer-Encoding)."];
 }
 
+/** Where {@link answerMalformedRequests} logs its answers: a service's logger. */
+export interface RawAnswerLog {
+  info(fields: { requestId: string; status: number; code: string | undefined }, msg: string): void;
+}
+
 /** Longest an answered connection waits for its answer to leave before it is destroyed anyway. */
 const ANSWER_FLUSH_MS = 1000;
 
@@ -26,9 +31,11 @@ const ANSWER_FLUSH_MS = 1000;
  * connection is closed after the answer, whatever the client does with its side (a client that
  * keeps it half-open holds nothing here). Anything else (a TLS handshake that failed or timed
  * out, a reset, a response already under way) is not HTTP that can be answered: the socket is
- * destroyed at once, as Node does.
+ * destroyed at once, as Node does. With `log`, each answer gets one info line with its request
+ * id, status and Node's error code: the app's access line never sees these requests, and the id
+ * the client got must lead somewhere.
  */
-export function answerMalformedRequests(server: Server, newRequestId: () => string): void {
+export function answerMalformedRequests(server: Server, newRequestId: () => string, log?: RawAnswerLog): void {
   server.on("clientError", (err: Error & { code?: string }, socket: Duplex & { _httpMessage?: { headersSent?: boolean } }) => {
     const httpError = err.code?.startsWith("HPE_") || err.code === "ERR_HTTP_REQUEST_TIMEOUT";
     // A request answered while its body was still arriving (413) gets no second answer.
@@ -37,7 +44,9 @@ export function answerMalformedRequests(server: Server, newRequestId: () => stri
       return;
     }
     const [status, reason, message] = answerFor(err.code);
-    answerRaw(socket, status, reason, { code: "invalid_request", message }, newRequestId());
+    const requestId = newRequestId();
+    answerRaw(socket, status, reason, { code: "invalid_request", message }, requestId);
+    log?.info({ requestId, status, code: err.code }, "request refused by the HTTP parser");
   });
 }
 

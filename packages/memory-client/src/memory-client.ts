@@ -250,7 +250,9 @@ export function createMemoryClient({ baseUrl, token, timeoutMs = 2000, fetch: fe
       const appErr = contractError(status, parsed);
       if (appErr) throw appErr;
     }
-    throw unavailable(new Error(`memory service answered ${method} ${path} with HTTP ${status}`));
+    // The status stays readable on the cause: a 401 or 403 is a misconfiguration (a wrong
+    // INTERNAL_TOKEN), not an outage, to whoever logs it.
+    throw unavailable(Object.assign(new Error(`memory service answered ${method} ${path} with HTTP ${status}`), { status }));
   }
 
   const scopeQuery = (scope: MemoryScope) => ({ org_id: scope.org_id, agent_id: scope.agent_id });

@@ -1,12 +1,18 @@
 import { Queue, type ConnectionOptions } from "bullmq";
 import { z } from "zod";
 
-/** Queue of runs to execute. Jobs carry only the run id: PostgreSQL owns the run's input and state. */
+/** Queue of runs to execute. Jobs carry only ids (the run's, its request's): PostgreSQL owns the run's input and state. */
 export const AGENT_RUNS_QUEUE = "agent-runs";
 export const AGENT_RUN_JOB = "agent-run.execute";
 
 export const agentRunJobSchema = z.object({
   runId: z.string().min(1),
+  /**
+   * The id of the gateway request that started the run, for the worker's log lines about it (at
+   * most 200 characters, as the gateway takes an X-Request-Id). Not limited here: a log field
+   * never fails a run's job.
+   */
+  requestId: z.string().optional(),
   /** How often the job was handed back because its run could not start for an outage (see the worker's agentRunProcessor). */
   deferrals: z.number().int().nonnegative().optional(),
 });

@@ -33,6 +33,8 @@ export function createApp(deps: GatewayDeps): Express {
   answerConditionalGetsOnlyWithValidator(app);
   app.set("query parser", strictQueryParser);
   app.set("trust proxy", deps.config.TRUST_PROXY);
+  // For the answers the HTTP server gives outside the app (see createHttpServer).
+  app.locals.logger = deps.logger;
   app.use(requestId(deps.logger));
   app.use(closeConnectionsWhenStopping());
   app.use(securityHeaders());

@@ -4,6 +4,7 @@ import https from "node:https";
 import type { Duplex } from "node:stream";
 import type { Express } from "express";
 import { answerMalformedRequests, answerRaw, appMessageClasses, continueWithinLimit } from "@agentrun/express-server";
+import type { Logger } from "@agentrun/logger";
 import type { GatewayConfig } from "./config";
 import { noRoute } from "./middleware/error.middleware";
 import { newRequestId } from "./middleware/request-id.middleware";
@@ -40,7 +41,7 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
   // Headers are bounded by their total size (Node's 16 KiB): no count of its own, so that a
   // request with many small headers is not read with some of them silently dropped.
   server.maxHeadersCount = 0;
-  answerMalformedRequests(server, newRequestId);
+  answerMalformedRequests(server, newRequestId, loggerOf(app));
   continueWithinLimit(server, config.BODY_LIMIT_BYTES);
   // Any other expectation goes to the app too, which refuses it (417) in the contract's shape
   // where Node would answer a bare 417 (refuseMalformedHead).
@@ -52,4 +53,9 @@ export function createHttpServer(app: Express, config: GatewayConfig): http.Serv
     answerRaw(socket, 404, "Not Found", { code, message }, newRequestId());
   });
   return server;
+}
+
+/** The gateway's logger, which createApp leaves on `app.locals`; none for a bare app (a test's). */
+function loggerOf(app: Express): Logger | undefined {
+  return app.locals.logger as Logger | undefined;
 }

@@ -29,7 +29,7 @@ export const MAX_START_DEFERRALS = 10;
  */
 export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsable: () => boolean = () => true) {
   return async (job: Job, token?: string): Promise<void> => {
-    const { runId, deferrals = 0 } = agentRunJobSchema.parse(job.data);
+    const { runId, requestId, deferrals = 0 } = agentRunJobSchema.parse(job.data);
     // A run executing here already (its job handed out again) is joined, as ActiveRuns does.
     if (token && !active.has(runId) && (!active.accepting || !databaseUsable())) {
       await job.moveToDelayed(Date.now() + (active.accepting ? HAND_BACK_DELAY_MS : 0), token);
@@ -38,7 +38,7 @@ export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsa
     // The job's age is a cheap first check (no query for the usual job); the run's row decides.
     if (Date.now() - job.timestamp > deps.config.QUEUED_MAX_AGE_MS && (await endIfQueuedTooLong(deps, runId))) return;
     try {
-      await active.execute(runId, (control) => executeRun(deps, runId, control));
+      await active.execute(runId, (control) => executeRun(deps, runId, control, { requestId }));
     } catch (err) {
       if (!token) throw err instanceof RunNotStarted ? err.cause : err;
       if (err instanceof RunHandedBack) {
@@ -48,7 +48,7 @@ export function agentRunProcessor(deps: RunDeps, active: ActiveRuns, databaseUsa
       if (!(err instanceof RunNotStarted)) throw err;
       if (deferrals >= MAX_START_DEFERRALS) throw err.cause;
       try {
-        await job.updateData({ runId, deferrals: deferrals + 1 });
+        await job.updateData({ runId, requestId, deferrals: deferrals + 1 });
         await job.moveToDelayed(Date.now() + HAND_BACK_DELAY_MS, token);
       } catch {
         // The job could not be handed back (its lock lapsed while Redis was out of reach, its

@@ -1,4 +1,5 @@
 import { readStoredEvents, releaseRunHeartbeatIfHeld, renewRunHeartbeatIfHeld, RUN_LOG_TTL_LIVE_S, runHeartbeatKey, runWriterKey, takeOverRunWriter } from "@agentrun/events";
+import type { Logger } from "@agentrun/logger";
 import { endAbandonedRun } from "@agentrun/run-state";
 import { pause, waitOneRenewal } from "./heartbeat-renewal";
 import type { HistoryMessage } from "./prompt";
@@ -73,8 +74,9 @@ const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
  * again) keeps it. Returns null when there is nothing to do; the job is then acknowledged quietly.
  * The wait for a stopped worker's heartbeat to lapse (up to two heartbeat TTLs) ends when
  * `closing` aborts: {@link RunHandedBack} is thrown then, before this worker has taken anything.
+ * `log` is the run's logger (bound to its id).
  */
-export async function claimRun(deps: RunDeps, runId: string, closing: AbortSignal = new AbortController().signal): Promise<ClaimedRun | null> {
+export async function claimRun(deps: RunDeps, runId: string, closing: AbortSignal = new AbortController().signal, log: Logger = deps.logger.child({ runId })): Promise<ClaimedRun | null> {
   const { prisma, redis, redisPrefix } = deps;
   const hbKey = runHeartbeatKey(redisPrefix, runId);
   const historyLimit = deps.config.HISTORY_MAX_MESSAGES;
@@ -90,7 +92,7 @@ export async function claimRun(deps: RunDeps, runId: string, closing: AbortSigna
     redis.set(runWriterKey(redisPrefix, runId), deps.workerId, "EX", RUN_LOG_TTL_LIVE_S, "NX").catch(() => {});
     return toClaimed(claimed, 1);
   }
-  const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, query: true } });
+  const run = await prisma.run.findUnique({ where: { id: runId }, select: { status: true, query: true, workerId: true } });
   if (!run || run.status !== "running") return null;
   if (closing.aborted) throw new RunHandedBack(runId);
   // BullMQ hands the job over once the previous worker's lock expired; that worker's run
@@ -120,10 +122,11 @@ export async function claimRun(deps: RunDeps, runId: string, closing: AbortSigna
   const stored = await readStoredEvents({ prisma, redis, redisPrefix }, runId);
   const lastSeq = stored.at(-1)?.seq ?? 1;
   if (lastSeq <= 1) {
-    deps.logger.warn({ runId }, "restarting a run whose worker stopped before it emitted anything");
+    log.warn({ previousWorker: run.workerId }, "restarting a run whose worker stopped before it emitted anything");
     return toClaimed(row, lastSeq);
   }
-  await endAbandonedRun(deps, { id: runId, query: run.query }, WORKER_LOST);
+  // Logged as the sweeper logs the runs it ends: the run's end is this worker's doing.
+  if (await endAbandonedRun(deps, { id: runId, query: run.query }, WORKER_LOST)) log.warn({ previousWorker: run.workerId }, "ended a run whose worker stopped");
   await redis.del(hbKey);
   return null;
 }

@@ -1,14 +1,17 @@
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
-import { runContextSchema, type CutFinishReason, type RunContext } from "@agentrun/contracts";
+import { runContextSchema, type CutFinishReason, type RunContext, type RunEvent } from "@agentrun/contracts";
 import { giveBackRunWriter, RUN_LOG_TTL_LIVE_S, RunEventWriter, runCancelKey, runHeartbeatKey, runWriterKey } from "@agentrun/events";
 import { storableText } from "@agentrun/db";
 import { isUnavailableError } from "@agentrun/errors";
+import type { Logger } from "@agentrun/logger";
 import { finishRun, type FinishRunUsage, type MessageRecord } from "@agentrun/run-state";
 import { claimRun, RunHandedBack, RunNotStarted, type ClaimedRun } from "./claim-run";
 import { renewalIntervalMs } from "./heartbeat-renewal";
 import { callModel } from "./model-call";
-import { buildMessages, memoriesForPrompt, recentHistory, toolCallMessage, type PromptMemory } from "./prompt";
+import { buildMessages, recentHistory, toolCallMessage } from "./prompt";
+import { loadMemories } from "./run-memories";
 import type { RunControl } from "./active-runs";
+import { logRunEnd } from "./run-end-log";
 import { RunFailure, stopReasonOf } from "./run-failure";
 import type { RunDeps } from "./run-deps";
 import type { ToolCallOutcome } from "../tools/registry";
@@ -25,14 +28,23 @@ const STOP_CODES: Record<string, { status: "cancelled" | "failed"; code?: string
   superseded: { status: "failed", code: "worker_lost", message: "The run was taken over." },
 };
 
+/** What the job says about a run besides its id. */
+export interface RunJobContext {
+  /** The gateway request that started the run: bound with the run's id on its log lines. */
+  requestId?: string;
+}
+
 /**
  * Executes one run from claim to terminal event. Every outcome, including model errors,
- * cancellation and shutdown, ends in one `finishRun`; only a failure to record the end (database
- * down past the retries) is thrown, so that BullMQ retries the job.
+ * cancellation and shutdown, ends in one `finishRun`, logged in one info line ("run ended");
+ * only a failure to record the end (database down past the retries) is thrown, so that BullMQ
+ * retries the job.
  */
-export async function executeRun(deps: RunDeps, runId: string, control: RunControl): Promise<void> {
+export async function executeRun(deps: RunDeps, runId: string, control: RunControl, job: RunJobContext = {}): Promise<void> {
   const { prisma, redis, redisPrefix } = deps;
   const { signal } = control;
+  const started = performance.now();
+  const log = deps.logger.child(job.requestId ? { runId, requestId: job.requestId } : { runId });
   // The cancel flag is read alongside the claim: a cancel sent after this read reaches the run
   // through `signal` (the run is registered with the control channel's listener before this),
   // and the heartbeat reads the flag again, for a control message this worker did not get.
@@ -40,14 +52,13 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
   // heartbeat reads it again, and a cancel sent later comes through the control channel.
   const cancelKey = runCancelKey(redisPrefix, runId);
   const cancelFlag = redis.exists(cancelKey).catch((err: unknown) => {
-    deps.logger.warn({ runId, err }, "could not read the run's cancel flag; the heartbeat reads it again");
+    log.warn({ err }, "could not read the run's cancel flag; the heartbeat reads it again");
     return 0;
   });
-  const claim = await claimRun(deps, runId, control.closing).catch((err: unknown) => {
+  const claim = await claimRun(deps, runId, control.closing, log).catch((err: unknown) => {
     throw isUnavailableError(err) ? new RunNotStarted(runId, err) : err;
   });
   if (!claim) return;
-  const log = deps.logger.child({ runId });
   const store = { prisma, redis, redisPrefix };
   const hbKey = runHeartbeatKey(redisPrefix, runId);
   const beat = () => {
@@ -80,7 +91,7 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
   let endedElsewhere = false;
 
   try {
-    const end = await answer(deps, claim, cancelFlag, writer, signal, progress).then(
+    const end = await answer(deps, log, claim, cancelFlag, writer, signal, progress).then(
       (): RunEnd => ({ status: "completed" }),
       async (err): Promise<RunEnd> => {
         // PostgreSQL or Redis out of reach before the run said anything (reading its agent, say):
@@ -107,8 +118,10 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     const output = end.status === "failed" ? "" : progress.output;
     if (output || end.status === "completed") records.push({ role: "assistant", content: output });
     const finish = { runId, output, usage: progress.usage, pricing: progress.pricing, finishReason: end.status === "completed" ? progress.finishReason : undefined, writer, retryForMs: FINISH_RETRY_MS };
+    let terminal: RunEvent | null;
     try {
-      endedElsewhere = (await finishRun(store, { ...finish, ...end, messages: records })) === null;
+      terminal = await finishRun(store, { ...finish, ...end, messages: records });
+      endedElsewhere = terminal === null;
     } catch (err) {
       // PostgreSQL still down after the retries: BullMQ retries the job, and its claim ends the
       // run with the events this worker could not store.
@@ -116,8 +129,10 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
       // PostgreSQL refused what the run produced: the run still ends, as failed, with its events
       // and the user's query.
       log.error({ err }, "the run's end could not be stored; ending it as failed");
-      await finishRun(store, { ...finish, output: "", status: "failed", error: UNSTORABLE, messages: records.slice(0, 1) });
+      terminal = await finishRun(store, { ...finish, output: "", status: "failed", error: UNSTORABLE, messages: records.slice(0, 1) });
     }
+    // A run ended elsewhere (taken over, ended by a sweeper) is logged by whoever ended it.
+    if (terminal) logRunEnd(log, terminal, { taskId: claim.run.taskId, durationMs: claim.elapsedMs + (performance.now() - started), usage: progress.usage });
   } finally {
     clearInterval(heartbeat);
     stopReconnectBeats();
@@ -142,7 +157,7 @@ interface RunProgress {
  * Runs the agent on a claimed run until the model answers without tool calls, emitting its
  * events and recording its progress; throws when it is stopped or fails.
  */
-async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<number>, writer: RunEventWriter, signal: AbortSignal, progress: RunProgress): Promise<void> {
+async function answer(deps: RunDeps, log: Logger, claim: ClaimedRun, cancelFlag: Promise<number>, writer: RunEventWriter, signal: AbortSignal, progress: RunProgress): Promise<void> {
   const { config } = deps;
   const { run } = claim;
   const { records, usage } = progress;
@@ -154,7 +169,7 @@ async function answer(deps: RunDeps, claim: ClaimedRun, cancelFlag: Promise<numb
   const [agent, cancelled, memories] = await Promise.all([
     deps.agents.get(run.agentId),
     cancelFlag,
-    loadMemories(deps, { runId: run.id, orgId: run.orgId, agentId: run.agentId, userId, query: run.query }, signal),
+    loadMemories(deps, log, { runId: run.id, orgId: run.orgId, agentId: run.agentId, userId, query: run.query }, signal),
   ]);
   progress.pricing = agent.pricing;
   if (cancelled) throw new RunFailure("cancel", "cancelled before start");
@@ -269,27 +284,4 @@ async function templateContext(deps: RunDeps, instructions: string, context: Run
     ? ((await deps.prisma.task.findUnique({ where: { id: task.id }, select: { metadata: true } }))?.metadata as Record<string, unknown> | null)
     : null;
   return { ...context, user_id: task.userId, metadata: { ...taskMetadata, ...context?.metadata } };
-}
-
-/**
- * The user's memories for the prompt; when the memory service is down the run goes on without
- * them. A run stopped meanwhile (`signal`) does not wait for them.
- */
-async function loadMemories(deps: RunDeps, q: { runId: string; orgId: string; agentId: string; userId?: string; query: string }, signal: AbortSignal): Promise<PromptMemory[]> {
-  if (!q.userId || deps.config.MEMORY_PROMPT_MAX_COUNT === 0 || deps.config.MEMORY_PROMPT_MAX_CHARS === 0) return [];
-  try {
-    const res = await deps.memory.context({
-      org_id: q.orgId,
-      agent_id: q.agentId,
-      user_id: q.userId,
-      query: q.query,
-      max_count: deps.config.MEMORY_PROMPT_MAX_COUNT,
-      max_chars: deps.config.MEMORY_PROMPT_MAX_CHARS,
-    }, { requestId: q.runId, signal });
-    // The client checks the shape; a prompt without memories still beats a failed run.
-    return Array.isArray(res?.memories) ? memoriesForPrompt(res.memories, q.userId, deps.config.MEMORY_PROMPT_MAX_COUNT, deps.config.MEMORY_PROMPT_MAX_CHARS) : [];
-  } catch (err) {
-    if (!signal.aborted) deps.logger.warn({ err: (err as Error).message, userId: q.userId }, "memories skipped: memory service unavailable");
-    return [];
-  }
 }

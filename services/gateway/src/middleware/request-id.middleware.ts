@@ -1,7 +1,21 @@
 import { randomUUID } from "node:crypto";
-import type { RequestHandler } from "express";
+import type { RequestHandler, Response } from "express";
 import type { Logger } from "@agentrun/logger";
 import { clientRequestId } from "@agentrun/express-server";
+
+declare module "express-serve-static-core" {
+  interface Locals {
+    /** The run this request started or answered with, for its access line (see {@link recordRun}). */
+    runId?: string;
+    taskId?: string;
+  }
+}
+
+/** Names the run a request started or answers with on its access line. */
+export function recordRun(res: Response, ids: { runId: string; taskId: string }): void {
+  res.locals.runId = ids.runId;
+  res.locals.taskId = ids.taskId;
+}
 
 /** A request id of the gateway's own making, for a request without a usable X-Request-Id. */
 export const newRequestId = (): string => `req_${randomUUID().replaceAll("-", "")}`;
@@ -37,7 +51,8 @@ function installLazyLog(proto: object): void {
 /**
  * Echoes the client's X-Request-Id (or makes one), gives the request a child logger carrying it
  * (`req.log`, made when first used), and logs one line per request when the response ends (or the
- * client goes away) if the logger's level takes info lines.
+ * client goes away) if the logger's level takes info lines: with the run it started or answered
+ * with (see {@link recordRun}), and `abandoned: true` for an answer the client did not wait for.
  */
 export function requestId(logger: Logger): RequestHandler {
   return (req, res, next) => {
@@ -51,7 +66,11 @@ export function requestId(logger: Logger): RequestHandler {
         const ms = Number(process.hrtime.bigint() - start) / 1e6;
         // originalUrl: a router mounted at /api or /api/v1 rewrites req.url (and so req.path) for its routes.
         const path = req.originalUrl.split("?")[0];
-        req.log.info({ method: req.method, path, status: res.statusCode, ms: Math.round(ms * 10) / 10, orgId: req.auth?.orgId }, "request");
+        // An answer cut short (the client gone, a stream dropped) is not a plain success, and one
+        // never begun has no status: res.statusCode would claim the 200 it was born with.
+        const outcome = { ...(res.headersSent ? { status: res.statusCode } : {}), ...(res.writableFinished ? {} : { abandoned: true }) };
+        const { runId, taskId } = res.locals;
+        req.log.info({ method: req.method, path, ...outcome, ms: Math.round(ms * 10) / 10, orgId: req.auth?.orgId, runId, taskId }, "request");
       });
     }
     next();

@@ -5,6 +5,7 @@ import { AppError, bearerRefusal, isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
 import { onKeyRevoked } from "../auth/revocation-watch";
 import { API_REALM } from "../middleware/auth.middleware";
+import { recordRun } from "../middleware/request-id.middleware";
 import { isStopping } from "../shutdown";
 import { clearSseHeaders, openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
@@ -60,6 +61,8 @@ export interface RespondRunInput {
  */
 export async function respondWithRun(deps: GatewayDeps, req: Request, res: Response, input: RespondRunInput): Promise<void> {
   const { runId, taskId } = input;
+  // A replay (the same Idempotency-Key again) names the run it answers with on its access line too.
+  recordRun(res, input);
   const afterSeq = input.sent?.at(-1)?.seq ?? 0;
   // Each call's options written out rather than spread from shared fields: V8 keeps no
   // transitions from a spread's copy, so every run made new hidden classes.

@@ -6,6 +6,7 @@ import type { Logger } from "@agentrun/logger";
 import { enqueueRun } from "@agentrun/queue";
 import { finishRun } from "@agentrun/run-state";
 import type { GatewayDeps } from "../deps";
+import { recordRun } from "../middleware/request-id.middleware";
 import { AbandonedRuns } from "./abandoned-runs";
 import type { CreatedRun } from "./create-run";
 import { UNQUEUED_CODE } from "./idempotency";
@@ -64,6 +65,7 @@ async function recordQueueAndAnswer(deps: GatewayDeps, req: Request, res: Respon
     throw err;
   }
   const { runId, taskId, started } = created;
+  recordRun(res, created);
   const log = req.log.child({ runId, taskId });
   const sse = run.stream ? openSse(req, res, deps.config.SSE_HEARTBEAT_MS) : undefined;
   sse?.send(started);
@@ -73,7 +75,7 @@ async function recordQueueAndAnswer(deps: GatewayDeps, req: Request, res: Respon
   if (!listening) early.close();
   let enqueued: Enqueued;
   try {
-    enqueued = await enqueueCreatedRun(deps, log, { runId, query: run.query, unqueued: run.unqueued });
+    enqueued = await enqueueCreatedRun(deps, log, { runId, query: run.query, unqueued: run.unqueued }, req.id);
   } catch (err) {
     early.close();
     if (!sse || !(err instanceof UnqueuedRunError)) throw err;
@@ -116,14 +118,15 @@ async function subscribed(early: EarlyRunSubscription): Promise<boolean> {
 }
 
 /**
- * Queues a run that `createRun` has just recorded. When the queue cannot take it, the run is
+ * Queues a run that `createRun` has just recorded, with the id of the request that started it
+ * (the worker's lines about the run carry it). When the queue cannot take it, the run is
  * failed at once (its reservation released, the user's query kept in the task's history) and
  * this throws 503 `unavailable`: nothing would ever pick the run up. When it cannot be failed
  * either, it is left queued and held (see {@link Enqueued}): it is still going to run.
  */
-async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunToStart, "runId" | "query" | "unqueued">): Promise<Enqueued> {
+async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunToStart, "runId" | "query" | "unqueued">, requestId: string): Promise<Enqueued> {
   try {
-    await enqueueRun(deps.queue, { runId: run.runId });
+    await enqueueRun(deps.queue, { runId: run.runId, requestId });
     return "queued";
   } catch (err) {
     log.error({ err }, "could not enqueue run");
