@@ -37,4 +37,6 @@ it("stops a running run whose cancel flag is set without a control message", asy
   expect(run.task).toMatchObject({ status: "completed", activeRunId: null });
   const seqs = done.events.map((e) => Number(e.id));
   expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+  // The flag goes with the run's end, not a day later.
+  expect(await redis.exists(runCancelKey(stack.env.REDIS_PREFIX!, runId))).toBe(0);
 });

@@ -76,8 +76,9 @@ export async function executeRun(deps: RunDeps, runId: string, control: RunContr
     redisPrefix,
     runId,
     lastSeq: claim.lastSeq,
-    // The heartbeat goes with the terminal event's write: one round trip less per run.
-    deleteAtEnd: [hbKey],
+    // The heartbeat goes with the terminal event's write (one round trip less per run), and so
+    // does a cancel flag, which would otherwise outlive the run by a day.
+    deleteAtEnd: [hbKey, cancelKey],
     writerId: deps.workerId,
     onError: (err) => log.warn({ err }, "event store write failed"),
     onSuperseded: () => {
