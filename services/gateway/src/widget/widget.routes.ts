@@ -1,4 +1,4 @@
-import { Router, type Request, type Response } from "express";
+import { Router, type Request, type RequestHandler, type Response } from "express";
 import { VISITOR_TOKEN_HEADER, visitorUserId, widgetRunRequestSchema } from "@agentrun/contracts";
 import { newId } from "@agentrun/db";
 import { AppError } from "@agentrun/errors";
@@ -17,6 +17,7 @@ import { checkRunOfTask, isIdShaped, ownedTask } from "../tasks/task-access";
 import { VisitorTokens } from "./visitor-token";
 import { widgetAuth } from "./widget-auth.middleware";
 import { widgetAuthContext, widgetOf, type WidgetContext } from "./widget-context";
+import { widgetCancelRun } from "./widget-cancel.routes";
 import { widgetPreflight } from "./widget-cors";
 import { newVisitorKeySpent, newVisitorRepeatAllowed, newVisitorRun, widgetKeyScope } from "./widget-idempotency";
 import { WidgetKeyCache } from "./widget-key-cache";
@@ -26,6 +27,7 @@ import { paceAnswer } from "../runs/stalled-client";
 
 const RUN_PATH = "/run";
 const EVENTS_PATH = "/tasks/:task_id/runs/:run_id/events";
+const CANCEL_PATH = "/tasks/:task_id/runs/:run_id/cancel";
 
 /**
  * The widget gateway, mounted at `/api/v1/widget` ahead of the API-key routers: a publishable
@@ -45,14 +47,16 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     deps.logger.warn("WIDGET_TOKEN_SECRET is a published default: visitor tokens can be forged; set a long random value");
   }
 
-  router.options([RUN_PATH, EVENTS_PATH], widgetPreflight(keys, failures));
+  router.options([RUN_PATH, EVENTS_PATH, CANCEL_PATH], widgetPreflight(keys, failures));
   router.use(widgetAuth(keys, tokens, failures));
-  // A run's events are the visitor's own: a request without the visitor's token is a failed
-  // authentication, refused before it counts against the widget limits (HEAD included).
-  router.get(EVENTS_PATH, async (req, _res, next) => {
+  // A run's events, and stopping it, are the visitor's own: a request without the visitor's token
+  // is a failed authentication, refused before it counts against the widget limits (HEAD included).
+  const visitorRequired: RequestHandler = async (req, _res, next) => {
     if (!widgetOf(req).visitorId) throw await failures.reject(req, new AppError("unauthorized", { message: "A visitor token (X-Visitor-Token) is required." }));
     next();
-  });
+  };
+  router.get(EVENTS_PATH, visitorRequired);
+  router.post(CANCEL_PATH, visitorRequired);
   router.use(widgetLimits({ limiter: deps.limiter, redisPrefix: config.REDIS_PREFIX, perKey: config.WIDGET_RPM_PER_KEY, perIp: config.WIDGET_RPM_PER_IP }));
   router.use(jsonBody(config.BODY_LIMIT_BYTES));
 
@@ -133,6 +137,8 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
     res.setHeader(VISITOR_TOKEN_HEADER, tokens.sign(visitorId, w.key.id));
     await streamRunEvents(req, res, { store, run, afterSeq, heartbeatMs: config.SSE_HEARTBEAT_MS });
   });
+
+  router.post(CANCEL_PATH, widgetCancelRun(deps, tokens));
 
   router.use((req, _res, next) => next(noRoute(req.method, req.originalUrl)));
   return router;
