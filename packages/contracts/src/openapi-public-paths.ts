@@ -8,7 +8,7 @@ import { runEventSchema } from "./events";
 import { eventsQuerySchema, lastEventIdSchema } from "./tasks";
 import { widgetRunRequestSchema } from "./widget";
 import { idempotencyKeySchema } from "./tasks";
-import { AFTER_THE_END, errorBodySchema, intHeader, runAcceptedSchema, runPathSchema, runResultSchema } from "./openapi-schemas";
+import { AFTER_THE_END, errorBodySchema, intHeader, runAcceptedSchema, runPathSchema, runResultSchema, runViewSchema } from "./openapi-schemas";
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 const requestId = { "X-Request-Id": ref("headers", "X-Request-Id") };
@@ -53,6 +53,7 @@ const preflight = (operationId: string, path?: typeof runPathSchema) => ({
 const visitorTokenField = z.string().meta({ description: "The visitor's session token, to send with the next requests (also in the X-Visitor-Token header)." });
 export const widgetRunResultSchema = runResultSchema.extend({ visitor_token: visitorTokenField });
 export const widgetRunAcceptedSchema = runAcceptedSchema.extend({ visitor_token: visitorTokenField });
+export const widgetRunViewSchema = runViewSchema.extend({ visitor_token: visitorTokenField });
 
 /** Errors of the widget gateway, in its order of checks. */
 const WIDGET_ERRORS: ZodOpenApiResponsesObject = {
@@ -141,6 +142,34 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         },
       },
       options: preflight("widgetRunEventsPreflight", runPathSchema),
+    },
+    "/api/v1/widget/tasks/{task_id}/runs/{run_id}/cancel": {
+      post: {
+        operationId: "widgetCancelRun",
+        tags: ["Widget"],
+        summary: "Stop a run of the visitor's own task",
+        description:
+          "The widget's Stop button (also served under `/api/widget/`): `POST /api/tasks/{task_id}/runs/{run_id}/cancel` for the visitor. No body (a JSON body with any field is 400). Needs the visitor token (401 without one, before the limits); another visitor's task is 403. The run's stream then ends with `run_cancelled`; a run that has already ended is answered unchanged.",
+        security: [{ widgetKey: [] }],
+        requestParams: {
+          path: runPathSchema,
+          header: z.object({
+            Origin: z.string().optional().meta({ description: "The page's origin, one of the widget key's allowed origins (browsers send it); not needed on a same-origin request (`Sec-Fetch-Site: same-origin`)." }),
+            "X-Visitor-Token": z.string().meta({ description: "The visitor's token." }),
+          }),
+        },
+        responses: {
+          "202": {
+            description: "The run as it is now, with the visitor's renewed token. A queued run is cancelled at once, a running one within moments; either ends with run_cancelled.",
+            headers: widgetHeaders,
+            content: { "application/json": { schema: widgetRunViewSchema } },
+          },
+          ...WIDGET_ERRORS,
+          "413": ref("responses", "PayloadTooLarge"),
+          "415": ref("responses", "UnsupportedMediaType"),
+        },
+      },
+      options: preflight("widgetCancelRunPreflight", runPathSchema),
     },
     "/widget.js": {
       get: {

@@ -105,6 +105,20 @@ describe("OpenAPI document", () => {
     expect(JSON.stringify(o.responses?.["200"])).toContain("X-Visitor-Token");
   });
 
+  it("documents the widget's cancel: the visitor token required, 202 with the run and the token, the widget's errors and preflight", () => {
+    const cancel = op("/api/v1/widget/tasks/{task_id}/runs/{run_id}/cancel", "post")!;
+    expect(cancel.security).toEqual([{ widgetKey: [] }]);
+    expect((cancel.parameters ?? []) as OpenAPIV3_1.ParameterObject[]).toContainEqual(expect.objectContaining({ in: "header", name: "X-Visitor-Token", required: true }));
+    expect(cancel.requestBody).toBeUndefined();
+    const accepted = cancel.responses?.["202"] as OpenAPIV3_1.ResponseObject;
+    expect(Object.keys(accepted.headers ?? {})).toEqual(expect.arrayContaining(["X-Visitor-Token", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]));
+    const body = accepted.content?.["application/json"]?.schema as OpenAPIV3_1.SchemaObject;
+    expect(body.required).toEqual(expect.arrayContaining(["run_id", "task_id", "status", "visitor_token"]));
+    for (const status of ["400", "401", "403", "404", "429", "503"]) expect(cancel.responses?.[status]).toBeDefined();
+    expect(Object.keys(op("/api/v1/widget/tasks/{task_id}/runs/{run_id}/cancel", "options")?.responses ?? {})).toEqual(["204", "403", "429", "503"]);
+    expect(op("/api/v1/widget/tasks/{task_id}/runs/{run_id}/cancel", "options")!.security).toEqual([]);
+  });
+
   it("declares the widget key scheme", () => {
     expect(doc.components?.securitySchemes?.widgetKey).toMatchObject({ type: "apiKey", in: "header", name: "X-Widget-Key" });
   });
