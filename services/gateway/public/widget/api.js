@@ -50,6 +50,9 @@ export function createApi({ key, base }, session) {
     return () => request("/run", init);
   }
 
+  /** The path of the pending run `p`'s `action`. */
+  const runPath = (p, action) => "/tasks/" + encodeURIComponent(p.taskId) + "/runs/" + encodeURIComponent(p.runId) + "/" + action;
+
   return {
     /**
      * A message as sent, with an Idempotency-Key of its own: a function that sends it, the same
@@ -66,8 +69,11 @@ export function createApi({ key, base }, session) {
     /** Re-attaches to the pending run after the last event received (`Last-Event-ID`). */
     reattach() {
       const p = state.pending;
-      const path = "/tasks/" + encodeURIComponent(p.taskId) + "/runs/" + encodeURIComponent(p.runId) + "/events";
-      return request(path, { headers: headers({ Accept: "text/event-stream", "Last-Event-ID": String(p.seq) }) });
+      return request(runPath(p, "events"), { headers: headers({ Accept: "text/event-stream", "Last-Event-ID": String(p.seq) }) });
+    },
+    /** Asks the gateway to stop the run of the answer `p` (no body); its stream then ends. */
+    cancel(p) {
+      return request(runPath(p, "cancel"), { method: "POST", headers: headers() });
     },
   };
 }

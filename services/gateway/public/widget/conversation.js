@@ -27,6 +27,8 @@ export function createConversation(config, session, panel) {
   let interruptedNote = null;
   let busy = false;
   let stale = false;
+  /** The run the visitor pressed Stop for, until its answer ends: Stop stays disabled meanwhile. */
+  let stopping = null;
 
   /** Adds to the transcript; a run's answer once, also when two tabs followed it. */
   function remember(role, text, extra) {
@@ -39,6 +41,13 @@ export function createConversation(config, session, panel) {
   function setPending(p) {
     state.pending = p;
     session.savePending(true);
+    showStop();
+  }
+
+  /** Stop is offered while this tab follows an answer in progress (a run has started), whatever re-attaches that takes. */
+  function showStop() {
+    const run = busy && pendingRun();
+    panel.setStop(run ? (run === stopping ? "stopping" : "ready") : null);
   }
 
   /** Ends the answer with an error; `runId`: the run's own end, noted once when two tabs followed it. */
@@ -182,11 +191,13 @@ export function createConversation(config, session, panel) {
   async function whileBusy(work) {
     busy = true;
     panel.setBusy(true);
+    showStop();
     try {
       await work();
     } finally {
       busy = false;
       panel.setBusy(false);
+      showStop();
       if (stale) render();
     }
   }
@@ -243,6 +254,21 @@ export function createConversation(config, session, panel) {
         view.setText("");
         await start(api.message(text), text, view);
       });
+    },
+    /**
+     * Asks the gateway to stop the answer being written: its stream then ends with run_cancelled,
+     * shown as a stopped answer (its text so far kept). Refused or unsent, Stop can be pressed again.
+     */
+    async stop() {
+      const p = state.pending;
+      if (!busy || !p || stopping === p.runId) return;
+      stopping = p.runId;
+      showStop();
+      const res = await api.cancel(p);
+      if ((!res || !res.ok) && stopping === p.runId) {
+        stopping = null;
+        showStop();
+      }
     },
     /** Shows the stored transcript, and resumes the answer a reload interrupted, or sends again the message it did. */
     restore() {

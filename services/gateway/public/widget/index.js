@@ -23,6 +23,7 @@ if (config && !window[loaded]) {
       if (session.state.open !== open) session.update((s) => (s.open = open));
     },
     onSubmit: (text) => void conversation.send(text),
+    onStop: () => void conversation.stop(),
   });
   conversation = createConversation(config, session, panel);
 

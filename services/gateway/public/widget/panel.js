@@ -15,9 +15,10 @@ function el(tag, attrs, text) {
 /**
  * The widget's elements in a shadow root (the host page's CSS does not reach them): a bubble that
  * opens a dialog with the conversation's log and a composer. `onOpenChange(open)` hears every
- * opening and closing; `onSubmit(text)` each message the visitor sends (Enter or the button).
+ * opening and closing; `onSubmit(text)` each message the visitor sends (Enter or the button);
+ * `onStop()` each press of the Stop button, shown while an answer is being written.
  */
-export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
+export function createPanel({ title, color }, { onOpenChange, onSubmit, onStop }) {
   const host = el("agentrun-chat", {});
   const root = host.attachShadow({ mode: "open" });
   try {
@@ -39,7 +40,8 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
   const form = el("form", { class: "composer" });
   const input = el("textarea", { id: "ar-input", rows: "1", placeholder: "Type a message…", maxlength: String(MAX_CHARS), "aria-describedby": "ar-limit" });
   const sendBtn = el("button", { class: "send", type: "submit" }, "Send");
-  form.append(el("label", { class: "sr-only", for: "ar-input" }, "Your message"), input, sendBtn);
+  const stopBtn = el("button", { class: "stop", type: "button", "aria-label": "Stop the answer", hidden: "" }, "Stop");
+  form.append(el("label", { class: "sr-only", for: "ar-input" }, "Your message"), input, stopBtn, sendBtn);
   // The browser cuts what goes past maxlength (a long paste) without a word: say so.
   const limit = el("p", { class: "limit", id: "ar-limit", role: "status", hidden: "" }, `A message holds up to ${MAX_CHARS.toLocaleString("en-US")} characters; the rest was left out.`);
   panel.append(head, log, form, limit);
@@ -72,6 +74,7 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
     }
   });
   closeBtn.addEventListener("click", () => setOpen(false, true));
+  stopBtn.addEventListener("click", () => onStop());
   panel.addEventListener("keydown", (e) => {
     if (e.key === "Escape") {
       e.preventDefault();
@@ -103,6 +106,16 @@ export function createPanel({ title, color }, { onOpenChange, onSubmit }) {
       busy = b;
       sendBtn.disabled = b;
       log.setAttribute("aria-busy", String(b));
+    },
+    /**
+     * The Stop button: `"ready"` while an answer is being written, `"stopping"` (disabled) once
+     * pressed until that answer ends, hidden otherwise (null).
+     */
+    setStop(stop) {
+      // A button disabled or hidden drops the focus to the page: keep it in the dialog, in the input.
+      if (stop !== "ready" && root.activeElement === stopBtn) input.focus();
+      stopBtn.hidden = !stop;
+      stopBtn.disabled = stop === "stopping";
     },
     /** Puts `text` back in the composer (unless the visitor has typed something else since). */
     offer(text) {
