@@ -1,6 +1,6 @@
 /** Test helpers: the run's database and Redis prefix, tenants, the real services as processes, an SSE reader. */
 export { testEnv, type TestEnv } from "./env";
-export { createTestRun, createTenant, createWidgetKey, loseClaim, testPrisma, type Tenant, type TenantOptions } from "./tenant";
+export { createLargeFinishedRun, createTestRun, createTenant, createWidgetKey, loseClaim, testPrisma, type Tenant, type TenantOptions } from "./tenant";
 export { startStack, type Stack, type StackOptions } from "./stack";
 export { stackWithTenant, type StackWithTenant } from "./stack-fixture";
 export { testStores, type TestStores } from "./stores-fixture";

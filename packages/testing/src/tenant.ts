@@ -86,3 +86,24 @@ export async function loseClaim(prisma: PrismaClient, runId: string): Promise<vo
     prisma.$executeRaw`UPDATE runs SET status = 'queued', worker_id = NULL, started_at = NULL WHERE id = ${runId}`,
   ]);
 }
+
+/**
+ * A finished run of `tenant` whose events are `toolResults` tool results of `resultBytes` each
+ * (between run_started and run_completed), stored in PostgreSQL: a large answer for tests of
+ * clients that read it slowly or not at all. Returns its events path and its event count.
+ */
+export async function createLargeFinishedRun(prisma: PrismaClient, tenant: Tenant, toolResults: number, resultBytes: number): Promise<{ path: string; eventCount: number }> {
+  const taskId = newId("task");
+  const runId = newId("run");
+  const eventCount = toolResults + 2;
+  const events = [
+    { seq: 1, type: "run_started", run_id: runId, task_id: taskId },
+    ...Array.from({ length: toolResults }, (_, i) => ({ seq: i + 2, type: "tool_result", run_id: runId, tool: "http", action: "get", result: `${i}:`.padEnd(resultBytes, "x") })),
+    { seq: eventCount, type: "run_completed", run_id: runId, credits_used: 1, duration_ms: 5 },
+  ];
+  await prisma.task.create({ data: { id: taskId, orgId: tenant.orgId, agentId: tenant.agentId, title: "t", status: "completed", runCount: 1 } });
+  await prisma.run.create({
+    data: { id: runId, taskId, orgId: tenant.orgId, agentId: tenant.agentId, query: "q", status: "completed", lastSeq: eventCount, events: { create: { firstSeq: 1, lastSeq: eventCount, events } } },
+  });
+  return { path: `/api/tasks/${taskId}/runs/${runId}/events`, eventCount };
+}

@@ -1,6 +1,6 @@
 import net from "node:net";
-import { newId, type PrismaClient } from "@agentrun/db";
-import { createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
+import type { PrismaClient } from "@agentrun/db";
+import { createLargeFinishedRun, createTenant, readSse, startStack, testEnv, testPrisma, type Stack, type Tenant } from "@agentrun/testing";
 import { STALLED_CLIENT_TIMEOUT_MS } from "../src/runs/sse";
 
 // A finished run with 16 MiB of events: far more than the kernel's socket buffers hold, so a
@@ -17,19 +17,7 @@ beforeAll(async () => {
   stack = await startStack({ workers: 0, memory: false });
   prisma = testPrisma(testEnv().databaseUrl);
   tenant = await createTenant(prisma);
-  const taskId = newId("task");
-  const runId = newId("run");
-  eventCount = TOOL_RESULTS + 2;
-  const events = [
-    { seq: 1, type: "run_started", run_id: runId, task_id: taskId },
-    ...Array.from({ length: TOOL_RESULTS }, (_, i) => ({ seq: i + 2, type: "tool_result", run_id: runId, tool: "http", action: "get", result: `${i}:`.padEnd(RESULT_BYTES, "x") })),
-    { seq: eventCount, type: "run_completed", run_id: runId, credits_used: 1, duration_ms: 5 },
-  ];
-  await prisma.task.create({ data: { id: taskId, orgId: tenant.orgId, agentId: tenant.agentId, title: "t", status: "completed", runCount: 1 } });
-  await prisma.run.create({
-    data: { id: runId, taskId, orgId: tenant.orgId, agentId: tenant.agentId, query: "q", status: "completed", lastSeq: eventCount, events: { create: { firstSeq: 1, lastSeq: eventCount, events } } },
-  });
-  path = `/api/tasks/${taskId}/runs/${runId}/events`;
+  ({ path, eventCount } = await createLargeFinishedRun(prisma, tenant, TOOL_RESULTS, RESULT_BYTES));
 }, 60_000);
 
 afterAll(async () => {
