@@ -1,5 +1,6 @@
 import { createTenant, freePort, startService, testEnv, testPrisma, waitForOk, type ServiceProcess, type Tenant } from "@agentrun/testing";
-import { dropDatabase, ensureDatabase, type PrismaClient } from "@agentrun/db";
+import pg from "pg";
+import { dropDatabase, ensureDatabase, migrateDeploy, type PrismaClient } from "@agentrun/db";
 import { generateWidgetKey } from "@agentrun/api-keys";
 
 // Gateways whose dependencies are unreachable or broken answer in the contract's shape, quickly.
@@ -61,10 +62,24 @@ it("503 unavailable when PostgreSQL is unreachable", async () => {
 });
 
 it("500 internal_error with a generic message on an unexpected failure, logged with the request id", async () => {
-  // A database without the schema: every query fails with an error that is no outage.
+  // A database whose API keys cannot be read: every authenticated request fails with an error
+  // that is no outage, nor a schema out of date (that is 503: see readiness.int.test.ts).
   const broken = new URL(testEnv().databaseUrl);
-  broken.pathname = `${broken.pathname}_unmigrated`;
+  broken.pathname = `${broken.pathname}_broken`;
+  await dropDatabase(broken.toString());
   await ensureDatabase(broken.toString());
+  await migrateDeploy(broken.toString());
+  const admin = new pg.Client({ connectionString: broken.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`
+      CREATE TABLE test_keys_shape (LIKE api_keys);
+      CREATE FUNCTION test_broken_keys() RETURNS SETOF test_keys_shape LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'api keys are broken'; END $$;
+      DROP TABLE api_keys CASCADE;
+      CREATE VIEW api_keys AS SELECT * FROM test_broken_keys();`);
+  } finally {
+    await admin.end();
+  }
   try {
     const { url, proc } = await gateway({ DATABASE_URL: broken.toString() });
     const requestId = `req-test-500-${Date.now()}`;
