@@ -51,8 +51,6 @@ it("logs a Redis outage once per connection when it begins and once when it ends
   // Time for any late line of the outage.
   await new Promise((r) => setTimeout(r, 1000));
   const outage = lines.slice(from);
-  const shown = outage.filter((l) => l.level >= WARN).map((l) => `${l.level} ${l.msg} ${l.connection ?? ""} ${l.err?.message ?? l.err ?? ""}`);
-  console.log(`${outage.length} lines over the outage (debug included), ${shown.length} at warn or above:\n${shown.join("\n")}`);
 
   const down = outage.filter((l) => l.msg === "redis unreachable: retrying until it is back");
   const back = outage.filter((l) => l.msg === "redis reachable again");

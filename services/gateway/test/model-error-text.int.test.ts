@@ -41,13 +41,14 @@ function expectNoProviderText(value: unknown) {
   expect(text).not.toMatch(/Bearer|Incorrect API key|scripted error/);
 }
 
-/** The worker logged the provider's text for this run at warn (pino level 40). */
+/** The worker logged the provider's text for this run at warn (pino level 40), the key it echoed redacted. */
 async function expectLoggedForOperator(runId: string) {
   // The worker's output reaches this process through a pipe, possibly after the run's end.
   const logged = () => stack.workers[0]!.output().split("\n").find((l) => l.includes(runId) && l.includes("run failed"));
   const line = JSON.parse(await eventually(async () => logged(), { timeoutMs: 5000 })) as { level: number; detail: string };
   expect(line.level).toBe(40);
-  expect(line.detail).toContain(`Incorrect API key provided: Bearer ${MODEL_KEY}`);
+  expect(line.detail).toContain("Incorrect API key provided: Bearer [redacted]");
+  expect(JSON.stringify(line)).not.toContain(MODEL_KEY);
 }
 
 it("answers an API client a fixed message with the status and the provider's code; the provider's text is only in the worker's log", async () => {
