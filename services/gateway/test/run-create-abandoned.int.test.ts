@@ -73,7 +73,8 @@ it("never executes a run whose creation committed after its 503 while the gatewa
     // Ended by the gateway (failed, unavailable) or, once claimed, by its cancel flag: never run, free.
     expect(["failed", "cancelled"]).toContain(ended.status);
     expect(ended).toMatchObject({ output: "", creditsUsed: 0, promptTokens: 0 });
-    expect(await redis.exists(runCancelKey(stack.env.REDIS_PREFIX!, run!.id))).toBe(1);
+    // The flag stays for a run the gateway ended; a worker that ended it so deleted it with its end.
+    expect(await redis.exists(runCancelKey(stack.env.REDIS_PREFIX!, run!.id))).toBe(ended.status === "failed" ? 1 : 0);
     expect(await balance()).toBe(before);
   } finally {
     await locker.end().catch(() => {});
