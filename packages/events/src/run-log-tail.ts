@@ -44,9 +44,6 @@ end
 return {lo, redis.call('LRANGE', KEYS[1], lo, lo + tonumber(ARGV[2]) - 1)}
 `;
 
-const COMMAND = "agentrunReadRunLogTail";
-
-type WithTail = { [COMMAND](key: string, afterSeq: number, max: number): Promise<[number, string[]]> };
 
 /**
  * Entries per read of a log: a reader from the start of a long log reads it in pieces, so that
@@ -62,9 +59,11 @@ export const LOG_PAGE_ENTRIES = 10_000;
  */
 export async function readLogAfter(store: { redis: Redis; redisPrefix: string }, runId: string, afterSeq: number): Promise<string[]> {
   const { redis } = store;
-  if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: TAIL_LUA });
   const key = runLogKey(store.redisPrefix, runId);
-  const [start, first] = await (redis as unknown as WithTail)[COMMAND](key, afterSeq, LOG_PAGE_ENTRIES);
+  // EVAL, not a command defined on the connection: with auto-pipelining, a pipeline begun before
+  // the definition has no such method, and ioredis then fails the whole pipeline and the process
+  // (seen under concurrent reads). Redis caches the compiled script by its hash.
+  const [start, first] = (await redis.eval(TAIL_LUA, 1, key, afterSeq, LOG_PAGE_ENTRIES)) as [number, string[]];
   const entries = [...first];
   // Entries are only ever appended (or the whole log deleted): the indexes past `start` stay.
   let last = first.length;
