@@ -44,7 +44,6 @@ end
 return {lo, redis.call('LRANGE', KEYS[1], lo, lo + tonumber(ARGV[2]) - 1)}
 `;
 
-
 /**
  * Entries per read of a log: a reader from the start of a long log reads it in pieces, so that
  * the other commands of its connection (rate limits, health checks) go between them rather than

@@ -1,8 +1,6 @@
-import type { RunEvent } from "@agentrun/contracts";
+import { FINAL_STATUS_OF, type RunEvent } from "@agentrun/contracts";
 import type { Logger } from "@agentrun/logger";
 import type { FinishRunUsage } from "@agentrun/run-state";
-
-const STATUS_OF = { run_completed: "completed", run_failed: "failed", run_cancelled: "cancelled" } as const;
 
 /**
  * The one info line of a run this worker ended (`log` carries its id and its request's): how it
@@ -10,7 +8,7 @@ const STATUS_OF = { run_completed: "completed", run_failed: "failed", run_cancel
  * that a run can be followed from the gateway's access line to its end.
  */
 export function logRunEnd(log: Logger, terminal: RunEvent, run: { taskId: string; durationMs: number; usage: FinishRunUsage }): void {
-  const status = terminal.type in STATUS_OF ? STATUS_OF[terminal.type as keyof typeof STATUS_OF] : terminal.type;
+  const status = terminal.type in FINAL_STATUS_OF ? FINAL_STATUS_OF[terminal.type as keyof typeof FINAL_STATUS_OF] : terminal.type;
   log.info(
     {
       taskId: run.taskId,

@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import type { RunEvent } from "@agentrun/contracts";
+import { FINAL_STATUS_OF, type RunEvent } from "@agentrun/contracts";
 import { followRun, RunGoneError, type EarlyRunSubscription } from "@agentrun/events";
 import { AppError, bearerRefusal, isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
@@ -11,8 +11,6 @@ import { clearSseHeaders, openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
 import { freesItsKey } from "./idempotency";
 
-/** A run's status by its terminal event. */
-const FINAL_STATUS: Record<string, string> = { run_completed: "completed", run_failed: "failed", run_cancelled: "cancelled" };
 
 /** Undefined for an error that means the database is unreachable; any other error is thrown on. */
 const unlessUnavailable = (err: unknown): undefined => {
@@ -123,7 +121,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     if (!terminal && revoked) {
       throw bearerRefusal(API_REALM, "invalid_token", { message: "The key this request was made with was revoked while it waited for its run, which goes on.", details: { run_id: runId, task_id: taskId } });
     }
-    let final = terminal ? FINAL_STATUS[terminal.type] : undefined;
+    let final: string | undefined = terminal ? FINAL_STATUS_OF[terminal.type as keyof typeof FINAL_STATUS_OF] : undefined;
     if (!terminal) {
       // Past the wait limit (or shutting down): the run goes on; the caller polls the run or
       // follows its events. The run was accepted: a database that does not answer now makes this
