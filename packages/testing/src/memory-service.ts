@@ -15,10 +15,13 @@ export interface MemoryService {
   stop(): Promise<void>;
 }
 
-/** Starts the real memory service on a free loopback port and waits until it answers. */
-export async function startMemoryService(): Promise<MemoryService> {
+/**
+ * Starts the real memory service on a free loopback port and waits until it answers. `env` adds
+ * to (or overrides) its environment, e.g. `{ LOG_LEVEL: "info" }` to read its request lines.
+ */
+export async function startMemoryService(env: Record<string, string> = {}): Promise<MemoryService> {
   const port = await freePort();
-  const proc = startService("memory", { DATABASE_URL: testEnv().databaseUrl, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN, MEMORY_PORT: String(port), MEMORY_HOST: "127.0.0.1" });
+  const proc = startService("memory", { DATABASE_URL: testEnv().databaseUrl, INTERNAL_TOKEN: TEST_INTERNAL_TOKEN, MEMORY_PORT: String(port), MEMORY_HOST: "127.0.0.1", ...env });
   const url = `http://127.0.0.1:${port}`;
   await waitForOk(`${url}/healthz`, proc);
   return {

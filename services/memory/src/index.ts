@@ -29,9 +29,9 @@ runMain(async () => {
   const app = createApp({ prisma, logger, internalToken: config.INTERNAL_TOKEN, stop });
   const server = createServer(appMessageClasses(app), app);
   // As the gateway's server: what Node's parser refuses is answered in the contract's shape, with
-  // a request id of the kind the app makes (a UUID), and a body declared over the limit gets no
-  // 100 Continue.
-  answerMalformedRequests(server, randomUUID);
+  // a request id of the kind the app makes (a UUID), logged with its status (the app's access
+  // line never sees such a request), and a body declared over the limit gets no 100 Continue.
+  answerMalformedRequests(server, randomUUID, logger);
   continueWithinLimit(server, BODY_LIMIT_BYTES);
   // A port in use rejects here, so runMain reports it as one line.
   server.listen(port, config.MEMORY_HOST);

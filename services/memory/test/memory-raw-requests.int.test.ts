@@ -1,4 +1,4 @@
-import { rawExchange, rawHead, startMemoryService, type MemoryService } from "@agentrun/testing";
+import { eventually, rawExchange, rawHead, startMemoryService, type MemoryService } from "@agentrun/testing";
 
 // Requests sent raw to the memory service's port, as its server (not only its app) answers them:
 // what Node's parser refuses, and Expect: 100-continue. The gateway's server answers them alike.
@@ -6,8 +6,21 @@ import { rawExchange, rawHead, startMemoryService, type MemoryService } from "@a
 let service: MemoryService;
 
 beforeAll(async () => {
-  service = await startMemoryService();
+  // At info, to read the line each refused request leaves.
+  service = await startMemoryService({ LOG_LEVEL: "info" });
 });
+
+/** The memory service's JSON log lines so far. */
+function logLines(): Record<string, unknown>[] {
+  return service.process.output().split("\n").flatMap((line) => {
+    try {
+      const parsed: unknown = JSON.parse(line);
+      return parsed && typeof parsed === "object" ? [parsed as Record<string, unknown>] : [];
+    } catch {
+      return [];
+    }
+  });
+}
 
 afterAll(async () => {
   await service.stop();
@@ -22,7 +35,7 @@ it.each([
   ["an Authorization header of 20 KB", () => `GET /internal/memories HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${"a".repeat(20_000)}\r\n\r\n`, 431],
   ["Content-Length: abc", () => `POST /internal/memories HTTP/1.1\r\nhost: x\r\n${AUTHORIZED()}content-type: application/json\r\ncontent-length: abc\r\n\r\n{}`, 400],
   ["broken chunking", () => `POST /internal/memories HTTP/1.1\r\nhost: x\r\n${AUTHORIZED()}content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`, 400],
-])("what Node's parser refuses (%s) is answered in the error shape, with a request id, and the connection closes", async (_what, raw, status) => {
+])("what Node's parser refuses (%s) is answered in the error shape, with a request id the log names, and the connection closes", async (_what, raw, status) => {
   // rawExchange resolves only once the server has closed the connection.
   const answer = await rawExchange(service.url, raw());
   const [head, body] = answer.split("\r\n\r\n");
@@ -30,6 +43,10 @@ it.each([
   expect(head).toMatch(new RegExp(`\\r\\nx-request-id: ${UUID}\\r\\n`, "i"));
   expect(head).toMatch(/\r\nconnection: close(\r\n|$)/i);
   expect(JSON.parse(body!)).toEqual({ error: { code: "invalid_request", message: expect.any(String) } });
+  // The app's access line never sees such a request: the server's own line leads from the id.
+  const requestId = new RegExp(`\\r\\nx-request-id: (${UUID})\\r\\n`, "i").exec(head!)![1];
+  const line = await eventually(async () => logLines().find((l) => l.requestId === requestId), { timeoutMs: 5000, intervalMs: 50 });
+  expect(line).toMatchObject({ level: 30, service: "memory", status, code: expect.stringMatching(/^HPE_/) });
 });
 
 it("Expect: 100-continue with a body declared over the limit gets 413 without a 100 Continue", async () => {
