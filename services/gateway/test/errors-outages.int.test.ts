@@ -66,21 +66,22 @@ it("500 internal_error with a generic message on an unexpected failure, logged w
   // that is no outage, nor a schema out of date (that is 503: see readiness.int.test.ts).
   const broken = new URL(testEnv().databaseUrl);
   broken.pathname = `${broken.pathname}_broken`;
+  // A database of a previous run that did not get to drop it goes first; this one goes whatever fails.
   await dropDatabase(broken.toString());
-  await ensureDatabase(broken.toString());
-  await migrateDeploy(broken.toString());
-  const admin = new pg.Client({ connectionString: broken.toString() });
-  await admin.connect();
   try {
-    await admin.query(`
-      CREATE TABLE test_keys_shape (LIKE api_keys);
-      CREATE FUNCTION test_broken_keys() RETURNS SETOF test_keys_shape LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'api keys are broken'; END $$;
-      DROP TABLE api_keys CASCADE;
-      CREATE VIEW api_keys AS SELECT * FROM test_broken_keys();`);
-  } finally {
-    await admin.end();
-  }
-  try {
+    await ensureDatabase(broken.toString());
+    await migrateDeploy(broken.toString());
+    const admin = new pg.Client({ connectionString: broken.toString() });
+    await admin.connect();
+    try {
+      await admin.query(`
+        CREATE TABLE test_keys_shape (LIKE api_keys);
+        CREATE FUNCTION test_broken_keys() RETURNS SETOF test_keys_shape LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'api keys are broken'; END $$;
+        DROP TABLE api_keys CASCADE;
+        CREATE VIEW api_keys AS SELECT * FROM test_broken_keys();`);
+    } finally {
+      await admin.end();
+    }
     const { url, proc } = await gateway({ DATABASE_URL: broken.toString() });
     const requestId = `req-test-500-${Date.now()}`;
     await expectQuickError(`${url}/api/memory`, { headers: { ...tenant.headers, "x-request-id": requestId } }, 500, "internal_error", /^An unexpected error occurred\.$/);
