@@ -188,3 +188,4 @@ export function urlHostFor(listenHost: string | undefined): string {
 }
 
 export { onStopRequest } from "./stop-request";
+export { HIDDEN, settingsForLog } from "./settings-for-log";

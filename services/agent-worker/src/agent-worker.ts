@@ -6,6 +6,7 @@ import { isUnavailableError } from "@agentrun/errors";
 import { controlChannel, newWorkerId, recordWorkerHeartbeat, runCancelKey, workersKey } from "@agentrun/events";
 import { AGENT_RUNS_QUEUE, bullPrefix, createRunQueue, createWorker } from "@agentrun/queue";
 import { createMemoryClient } from "@agentrun/memory-client";
+import { settingsForLog } from "@agentrun/config";
 import { z } from "zod";
 import type { WorkerConfig } from "./config";
 import { agentRunProcessor } from "./jobs/agent-run.job";
@@ -137,7 +138,7 @@ export async function startAgentWorker(config: WorkerConfig, logger: Logger): Pr
     sweep("queued-run sweep", () => reviveQueuedRuns(deps, queue)),
     sweep("expired Idempotency-Key sweep", () => deleteExpiredIdempotencyKeys(prisma)),
   ];
-  log.info({ concurrency: config.WORKER_CONCURRENCY }, "agent worker started");
+  log.info({ concurrency: config.WORKER_CONCURRENCY, settings: settingsForLog(config) }, "agent worker started");
 
   let closing: Promise<boolean> | null = null;
   const close = (graceMs = config.SHUTDOWN_GRACE_MS) =>

@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import https from "node:https";
-import { loadConfig, onStopRequest, runMain } from "@agentrun/config";
+import { loadConfig, onStopRequest, runMain, settingsForLog } from "@agentrun/config";
 import { drainServer } from "@agentrun/express-server";
 import { createLogger } from "@agentrun/logger";
 import { gatewayConfigSchema } from "./config";
@@ -27,7 +27,7 @@ runMain(async () => {
   // A port in use rejects here, so runMain reports it as one line.
   server.listen(config.PORT);
   await once(server, "listening");
-  logger.info({ port: config.PORT, tls: server instanceof https.Server }, "gateway listening");
+  logger.info({ port: config.PORT, tls: server instanceof https.Server, settings: settingsForLog(config) }, "gateway listening");
   // Bundled now rather than at the first page's request; a failure is retried at each request.
   servedWidget().catch((err: unknown) => logger.error({ err }, "could not bundle the chat widget (GET /widget.js answers 500 until it can)"));
 

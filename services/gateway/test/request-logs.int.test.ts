@@ -1,25 +1,29 @@
 import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "@agentrun/db";
-import { createWidgetKey, eventually, rawExchange, readSse, runJson, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import { createWidgetKey, eventually, rawExchange, readSse, runJson, stackWithTenant, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
 
 // What the gateway's log says about a request, read from the process's output at LOG_LEVEL=info:
 // the access line names the run a request started, tells an answer the client did not wait for
 // from a success, and a request Node's parser refused leaves a line under the id it was answered with.
 const ORIGIN = "https://shop.example";
 
+const WIDGET_TOKEN_SECRET = "request-logs-test-secret-0123456789abcdef";
 let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
 
 stackWithTenant((started) => ({ stack, prisma, tenant } = started), {
-  stack: { workers: 1, memory: false, gatewayEnv: { LOG_LEVEL: "info", WIDGET_TOKEN_SECRET: "request-logs-test-secret-0123456789abcdef" } },
+  stack: { workers: 1, memory: false, gatewayEnv: { LOG_LEVEL: "info", WIDGET_TOKEN_SECRET }, workerEnv: { LOG_LEVEL: "info" } },
 });
 
 type LogLine = Record<string, any>;
 
 /** The gateway's JSON log lines so far. */
-function gatewayLines(): LogLine[] {
-  return stack.gateway.output().split("\n").flatMap((line) => {
+const gatewayLines = (): LogLine[] => linesOf(stack.gateway);
+
+/** A process's JSON log lines so far. */
+function linesOf(proc: ServiceProcess): LogLine[] {
+  return proc.output().split("\n").flatMap((line) => {
     try {
       const parsed: unknown = JSON.parse(line);
       return parsed && typeof parsed === "object" ? [parsed as LogLine] : [];
@@ -33,6 +37,17 @@ function gatewayLines(): LogLine[] {
 const accessLine = (requestId: string) => eventually(async () => gatewayLines().find((l) => l.msg === "request" && l.requestId === requestId), { timeoutMs: 10_000, intervalMs: 50 });
 
 const newRequestId = () => `logs-${randomUUID()}`;
+
+describe("the start-up lines", () => {
+  it("show the settings each process runs with, defaults included, secrets hidden", async () => {
+    const gatewayStart = await eventually(async () => gatewayLines().find((l) => l.msg === "gateway listening"));
+    expect(gatewayStart.settings).toMatchObject({ PORT: gatewayStart.port, LOG_LEVEL: "info", SSE_HEARTBEAT_MS: expect.any(Number), INTERNAL_TOKEN: "[hidden]", WIDGET_TOKEN_SECRET: "[hidden]" });
+    const worker = stack.workers[0]!;
+    const workerStart = await eventually(async () => linesOf(worker).find((l) => l.msg === "agent worker started"));
+    expect(workerStart.settings).toMatchObject({ WORKER_CONCURRENCY: workerStart.concurrency, RUN_TIMEOUT_MS: expect.any(Number), INTERNAL_TOKEN: "[hidden]" });
+    expect(stack.gateway.output()).not.toContain(WIDGET_TOKEN_SECRET);
+  });
+});
 
 describe("the gateway's access line", () => {
   it("names the run and the task a POST /api/run started", async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { once } from "node:events";
-import { loadConfig, onStopRequest, runMain } from "@agentrun/config";
+import { loadConfig, onStopRequest, runMain, settingsForLog } from "@agentrun/config";
 import { createPrisma, warmUp } from "@agentrun/db";
 import { answerMalformedRequests, appMessageClasses, continueWithinLimit, drainServer, ServerStop } from "@agentrun/express-server";
 import { createLogger } from "@agentrun/logger";
@@ -36,7 +36,7 @@ runMain(async () => {
   // A port in use rejects here, so runMain reports it as one line.
   server.listen(port, config.MEMORY_HOST);
   await once(server, "listening");
-  logger.info({ port, host: config.MEMORY_HOST ?? "every interface" }, "memory service listening");
+  logger.info({ port, host: config.MEMORY_HOST ?? "every interface", settings: settingsForLog(config) }, "memory service listening");
 
   // A second request changes nothing: open connections are cut at SHUTDOWN_GRACE_MS anyway, and
   // a process manager or a terminal may send the same request twice.

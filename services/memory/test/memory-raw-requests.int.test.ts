@@ -71,3 +71,9 @@ it("Expect: 100-continue with a body within the limit is invited and served", as
   const answer = await rawExchange(service.url, head + body);
   expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 20[01] /);
 });
+
+it("its start-up line shows the settings it runs with, the internal token hidden", async () => {
+  const start = await eventually(async () => logLines().find((l) => l.msg === "memory service listening"), { timeoutMs: 5000, intervalMs: 50 });
+  expect(start.settings).toMatchObject({ MEMORY_HOST: "127.0.0.1", MEMORY_PORT: start.port, DB_POOL_SIZE: expect.any(Number), INTERNAL_TOKEN: "[hidden]" });
+  expect(service.process.output()).not.toContain(service.token);
+});
