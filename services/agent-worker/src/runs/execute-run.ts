@@ -12,6 +12,7 @@ import { buildMessages, recentHistory, toolCallMessage } from "./prompt";
 import { loadMemories } from "./run-memories";
 import type { RunControl } from "./active-runs";
 import { logRunEnd } from "./run-end-log";
+import { TextPacer } from "./text-pacer";
 import { RunFailure, stopReasonOf } from "./run-failure";
 import type { RunDeps } from "./run-deps";
 import type { ToolCallOutcome } from "../tools/registry";
@@ -190,6 +191,8 @@ async function answer(deps: RunDeps, log: Logger, claim: ClaimedRun, cancelFlag:
     records.push({ role: "tool", content, tool: outcome.tool, action: outcome.action, params: outcome.params, result: outcome.result, toolCallId: callId });
   };
 
+  // One for the whole run: its text events are counted across model calls.
+  const text = new TextPacer((content) => writer.emit({ type: "text_chunk", content }));
   for (let step = 0; ; step++) {
     if (signal.aborted) throw new RunFailure(stopReasonOf(signal) ?? "cancel", "stopped");
     usage.modelCalls++;
@@ -207,13 +210,13 @@ async function answer(deps: RunDeps, log: Logger, claim: ClaimedRun, cancelFlag:
       maxRetries: config.MODEL_MAX_RETRIES,
       onText: (content) => {
         progress.output += content;
-        writer.emit({ type: "text_chunk", content });
+        text.push(content);
       },
       onUsage: (used) => {
         usage.promptTokens += used.promptTokens;
         usage.completionTokens += used.completionTokens;
       },
-    });
+    }).finally(() => text.flush());
     // An answer cut short while asking for tools holds a last call cut too: none is run, and the
     // run ends with what was said, as an answer cut short does.
     if (turn.toolCalls.length === 0 || turn.cutShort) {
