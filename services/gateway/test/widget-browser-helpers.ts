@@ -1,6 +1,6 @@
 import { chromium, type Browser, type BrowserContext, type Page, type Route } from "playwright-core";
 import type { PrismaClient } from "@agentrun/db";
-import { createTenant, createWidgetKey, eventually, startStack, testEnv, testPrisma, type Stack } from "@agentrun/testing";
+import { createTenant, createWidgetKey, eventually, startStack, testEnv, testPrisma, within, type Stack } from "@agentrun/testing";
 
 // What the widget's browser tests share: a real stack, Debian's Chromium driven by playwright-core,
 // widget keys that allow the gateway's own origin, and the widget's elements by their roles.
@@ -133,12 +133,23 @@ export const EVENT_REQUESTS = "**/api/v1/widget/tasks/*/runs/*/events";
  * (then `more`, each an event's `id:` and `data:` lines) before the stream ends.
  */
 export async function cutRunAfter(p: Page, n: number, more: string[] = []): Promise<void> {
+  let delivered!: () => void;
+  cutRunsDelivered.set(p, new Promise<void>((resolve) => (delivered = resolve)));
   await p.route(RUN_REQUESTS, async (route: Route) => {
     const response = await route.fetch();
     const events = (await response.text()).split("\n\n").filter((block) => block.includes("data:"));
     await route.fulfill({ response, body: [...events.slice(0, n), ...more].map((e) => `${e}\n\n`).join("") });
+    delivered();
   });
 }
+
+/**
+ * Of a page whose run requests {@link cutRunAfter} cuts: settles once the first of them has been
+ * answered. Until then the gateway is still streaming the whole run to the route (slowly on a
+ * loaded machine), and a page whose fake clock is fast-forwarded meanwhile gives up on that
+ * request (its wait for an answer's headers is a timer) before any event of it arrives.
+ */
+const cutRunsDelivered = new WeakMap<Page, Promise<void>>();
 
 /** Answers a request with `status` and the gateway's error body. */
 export const refuseWith = (route: Route, status: number) => route.fulfill({ status, contentType: "application/json", body: JSON.stringify({ error: { code: "unavailable", message: "Try again later." } }) });
@@ -148,6 +159,10 @@ export const refuseWith = (route: Route, status: number) => route.fulfill({ stat
  * stopped, and answers the note then under the last answer.
  */
 export async function untilTriesStop(p: Page): Promise<string> {
+  const delivered = cutRunsDelivered.get(p);
+  if (delivered && (await within(delivered, 30_000)) === "timed out") throw new Error("the run's request was not answered within 30 s");
+  // The page reads the answer in its own turn, after the route's: the clock stays until then.
+  await p.waitForTimeout(200);
   const note = lastAnswerOf(p).locator(".status");
   for (const deadline = Date.now() + 20_000; (await note.isHidden()) || (await p.locator(".send[disabled]").count()) > 0; ) {
     if (Date.now() > deadline) throw new Error(`the tries never stopped; answer: ${await lastAnswerOf(p).textContent()}`);
