@@ -40,6 +40,16 @@ async function staleRunningRun(): Promise<string> {
   return runId;
 }
 
+/**
+ * `count` stale running runs, made ten at a time: each is a tenant and a run, several
+ * transactions, and a hundred at once waited past the pool's connection timeout on a loaded machine.
+ */
+async function staleRunningRuns(count: number): Promise<string[]> {
+  const ids: string[] = [];
+  while (ids.length < count) ids.push(...(await Promise.all(Array.from({ length: Math.min(10, count - ids.length) }, () => staleRunningRun()))));
+  return ids;
+}
+
 const status = async (runId: string) => (await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status;
 
 it("ends a run that stays without heartbeat and job for a heartbeat TTL, not at first sight", async () => {
@@ -83,7 +93,7 @@ it("leaves a run whose job waits for a worker to that worker, unless its cancel 
 });
 
 it("reaches an orphan behind more than a page of older live runs", async () => {
-  const live = await Promise.all(Array.from({ length: 105 }, () => staleRunningRun()));
+  const live = await staleRunningRuns(105);
   await Promise.all(live.map((id) => redis.set(runHeartbeatKey(redisPrefix, id), "worker-alive", "PX", 30_000)));
   const orphan = await staleRunningRun();
   await prisma.run.update({ where: { id: orphan }, data: { startedAt: new Date(Date.now() - 100_000) } });
@@ -95,7 +105,7 @@ it("reaches an orphan behind more than a page of older live runs", async () => {
 }, 60_000);
 
 it("reaches an orphan behind a page whose last run ended while the sweep read on", async () => {
-  const live = await Promise.all(Array.from({ length: 100 }, () => staleRunningRun()));
+  const live = await staleRunningRuns(100);
   await Promise.all(live.map((id) => redis.set(runHeartbeatKey(redisPrefix, id), "worker-alive", "PX", 30_000)));
   const orphan = await staleRunningRun();
   await prisma.run.update({ where: { id: orphan }, data: { startedAt: new Date(Date.now() - 91_000) } });

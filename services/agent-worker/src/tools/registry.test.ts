@@ -226,6 +226,8 @@ describe("error messages that quote what the model sent", () => {
 describe("which calls are charged", () => {
   // The http tool may reach the local site here; everything else as in production.
   const open = new ToolRegistry({ timeoutMs: 300, maxBytes: 1000, allowPrivate: true });
+  // For calls the site answers at once (a reset, a 500): on a loaded machine 300 ms can pass first.
+  const patient = new ToolRegistry({ timeoutMs: 10_000, maxBytes: 1000, allowPrivate: true });
   // The real memory service, frozen (SIGSTOP) while a call waits for it.
   let memoryService: MemoryService;
   beforeAll(async () => {
@@ -248,7 +250,7 @@ describe("which calls are charged", () => {
 
   it("cuts an error message longer than MAX_TOOL_ERROR_CHARS (a failed fetch quotes its URL of up to 2,048 characters)", async () => {
     const url = `${siteUrl}/reset?q=${"x".repeat(2000)}`;
-    const outcome = await open.call("http_get", JSON.stringify({ url }), ["http"], ctxFor({ httpAllowlist: [host()] }));
+    const outcome = await patient.call("http_get", JSON.stringify({ url }), ["http"], ctxFor({ httpAllowlist: [host()] }));
     const { code, message } = (outcome.result as { error: { code: string; message: string } }).error;
     expect(code).toBe("fetch_failed");
     expect(message.startsWith(`Fetching ${url.slice(0, 100)}`)).toBe(true);
@@ -257,7 +259,7 @@ describe("which calls are charged", () => {
   });
 
   it("charges an http_get to an allowed host that answers 500 or does not answer: the tool ran", async () => {
-    const failed = await open.call("http_get", JSON.stringify({ url: `${siteUrl}/fail` }), ["http"], ctxFor({ httpAllowlist: [host()] }));
+    const failed = await patient.call("http_get", JSON.stringify({ url: `${siteUrl}/fail` }), ["http"], ctxFor({ httpAllowlist: [host()] }));
     expect(failed).toMatchObject({ ok: true, result: { status: 500 }, charged: true });
     const silent = await open.call("http_get", JSON.stringify({ url: `${siteUrl}/hang` }), ["http"], ctxFor({ httpAllowlist: [host()] }));
     expect(silent).toMatchObject({ ok: false, result: { error: { code: "timeout" } }, charged: true });
