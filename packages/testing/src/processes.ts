@@ -28,6 +28,21 @@ export interface ServiceProcess {
   kill(): Promise<void>;
 }
 
+/** A line of a service's JSON log, as parsed. */
+export type LogLine = Record<string, any>;
+
+/** The JSON log lines `proc` printed so far (other output, such as a stack trace, left out). */
+export function logLinesOf(proc: ServiceProcess): LogLine[] {
+  return proc.output().split("\n").flatMap((line) => {
+    try {
+      const parsed: unknown = JSON.parse(line);
+      return parsed && typeof parsed === "object" ? [parsed as LogLine] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
 /**
  * Starts `services/<service>/src/index.ts` as its own process. tsx is loaded into that process
  * (`--import tsx`) rather than run as a wrapper, so signals, including SIGKILL, reach the service.

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "@agentrun/db";
-import { eventually, runJson, stackWithTenant, watchSse, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
+import { eventually, runJson, stackWithTenant, watchSse, logLinesOf, type LogLine, type Stack, type Tenant } from "@agentrun/testing";
 
 // What the workers' logs say about a run, read from their output at LOG_LEVEL=info: one line per
 // run end carrying the gateway's request id, the end of a run taken over from a stopped worker,
@@ -22,25 +22,11 @@ let tenant: Tenant;
 
 stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { workers: 2, workerEnv } });
 
-type LogLine = Record<string, any>;
-
-/** The JSON log lines `proc` printed so far. */
-function linesOf(proc: ServiceProcess): LogLine[] {
-  return proc.output().split("\n").flatMap((line) => {
-    try {
-      const parsed: unknown = JSON.parse(line);
-      return parsed && typeof parsed === "object" ? [parsed as LogLine] : [];
-    } catch {
-      return [];
-    }
-  });
-}
-
 /** The first line of any worker that `pred` accepts, once logged, with the worker's id. */
 const workerLine = (pred: (l: LogLine) => boolean, timeoutMs = 10_000) =>
   eventually(async () => {
     for (const w of stack.workers) {
-      const line = linesOf(w).find(pred);
+      const line = logLinesOf(w).find(pred);
       if (line) return line;
     }
     return undefined;
@@ -58,7 +44,7 @@ describe("a run's end in the worker's log", () => {
     expect(ended).toMatchObject({ level: 30, runId, requestId, taskId: res.body.task_id, status: "completed", modelCalls: 2, toolCalls: 1, creditsUsed: run.creditsUsed });
     expect(ended.durationMs).toEqual(expect.any(Number));
     expect(ended).not.toHaveProperty("code");
-    expect(linesOf(stack.workerById(run.workerId!)).filter((l) => l.msg === "run ended" && l.runId === runId)).toHaveLength(1);
+    expect(logLinesOf(stack.workerById(run.workerId!)).filter((l) => l.msg === "run ended" && l.runId === runId)).toHaveLength(1);
   });
 
   it("gives a failed run's code", async () => {
@@ -86,7 +72,7 @@ describe("a run failed worker_lost by the worker that took its job over", () => 
     }
     expect((await live.result).events.at(-1)!.data).toMatchObject({ type: "run_failed", error: { code: "worker_lost" } });
     const taker = stack.workers.find((w) => w !== paused)!;
-    const line = await eventually(async () => linesOf(taker).find((l) => l.runId === runId && l.previousWorker === workerId), { timeoutMs: 5000, intervalMs: 50 });
+    const line = await eventually(async () => logLinesOf(taker).find((l) => l.runId === runId && l.previousWorker === workerId), { timeoutMs: 5000, intervalMs: 50 });
     expect(line).toMatchObject({ level: 40, msg: "ended a run whose worker stopped" });
   });
 });

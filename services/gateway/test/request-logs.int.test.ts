@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { PrismaClient } from "@agentrun/db";
-import { createWidgetKey, eventually, rawExchange, readSse, runJson, stackWithTenant, type ServiceProcess, type Stack, type Tenant } from "@agentrun/testing";
+import { createWidgetKey, eventually, rawExchange, readSse, runJson, stackWithTenant, logLinesOf, type LogLine, type Stack, type Tenant } from "@agentrun/testing";
 
 // What the gateway's log says about a request, read from the process's output at LOG_LEVEL=info:
 // the access line names the run a request started, tells an answer the client did not wait for
@@ -16,22 +16,8 @@ stackWithTenant((started) => ({ stack, prisma, tenant } = started), {
   stack: { workers: 1, memory: false, gatewayEnv: { LOG_LEVEL: "info", WIDGET_TOKEN_SECRET }, workerEnv: { LOG_LEVEL: "info" } },
 });
 
-type LogLine = Record<string, any>;
-
 /** The gateway's JSON log lines so far. */
-const gatewayLines = (): LogLine[] => linesOf(stack.gateway);
-
-/** A process's JSON log lines so far. */
-function linesOf(proc: ServiceProcess): LogLine[] {
-  return proc.output().split("\n").flatMap((line) => {
-    try {
-      const parsed: unknown = JSON.parse(line);
-      return parsed && typeof parsed === "object" ? [parsed as LogLine] : [];
-    } catch {
-      return [];
-    }
-  });
-}
+const gatewayLines = (): LogLine[] => logLinesOf(stack.gateway);
 
 /** The access line of the request whose X-Request-Id is `requestId`, once logged. */
 const accessLine = (requestId: string) => eventually(async () => gatewayLines().find((l) => l.msg === "request" && l.requestId === requestId), { timeoutMs: 10_000, intervalMs: 50 });
@@ -43,7 +29,7 @@ describe("the start-up lines", () => {
     const gatewayStart = await eventually(async () => gatewayLines().find((l) => l.msg === "gateway listening"));
     expect(gatewayStart.settings).toMatchObject({ PORT: gatewayStart.port, LOG_LEVEL: "info", SSE_HEARTBEAT_MS: expect.any(Number), INTERNAL_TOKEN: "[hidden]", WIDGET_TOKEN_SECRET: "[hidden]" });
     const worker = stack.workers[0]!;
-    const workerStart = await eventually(async () => linesOf(worker).find((l) => l.msg === "agent worker started"));
+    const workerStart = await eventually(async () => logLinesOf(worker).find((l) => l.msg === "agent worker started"));
     expect(workerStart.settings).toMatchObject({ WORKER_CONCURRENCY: workerStart.concurrency, RUN_TIMEOUT_MS: expect.any(Number), INTERNAL_TOKEN: "[hidden]" });
     expect(stack.gateway.output()).not.toContain(WIDGET_TOKEN_SECRET);
   });

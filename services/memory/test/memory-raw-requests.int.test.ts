@@ -1,4 +1,4 @@
-import { eventually, rawExchange, rawHead, startMemoryService, type MemoryService } from "@agentrun/testing";
+import { eventually, logLinesOf, rawExchange, rawHead, startMemoryService, type MemoryService } from "@agentrun/testing";
 
 // Requests sent raw to the memory service's port, as its server (not only its app) answers them:
 // what Node's parser refuses, and Expect: 100-continue. The gateway's server answers them alike.
@@ -11,16 +11,7 @@ beforeAll(async () => {
 });
 
 /** The memory service's JSON log lines so far. */
-function logLines(): Record<string, unknown>[] {
-  return service.process.output().split("\n").flatMap((line) => {
-    try {
-      const parsed: unknown = JSON.parse(line);
-      return parsed && typeof parsed === "object" ? [parsed as Record<string, unknown>] : [];
-    } catch {
-      return [];
-    }
-  });
-}
+const logLines = () => logLinesOf(service.process);
 
 afterAll(async () => {
   await service.stop();
