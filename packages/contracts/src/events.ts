@@ -63,12 +63,16 @@ export function isTerminalEvent(e: { type: string }): boolean {
   return TERMINAL_EVENT_TYPES.has(e.type as RunEventType);
 }
 
-/** The status a run ends in, by its terminal event's type. */
-export const FINAL_STATUS_OF: Readonly<Record<TerminalEvent["type"], "completed" | "failed" | "cancelled">> = {
+const FINAL_STATUS_OF: Readonly<Record<TerminalEvent["type"], "completed" | "failed" | "cancelled">> = {
   run_completed: "completed",
   run_failed: "failed",
   run_cancelled: "cancelled",
 };
+
+/** The status a run ends in, by its terminal event; undefined for any other event. */
+export function finalStatusOf(e: { type: string }): "completed" | "failed" | "cancelled" | undefined {
+  return isTerminalEvent(e) ? FINAL_STATUS_OF[e.type as TerminalEvent["type"]] : undefined;
+}
 
 /** Error codes a run can end with (stored on the run and sent in `run_failed`). */
 export const RUN_ERROR_CODES = [

@@ -1,4 +1,4 @@
-import { FINAL_STATUS_OF, type RunEvent } from "@agentrun/contracts";
+import { finalStatusOf, type RunEvent } from "@agentrun/contracts";
 import type { Logger } from "@agentrun/logger";
 import type { FinishRunUsage } from "@agentrun/run-state";
 
@@ -8,7 +8,7 @@ import type { FinishRunUsage } from "@agentrun/run-state";
  * that a run can be followed from the gateway's access line to its end.
  */
 export function logRunEnd(log: Logger, terminal: RunEvent, run: { taskId: string; durationMs: number; usage: FinishRunUsage }): void {
-  const status = terminal.type in FINAL_STATUS_OF ? FINAL_STATUS_OF[terminal.type as keyof typeof FINAL_STATUS_OF] : terminal.type;
+  const status = finalStatusOf(terminal) ?? terminal.type;
   log.info(
     {
       taskId: run.taskId,

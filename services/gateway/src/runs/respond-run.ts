@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import { FINAL_STATUS_OF, type RunEvent } from "@agentrun/contracts";
+import { finalStatusOf, type RunEvent } from "@agentrun/contracts";
 import { followRun, RunGoneError, type EarlyRunSubscription } from "@agentrun/events";
 import { AppError, bearerRefusal, isUnavailableError } from "@agentrun/errors";
 import type { GatewayDeps } from "../deps";
@@ -10,7 +10,6 @@ import { isStopping } from "../shutdown";
 import { clearSseHeaders, openSse, type SseStream } from "./sse";
 import { loadRunResult } from "./run-result";
 import { freesItsKey } from "./idempotency";
-
 
 /** Undefined for an error that means the database is unreachable; any other error is thrown on. */
 const unlessUnavailable = (err: unknown): undefined => {
@@ -121,7 +120,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     if (!terminal && revoked) {
       throw bearerRefusal(API_REALM, "invalid_token", { message: "The key this request was made with was revoked while it waited for its run, which goes on.", details: { run_id: runId, task_id: taskId } });
     }
-    let final: string | undefined = terminal ? FINAL_STATUS_OF[terminal.type as keyof typeof FINAL_STATUS_OF] : undefined;
+    let final: string | undefined = terminal ? finalStatusOf(terminal) : undefined;
     if (!terminal) {
       // Past the wait limit (or shutting down): the run goes on; the caller polls the run or
       // follows its events. The run was accepted: a database that does not answer now makes this
