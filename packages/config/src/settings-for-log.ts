@@ -21,9 +21,7 @@ function withoutPassword(value: string): string {
 
 function shown(name: string, value: unknown): unknown {
   if (SECRET_NAME.test(name)) return HIDDEN;
-  if (typeof value === "string") return withoutPassword(value);
-  if (Array.isArray(value) || (value !== null && typeof value === "object")) return JSON.parse(JSON.stringify(value)) as unknown;
-  return value;
+  return typeof value === "string" ? withoutPassword(value) : value;
 }
 
 /**
