@@ -85,6 +85,21 @@ function clusterPids(dir: string): number[] {
   return [postmaster, ...children];
 }
 
+/**
+ * Sends `signal` to the cluster's postmaster, then to its children. A child listed may be gone by
+ * its turn: a backend that exited while the postmaster was stopped is a zombie until the
+ * postmaster, continued first, reaps it; that one is skipped.
+ */
+function signalCluster(dir: string, signal: NodeJS.Signals): void {
+  for (const pid of clusterPids(dir)) {
+    try {
+      process.kill(pid, signal);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ESRCH") throw err;
+    }
+  }
+}
+
 function pgBin(name: string): string {
   const root = "/usr/lib/postgresql";
   const versions = fs.existsSync(root) ? fs.readdirSync(root).sort() : [];
@@ -116,10 +131,10 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       run("pg_ctl", ["-D", dir, "-m", "immediate", "-w", "stop"]);
     },
     freeze() {
-      for (const pid of clusterPids(dir)) process.kill(pid, "SIGSTOP");
+      signalCluster(dir, "SIGSTOP");
     },
     thaw() {
-      for (const pid of clusterPids(dir)) process.kill(pid, "SIGCONT");
+      signalCluster(dir, "SIGCONT");
     },
     async destroy() {
       try {
