@@ -1,17 +1,7 @@
-import { eventually, testEnv } from "@agentrun/testing";
+import { capturedLogger, eventually, testEnv } from "@agentrun/testing";
 import { Queue, type Job, type Worker } from "bullmq";
 import IORedis from "ioredis";
-import pino from "pino";
 import { createWorker, lostLockJobId } from "./create-worker";
-
-type Line = Record<string, any>;
-
-/** A logger writing its JSON lines into `lines`. */
-function capture() {
-  const lines: Line[] = [];
-  const logger = pino({ level: "debug" }, { write: (line: string) => lines.push(JSON.parse(line) as Line) });
-  return { lines, logger };
-}
 
 describe("createWorker's logging of a job whose lock this worker lost", () => {
   const { redisUrl, redisPrefix } = testEnv();
@@ -20,7 +10,7 @@ describe("createWorker's logging of a job whose lock this worker lost", () => {
   const connection = { url: redisUrl };
   const queue = new Queue(queueName, { connection, prefix });
   const redis = new IORedis(redisUrl);
-  const { lines, logger } = capture();
+  const { lines, logger } = capturedLogger("debug");
   const lockKey = (job: Job) => `${prefix}:${queueName}:${job.id}:lock`;
   let worker: Worker | undefined;
   afterAll(async () => {

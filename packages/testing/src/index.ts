@@ -4,6 +4,7 @@ export { createLargeFinishedRun, createTestRun, createTenant, createWidgetKey, l
 export { startStack, type Stack, type StackOptions } from "./stack";
 export { stackWithTenant, type StackWithTenant } from "./stack-fixture";
 export { testStores, type TestStores } from "./stores-fixture";
+export { capturedLogger } from "./captured-logger";
 export { freePort, logLinesOf, startService, waitForOk, type LogLine, type ServiceProcess } from "./processes";
 export { reachableAddresses } from "./listen-host";
 export { apiJson, postRun, runJson } from "./runs";

@@ -1,5 +1,4 @@
-import pino from "pino";
-import { eventually, startPrivateRedis, testEnv, type PrivateRedis } from "@agentrun/testing";
+import { capturedLogger, eventually, startPrivateRedis, testEnv, type LogLine, type PrivateRedis } from "@agentrun/testing";
 import { startAgentWorker, type AgentWorker } from "../src/agent-worker";
 import { workerConfigSchema } from "../src/config";
 import { gatewayConfigSchema } from "../../gateway/src/config";
@@ -10,10 +9,8 @@ import { createGatewayDeps } from "../../gateway/src/create-deps";
 // of reconnection attempts meanwhile, and nothing of it at error level.
 jest.setTimeout(60_000);
 
-type Line = Record<string, any>;
-const lines: Line[] = [];
 // Debug included: what goes there is counted apart from what an operator reads.
-const logger = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line) as Line) });
+const { logger, lines } = capturedLogger("debug");
 
 let redis: PrivateRedis;
 let worker: AgentWorker | undefined;
@@ -55,7 +52,7 @@ it("logs a Redis outage once per connection when it begins and once when it ends
   const down = outage.filter((l) => l.msg === "redis unreachable: retrying until it is back");
   const back = outage.filter((l) => l.msg === "redis reachable again");
   // The counts first: one line per connection each way, the outage's warnings its down lines, no error.
-  const counts = (ls: Line[]) => ({ down: down.length, back: back.length, warnings: ls.filter((l) => l.level === WARN).length, errors: ls.filter((l) => l.level >= 50).length });
+  const counts = (ls: LogLine[]) => ({ down: down.length, back: back.length, warnings: ls.filter((l) => l.level === WARN).length, errors: ls.filter((l) => l.level >= 50).length });
   expect(counts(outage)).toEqual({ down: CONNECTIONS.length, back: CONNECTIONS.length, warnings: CONNECTIONS.length, errors: 0 });
   expect(down.map((l) => l.connection).sort()).toEqual([...CONNECTIONS].sort());
   for (const l of down) expect(l).toMatchObject({ level: WARN, err: expect.stringMatching(/ECONNREFUSED|closed/) });

@@ -1,6 +1,5 @@
 import request from "supertest";
-import pino from "pino";
-import { createTenant, testEnv, type Tenant } from "@agentrun/testing";
+import { capturedLogger, createTenant, testEnv, type Tenant } from "@agentrun/testing";
 import { createApp } from "../src/app";
 import { gatewayConfigSchema } from "../src/config";
 import { createGatewayDeps } from "../src/create-deps";
@@ -12,12 +11,11 @@ let deps: GatewayDeps;
 let close: () => Promise<void>;
 let app: ReturnType<typeof createApp>;
 let tenant: Tenant;
-const lines: string[] = [];
+const { logger, lines } = capturedLogger("info");
 
 beforeAll(async () => {
   const { databaseUrl, redisUrl, redisPrefix } = testEnv();
   const config = gatewayConfigSchema.parse({ DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_PREFIX: `${redisPrefix}:agent-id`, LOG_LEVEL: "info" });
-  const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(line) });
   ({ deps, close } = createGatewayDeps(config, logger));
   tenant = await createTenant(deps.prisma);
   app = createApp(deps);
@@ -42,9 +40,9 @@ describe("X-Agent-Id holding an API key", () => {
     expect(res.body).toEqual({
       error: { code: "agent_not_found", message: "No agent has the id given in X-Agent-Id; it looks like an API key, which belongs in Authorization." },
     });
-    expect(lines.some((l) => l.includes("agent_not_found"))).toBe(true);
+    expect(lines.some((l) => JSON.stringify(l).includes("agent_not_found"))).toBe(true);
     const secret = tenant.apiKey.slice("ar_live_".length);
-    expect(lines.filter((l) => l.includes(secret))).toEqual([]);
+    expect(lines.filter((l) => JSON.stringify(l).includes(secret))).toEqual([]);
     expect(res.text).not.toContain(secret);
   });
 

@@ -1,8 +1,7 @@
-import pino from "pino";
 import supertest from "supertest";
 import type { Express } from "express";
 import { createPrisma, type PrismaClient } from "@agentrun/db";
-import { createTenant, eventually, startPgRelay, testEnv, testPrisma, type PgRelay, type Tenant } from "@agentrun/testing";
+import { capturedLogger, createTenant, eventually, type LogLine, startPgRelay, testEnv, testPrisma, type PgRelay, type Tenant } from "@agentrun/testing";
 import { createApp } from "../src/app";
 import { gatewayConfigSchema } from "../src/config";
 import { createGatewayDeps } from "../src/create-deps";
@@ -13,13 +12,8 @@ import { createApp as createMemoryApp } from "../../memory/src/app";
 // line with the outage's duration when it returns, rather than nothing but the requests' errors.
 jest.setTimeout(60_000);
 
-type Line = Record<string, any>;
-const capture = () => {
-  const lines: Line[] = [];
-  return { lines, logger: pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line) as Line) }) };
-};
-const gatewayLog = capture();
-const memoryLog = capture();
+const gatewayLog = capturedLogger("debug");
+const memoryLog = capturedLogger("debug");
 
 let relay: PgRelay;
 let direct: PrismaClient;
@@ -75,7 +69,7 @@ it("logs a database outage once when it begins and once when it ends, with its d
   expect((await supertest(memory).get("/readyz")).status).toBe(503);
   relay.setDown(false);
   // Seen by the next probe or the watch's recheck, whichever comes first: none are sent here.
-  const seen = (lines: Line[], n: number) => lines.slice(n).some((l) => l.msg === BACK);
+  const seen = (lines: LogLine[], n: number) => lines.slice(n).some((l) => l.msg === BACK);
   await eventually(async () => seen(gatewayLog.lines, from.gateway) && seen(memoryLog.lines, from.memory), { timeoutMs: 10_000 }).catch(() => {});
 
   for (const [service, lines] of [["gateway", gatewayLog.lines.slice(from.gateway)], ["memory", memoryLog.lines.slice(from.memory)]] as const) {

@@ -2,8 +2,8 @@ import { createHash, randomUUID } from "node:crypto";
 import { createServer, request, type Server } from "node:http";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
-import pino from "pino";
 import type { Prisma } from "@agentrun/db";
+import { capturedLogger } from "@agentrun/testing";
 import { createApp } from "../src/app";
 import { AUTH, TOKEN, newScope, memoryAppForFile } from "./memory-app.fixture";
 
@@ -12,11 +12,10 @@ import { AUTH, TOKEN, newScope, memoryAppForFile } from "./memory-app.fixture";
 
 const t = memoryAppForFile();
 let server: Server;
-/** The service's log lines. */
-const logged: Record<string, unknown>[] = [];
+/** The service's logger, and the lines it wrote. */
+const { logger, lines: logged } = capturedLogger("info");
 
 beforeAll(async () => {
-  const logger = pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line)) });
   server = createServer(createApp({ prisma: t.prisma, logger, internalToken: TOKEN })).listen(0, "127.0.0.1");
   await once(server, "listening");
 });

@@ -1,8 +1,7 @@
 import express from "express";
 import request from "supertest";
-import pino from "pino";
 import { createLogger } from "@agentrun/logger";
-import { eventually } from "@agentrun/testing";
+import { capturedLogger, eventually } from "@agentrun/testing";
 import { requestId } from "./request-id.middleware";
 
 const app = express();
@@ -43,9 +42,8 @@ describe("requestId", () => {
 
 describe("requestId: req.log", () => {
   /** An app whose logger writes JSON lines into `lines`, at `level`. */
-  function loggedApp(level: string) {
-    const lines: Record<string, unknown>[] = [];
-    const logger = pino({ level }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+  function loggedApp(level: "info" | "warn") {
+    const { logger, lines } = capturedLogger(level);
     const logged = express();
     logged.use(requestId(logger));
     logged.get("/warn", (req, res) => {
