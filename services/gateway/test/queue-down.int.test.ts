@@ -89,7 +89,7 @@ it("a streaming run that can be neither queued nor followed (Redis gone) still e
   }
 }, 20_000);
 
-it("a JSON run that cannot be queued answers 503 unavailable, and the run is stored failed", async () => {
+it("a JSON run that cannot be queued answers 503 unavailable naming the run and its task, and the run is stored failed", async () => {
   const res = await fetch(`${url}/api/run`, {
     method: "POST",
     headers: { ...tenant.headers, "content-type": "application/json" },
@@ -97,10 +97,12 @@ it("a JSON run that cannot be queued answers 503 unavailable, and the run is sto
     signal: AbortSignal.timeout(15_000),
   });
   expect(res.status).toBe(503);
-  expect(((await res.json()) as { error: { code: string } }).error.code).toBe("unavailable");
+  const { error } = (await res.json()) as { error: { code: string; details?: unknown } };
   const runs = await prisma.run.findMany({ where: { orgId: tenant.orgId, query: "hello again" } });
   expect(runs).toHaveLength(1);
   expect(runs[0]).toMatchObject({ status: "failed", errorCode: "unavailable" });
+  // The client can tell which task holds the failed run (and its query), to retry elsewhere or clean up.
+  expect(error).toMatchObject({ code: "unavailable", details: { run_id: runs[0]!.id, task_id: runs[0]!.taskId } });
 }, 20_000);
 
 it("a run that cannot be queued does not use up its Idempotency-Key", async () => {

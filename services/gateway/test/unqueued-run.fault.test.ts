@@ -96,6 +96,7 @@ it("fails the run while Redis is down: 503, stored failed and refunded, the key 
   expect(res.body.error.code).toBe("unavailable");
   const run = await prisma.run.findFirstOrThrow({ where: { taskId, query: "unqueued" } });
   expect(run).toMatchObject({ status: "failed", errorCode: "unavailable", creditsUsed: 0, workerId: null });
+  expect(res.body.error.details).toEqual({ run_id: run.id, task_id: taskId });
   expect(await prisma.idempotencyKey.count({ where: { orgId: tenant.orgId, key } })).toBe(0);
   expect(await balance()).toBe(before);
 

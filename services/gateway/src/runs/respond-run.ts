@@ -138,7 +138,7 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     else if (result === null) throw taskDeleted(taskId, runId, final ?? "stopped");
     // A replay (same Idempotency-Key) of a run that never executed for an outage: that does not
     // use up the key, and is answered as the first request was.
-    else if (!input.sent && freesItsKey(result)) throw new AppError("unavailable", { message: result.error!.message });
+    else if (!input.sent && freesItsKey(result)) throw new AppError("unavailable", { message: result.error!.message, details: { run_id: runId, task_id: taskId } });
     else res.status(200).json({ ...result, ...input.extra });
   } finally {
     clearTimeout(timer);

@@ -75,7 +75,7 @@ async function recordQueueAndAnswer(deps: GatewayDeps, req: Request, res: Respon
   if (!listening) early.close();
   let enqueued: Enqueued;
   try {
-    enqueued = await enqueueCreatedRun(deps, log, { runId, query: run.query, unqueued: run.unqueued }, req.id);
+    enqueued = await enqueueCreatedRun(deps, log, { runId, taskId, query: run.query, unqueued: run.unqueued }, req.id);
   } catch (err) {
     early.close();
     if (!sse || !(err instanceof UnqueuedRunError)) throw err;
@@ -124,7 +124,7 @@ async function subscribed(early: EarlyRunSubscription): Promise<boolean> {
  * this throws 503 `unavailable`: nothing would ever pick the run up. When it cannot be failed
  * either, it is left queued and held (see {@link Enqueued}): it is still going to run.
  */
-async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunToStart, "runId" | "query" | "unqueued">, requestId: string): Promise<Enqueued> {
+async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunToStart, "runId" | "query" | "unqueued"> & { taskId: string }, requestId: string): Promise<Enqueued> {
   try {
     await enqueueRun(deps.queue, { runId: run.runId, requestId });
     return "queued";
@@ -140,17 +140,22 @@ async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunTo
     // Not queued any more: the add reached Redis after all and a worker claimed the run.
     if (!terminal) return "queued";
     await run.unqueued?.().catch((e) => log.error({ err: e }, "could not release what the unqueued run held"));
-    throw new UnqueuedRunError(terminal, err);
+    throw new UnqueuedRunError(terminal, run, err);
   }
 }
 
-/** 503 `unavailable` for a run the queue could not take, with the terminal event it was ended with. */
+/**
+ * 503 `unavailable` for a run the queue could not take, with the terminal event it was ended with.
+ * Its details name the run and its task, which hold the failed run and the user's query: a retry
+ * under the same task adds the query to its history again.
+ */
 class UnqueuedRunError extends AppError {
   constructor(
     readonly terminal: RunEvent,
+    run: { runId: string; taskId: string },
     cause: unknown,
   ) {
-    super("unavailable", { message: "The run queue is unavailable; retry shortly.", cause });
+    super("unavailable", { message: "The run queue is unavailable; retry shortly.", details: { run_id: run.runId, task_id: run.taskId }, cause });
   }
 }
 
