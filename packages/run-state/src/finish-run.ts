@@ -246,16 +246,26 @@ export async function failRun(deps: FinishRunDeps, run: { id: string; query: str
 
 /**
  * Ends a running run whose worker is gone (a sweeper or a worker taking over its job does this):
- * `cancelled` when it was asked to stop (its cancel flag is set: the cancel reached no live
- * worker), with what it had said (the text its events streamed in its last model call) as its
- * output, failed with `error` otherwise; either way with the messages and tool calls its events
- * show (see `fromEvents`). What it consumed is unknown here, so it costs nothing.
- * False if it had ended already.
+ * `cancelled` when it was asked to stop (the cancel reached no live worker), with what it had
+ * said (the text its events streamed in its last model call) as its output, failed with `error`
+ * otherwise; either way with the messages and tool calls its events show (see `fromEvents`).
+ * What it consumed is unknown here, so it costs nothing. False if it had ended already.
  */
 export async function endAbandonedRun(deps: FinishRunDeps, run: { id: string; query: string }, error: { code: string; message: string }): Promise<boolean> {
-  const cancelled = await deps.redis.exists(runCancelKey(deps.redisPrefix, run.id)).catch(() => 0);
+  const cancelled = await cancelAskedFor(deps, run.id);
   const end = cancelled ? { status: "cancelled" as const } : { status: "failed" as const, error };
   return (await finishRun(deps, { runId: run.id, ...end, messages: [{ role: "user", content: run.query }], fromEvents: true })) !== null;
+}
+
+/**
+ * Whether a cancel of the run was asked for: recorded on its row (committed before the cancel
+ * sets the run's Redis flag, and kept when Redis lost the flag or cannot be read now), or flagged
+ * in Redis.
+ */
+async function cancelAskedFor(deps: FinishRunDeps, runId: string): Promise<boolean> {
+  const row = await deps.prisma.run.findUnique({ where: { id: runId }, select: { cancelRequestedAt: true } });
+  if (row?.cancelRequestedAt) return true;
+  return (await deps.redis.exists(runCancelKey(deps.redisPrefix, runId)).catch(() => 0)) > 0;
 }
 
 function terminalFor(input: FinishRunInput): RunEventInput {

@@ -181,6 +181,17 @@ it("keeps what a cancelled run had said and done when its worker is gone: its st
   expect((await readDbEvents({ prisma }, runId)).map((e) => e.type)).toEqual(["run_started", "text_chunk", "tool_call", "tool_result", "text_chunk", "text_chunk", "run_cancelled"]);
 });
 
+it("ends cancelled a run whose cancel is recorded on its row though its Redis flag is gone (Redis lost it, or the cancel's flag was never set)", async () => {
+  const { runId, writer } = await runOfW1();
+  writer.emit({ type: "text_chunk", content: "Hel" });
+  await writer.drain();
+  await prisma.run.update({ where: { id: runId }, data: { cancelRequestedAt: new Date() } });
+  await redis.del(runCancelKey(redisPrefix, runId));
+  expect(await endAbandonedRun(deps(), { id: runId, query: "q" }, lost)).toBe(true);
+  expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "cancelled", output: "Hel", errorCode: null, creditsUsed: 0 });
+  expect((await readDbEvents({ prisma }, runId)).map((e) => e.type)).toEqual(["run_started", "text_chunk", "run_cancelled"]);
+});
+
 describe("an end whose answer was lost after it committed", () => {
   it("is the worker's end all the same: returned and published, not taken for someone else's", async () => {
     const relay = await startPgRelay(testEnv().databaseUrl);
