@@ -213,6 +213,27 @@ describe("an end whose answer was lost after it committed", () => {
     }
   }, 30_000);
 
+  it("is the worker's end all the same when the run's recorded cancel stored it as run_cancelled", async () => {
+    const relay = await startPgRelay(testEnv().databaseUrl);
+    const relayed = testPrisma(relay.url);
+    try {
+      const { runId, writer } = await runOfW1();
+      writer.emit({ type: "text_chunk", content: "a" });
+      // A cancel answered while the run's last model call was finishing: the end is stored cancelled.
+      await prisma.run.update({ where: { id: runId }, data: { cancelRequestedAt: new Date() } });
+      await relayed.$queryRaw`SELECT 1`;
+      relay.cutAfterNextAnswer();
+      const terminal = await finishRun({ prisma: relayed, redis, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer, retryForMs: 5_000 });
+      expect(relay.cuts()).toBe(1);
+      expect(terminal).toMatchObject({ type: "run_cancelled", seq: 3, run_id: runId });
+      expect((await logEvents(runId)).filter((e) => e.seq === 3)).toEqual([terminal]);
+      expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "cancelled", output: "a", lastSeq: 3 });
+    } finally {
+      await relayed.$disconnect();
+      await relay.close();
+    }
+  }, 30_000);
+
   /**
    * Runs `finish` (an end of `runId` through a relay that loses the end's statement on its way)
    * while another party holds the run, in a transaction begun with `claim` (`$1` the run id), and

@@ -23,15 +23,17 @@ export async function publishStoredTerminal(deps: EventStore, runId: string): Pr
 
 /**
  * The stored terminal event of the run if it is `terminal`, stored by an earlier attempt of the
- * same end whose answer was lost: same type, seq and error, and the run still held under
- * `writerId` (a taker changes it). Otherwise null, once the end someone else stored is published.
+ * same end whose answer was lost: same type (or run_cancelled for run_completed: the end of a run
+ * whose cancel was recorded is stored so), seq and error, and the run still held under `writerId`
+ * (a taker changes it). Otherwise null, once the end someone else stored is published.
  */
 export async function endStoredBefore(deps: EventStore, runId: string, terminal: RunEvent, writerId: string | undefined): Promise<RunEvent | null> {
   const run = await deps.prisma.run.findUnique({ where: { id: runId }, select: { lastSeq: true, workerId: true } });
   const [last] = run && run.lastSeq === terminal.seq ? await readDbEvents(deps, runId, run.lastSeq - 1) : [];
   const errorOf = (e: unknown) => (e as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
   const sameError = errorOf(last)?.code === errorOf(terminal)?.code && errorOf(last)?.message === errorOf(terminal)?.message;
-  const ours = last?.type === terminal.type && last.seq === terminal.seq && sameError && (writerId === undefined || run?.workerId === writerId);
+  const sameType = last?.type === terminal.type || (last?.type === "run_cancelled" && terminal.type === "run_completed");
+  const ours = sameType && last?.seq === terminal.seq && sameError && (writerId === undefined || run?.workerId === writerId);
   if (ours) return last;
   await publishStoredTerminal(deps, runId);
   return null;
