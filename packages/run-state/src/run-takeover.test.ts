@@ -193,45 +193,39 @@ it("ends cancelled a run whose cancel is recorded on its row though its Redis fl
 });
 
 describe("an end whose answer was lost after it committed", () => {
-  it("is the worker's end all the same: returned and published, not taken for someone else's", async () => {
+  /** Ends a run of w1 that said "a" as completed, through a relay that loses the end's answer, after `before` (given the run id). */
+  async function endLosingItsAnswer(before: (runId: string) => Promise<unknown> = async () => {}) {
     const relay = await startPgRelay(testEnv().databaseUrl);
     const relayed = testPrisma(relay.url);
     try {
       const { runId, writer } = await runOfW1();
       writer.emit({ type: "text_chunk", content: "a" });
+      await before(runId);
       // Opens the relayed pool's connection, so that the next statement sent is the end.
       await relayed.$queryRaw`SELECT 1`;
       relay.cutAfterNextAnswer();
       const terminal = await finishRun({ prisma: relayed, redis, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer, retryForMs: 5_000 });
       expect(relay.cuts()).toBe(1);
-      expect(terminal).toMatchObject({ type: "run_completed", seq: 3, run_id: runId });
-      expect((await logEvents(runId)).filter((e) => e.type === "run_completed")).toEqual([terminal]);
-      expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "completed", output: "a", lastSeq: 3 });
+      return { runId, terminal };
     } finally {
       await relayed.$disconnect();
       await relay.close();
     }
+  }
+
+  it("is the worker's end all the same: returned and published, not taken for someone else's", async () => {
+    const { runId, terminal } = await endLosingItsAnswer();
+    expect(terminal).toMatchObject({ type: "run_completed", seq: 3, run_id: runId });
+    expect((await logEvents(runId)).filter((e) => e.type === "run_completed")).toEqual([terminal]);
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "completed", output: "a", lastSeq: 3 });
   }, 30_000);
 
   it("is the worker's end all the same when the run's recorded cancel stored it as run_cancelled", async () => {
-    const relay = await startPgRelay(testEnv().databaseUrl);
-    const relayed = testPrisma(relay.url);
-    try {
-      const { runId, writer } = await runOfW1();
-      writer.emit({ type: "text_chunk", content: "a" });
-      // A cancel answered while the run's last model call was finishing: the end is stored cancelled.
-      await prisma.run.update({ where: { id: runId }, data: { cancelRequestedAt: new Date() } });
-      await relayed.$queryRaw`SELECT 1`;
-      relay.cutAfterNextAnswer();
-      const terminal = await finishRun({ prisma: relayed, redis, redisPrefix }, { runId, status: "completed", output: "a", messages: [], writer, retryForMs: 5_000 });
-      expect(relay.cuts()).toBe(1);
-      expect(terminal).toMatchObject({ type: "run_cancelled", seq: 3, run_id: runId });
-      expect((await logEvents(runId)).filter((e) => e.seq === 3)).toEqual([terminal]);
-      expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "cancelled", output: "a", lastSeq: 3 });
-    } finally {
-      await relayed.$disconnect();
-      await relay.close();
-    }
+    // A cancel answered while the run's last model call was finishing: the end is stored cancelled.
+    const { runId, terminal } = await endLosingItsAnswer((id) => prisma.run.update({ where: { id }, data: { cancelRequestedAt: new Date() } }));
+    expect(terminal).toMatchObject({ type: "run_cancelled", seq: 3, run_id: runId });
+    expect((await logEvents(runId)).filter((e) => e.seq === 3)).toEqual([terminal]);
+    expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "cancelled", output: "a", lastSeq: 3 });
   }, 30_000);
 
   /**
