@@ -1,4 +1,4 @@
-import type { PrismaClient, Plan } from "@agentrun/db";
+import { Prisma, type PrismaClient, type Plan } from "@agentrun/db";
 import { runReservation } from "@agentrun/credits";
 import { LookupCache } from "../auth/lookup-cache";
 import type { KeyChecker } from "../auth/revocation-watch";
@@ -29,6 +29,13 @@ export function normalizeOrigin(value: string): string | null {
     return null;
   }
 }
+
+/**
+ * Whether any widget key lists `origin`, on the GIN index of the keys' origins (a preflight from
+ * an origin nobody allows must not scan every key).
+ */
+export const originAllowedSql = (origin: string): Prisma.Sql =>
+  Prisma.sql`SELECT EXISTS (SELECT 1 FROM widget_keys WHERE allowed_origins @> ARRAY[${origin}]::text[]) AS allowed`;
 
 /**
  * Short-lived lookups of widget keys, and of whether any key allows an origin (what a
@@ -87,8 +94,8 @@ export class WidgetKeyCache implements KeyChecker {
   async anyKeyAllows(origin: string): Promise<boolean> {
     const allowed = await this.origins.getOrLoad(origin, async () => {
       // The admin CLI stores origins normalized (URL.origin), so an exact match suffices.
-      const row = await this.prisma.widgetKey.findFirst({ where: { allowedOrigins: { has: origin } }, select: { id: true } });
-      return row ? true : null;
+      const [row] = await this.prisma.$queryRaw<{ allowed: boolean }[]>(originAllowedSql(origin));
+      return row?.allowed ? true : null;
     });
     return allowed === true;
   }
