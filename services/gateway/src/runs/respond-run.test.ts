@@ -95,7 +95,7 @@ describe("respondWithRun (JSON)", () => {
     const { runId, taskId } = await queuedRun();
     expect(await failRun(store(), { id: runId, query: "q" }, { code: "unavailable", message: "The run queue is unavailable." }, { onlyIfQueued: true })).toBe(true);
     const res = await request(app({ runId, taskId }, working)).post("/run");
-    expect([res.status, res.body.error]).toEqual([503, { code: "unavailable", message: "The run queue is unavailable." }]);
+    expect([res.status, res.body.error]).toEqual([503, { code: "unavailable", message: "The run queue is unavailable.", details: { run_id: runId, task_id: taskId } }]);
   });
 
   it("answers a replay of a queued run 202 queued when the database does not answer at the end of the wait: run_started alone is no sign of running", async () => {
