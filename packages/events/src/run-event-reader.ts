@@ -99,9 +99,12 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         if (isTerminalEvent(ev)) return finish(ev);
       }
       // The run is active again after a quiet spell: its next check comes soon, not a minute on
-      // (an end whose publish is lost is then found within the first interval).
+      // (an end whose publish is lost is then found within the first interval), also when what
+      // came is held behind a gap (delivering nothing yet: the checks that fill it start over).
       if (scheduledMs > basePollMs && poll) {
         clearTimeout(poll);
+        pollMs = basePollMs;
+        idlePolls = 0;
         schedulePoll();
       }
     };
@@ -193,7 +196,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         if (!finished && !covered && (endKnown || read.some(isTerminalEvent)) && endPending()) {
           if (!(await runExists(opts.prisma, runId))) return gone();
           while (!finished && pending.size > 0) {
-            next = Math.min(...pending.keys());
+            next = lowestSeq(pending);
             deliver();
           }
         }
@@ -252,4 +255,11 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       })
       .catch((err) => finish(null, err));
   });
+}
+
+/** The lowest key of `pending` (a loop: a spread of a run's many held events would overflow the stack). */
+function lowestSeq(pending: ReadonlyMap<number, unknown>): number {
+  let lowest = Infinity;
+  for (const seq of pending.keys()) if (seq < lowest) lowest = seq;
+  return lowest;
 }
