@@ -69,7 +69,7 @@ describe("an API key revoked while its answers are open", () => {
   });
 });
 
-describe("a widget key revoked while a visitor's stream is open", () => {
+describe("a widget key revoked while a visitor's answers are open", () => {
   it("ends the stream within about a second", async () => {
     const origin = "https://shop.example";
     const t = await createTenant(prisma);
@@ -81,5 +81,26 @@ describe("a widget key revoked while a visitor's stream is open", () => {
     expect(await within(stream.result, 6000)).not.toBe("timed out");
     expect(Date.now() - revokedAt).toBeLessThan(ENDED_WITHIN_MS);
     expect(stream.events.at(-1).type).toBe("text_chunk");
+  });
+
+  it("answers a visitor's JSON request waiting for its run 401 without a bearer challenge, readable by the page, and the run goes on", async () => {
+    const origin = "https://shop.example";
+    const t = await createTenant(prisma);
+    const key = await createWidgetKey(prisma, t.agentId, [origin]);
+    const waiting = fetch(`${stack.gatewayUrl}/api/v1/widget/run`, {
+      method: "POST",
+      headers: { "x-widget-key": key, origin, "content-type": "application/json" },
+      body: JSON.stringify({ query: LONG, stream: false }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    const run = await eventually(() => prisma.run.findFirst({ where: { orgId: t.orgId, status: "running" } }));
+    await prisma.widgetKey.update({ where: { key }, data: { revokedAt: new Date() } });
+    const answer = await waiting;
+    const body = (await answer.json()) as any;
+    expect({ status: answer.status, code: body.error?.code }).toEqual({ status: 401, code: "unauthorized" });
+    expect(answer.headers.get("www-authenticate")).toBeNull();
+    expect(answer.headers.get("access-control-allow-origin")).toBe(origin);
+    expect(body.error.details).toEqual({ run_id: run.id, task_id: run.taskId });
+    await eventually(async () => (await runStatus(run.id)) === "completed", { timeoutMs: 30_000 });
   });
 });

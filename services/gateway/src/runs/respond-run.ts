@@ -118,7 +118,9 @@ export async function respondWithRun(deps: GatewayDeps, req: Request, res: Respo
     // The run was accepted: the answer names it, so that the caller follows it with another key
     // rather than starting (and paying for) a second one.
     if (!terminal && revoked) {
-      throw bearerRefusal(API_REALM, "invalid_token", { message: "The key this request was made with was revoked while it waited for its run, which goes on.", details: { run_id: runId, task_id: taskId } });
+      const refusal = { message: "The key this request was made with was revoked while it waited for its run, which goes on.", details: { run_id: runId, task_id: taskId } };
+      // A widget key is no bearer credential: its 401 carries no challenge, as at its check.
+      throw req.widget ? new AppError("unauthorized", refusal) : bearerRefusal(API_REALM, "invalid_token", refusal);
     }
     let final: string | undefined = terminal ? finalStatusOf(terminal) : undefined;
     if (!terminal) {
