@@ -1,5 +1,5 @@
 import type { ModelUsage } from "./model-call";
-import { MAX_ANSWER_CHARS, MAX_REASONING_CHARS, MAX_REPORTED_TOKENS, MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS_PER_ANSWER } from "./model-limits";
+import { MAX_ANSWER_CHARS, MAX_REASONING_CHARS, MAX_REPORTED_TOKENS, MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALL_ID_CHARS, MAX_TOOL_CALLS_PER_ANSWER, MAX_TOOL_NAME_CHARS } from "./model-limits";
 import { chunk, scriptedProvider, toolCall } from "./model-call.fixture";
 import { RunFailure } from "./run-failure";
 
@@ -60,6 +60,21 @@ describe("callModel", () => {
     provider.script = [start, ...Array.from({ length: 14 }, () => more), chunk({ tool_calls: [{ index: 1, id: "call_2", function: { name: "calc", arguments: piece } }] })];
     const { turn } = await call();
     expect(turn.toolCalls.map((c) => c.arguments.length)).toEqual([15 + 14 * piece.length, piece.length]);
+  });
+
+  it(`fails with model_bad_response once a tool call's name passes ${MAX_TOOL_NAME_CHARS} characters or its id ${MAX_TOOL_CALL_ID_CHARS}`, async () => {
+    // A name streamed in pieces that never repeat what came before: each is the next piece.
+    const piece = (c: string) => chunk({ tool_calls: [{ index: 0, function: { name: c.repeat(100) } }] });
+    provider.script = [chunk({ tool_calls: [{ index: 0, id: "call_1", function: { name: "calc" } }] }), ...Array.from({ length: 4000 }, (_, i) => piece(i % 2 ? "a" : "b"))];
+    const named = await failure({});
+    expect(named.err).toMatchObject({ code: "model_bad_response", message: `The model sent a tool call name of more than ${MAX_TOOL_NAME_CHARS} characters.` });
+    provider.script = [chunk({ tool_calls: [{ index: 0, id: "c".repeat(MAX_TOOL_CALL_ID_CHARS + 1), function: { name: "calc", arguments: "{}" } }] })];
+    const identified = await failure({});
+    expect(identified.err).toMatchObject({ code: "model_bad_response", message: `The model sent a tool call id of more than ${MAX_TOOL_CALL_ID_CHARS} characters.` });
+    // At the limits, they are taken.
+    provider.script = [chunk({ tool_calls: [{ index: 0, id: "c".repeat(MAX_TOOL_CALL_ID_CHARS), function: { name: "n".repeat(MAX_TOOL_NAME_CHARS), arguments: "{}" } }] })];
+    const { turn } = await call();
+    expect(turn.toolCalls.map((c) => [c.id.length, c.name.length])).toEqual([[MAX_TOOL_CALL_ID_CHARS, MAX_TOOL_NAME_CHARS]]);
   });
 
   it(`fails with model_bad_response once an answer's reasoning passes ${MAX_REASONING_CHARS} characters`, async () => {

@@ -9,7 +9,7 @@ import { completionChunks, type StreamedResponse } from "./completion-chunks";
 import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
 import { retryWaitMs } from "./model-retry";
 import { ToolCallDeltas, type ModelToolCall } from "./tool-call-deltas";
-import { DRAIN_AFTER_DONE_MS, DRAIN_AFTER_FINISH_MS, MAX_ANSWER_CHARS, MAX_REASONING_CHARS, MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALLS_PER_ANSWER, reportedTokens } from "./model-limits";
+import { DRAIN_AFTER_DONE_MS, DRAIN_AFTER_FINISH_MS, MAX_ANSWER_CHARS, MAX_REASONING_CHARS, MAX_TOOL_CALLS_PER_ANSWER, reportedTokens } from "./model-limits";
 
 export type { ModelToolCall } from "./tool-call-deltas";
 
@@ -212,7 +212,8 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
           if (!tc || typeof tc !== "object") throw new RunFailure("model_bad_response", "The model sent a tool call that is not an object.");
           // (What the call consumed is reported by the catch below, as for any failure of an accepted call.)
           if (!calls.add(tc)) throw new RunFailure("model_bad_response", `The model requested more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls in one answer.`);
-          if (calls.argumentsChars > MAX_TOOL_ARGUMENTS_CHARS) throw new RunFailure("model_bad_response", `The model sent tool call arguments of more than ${MAX_TOOL_ARGUMENTS_CHARS} characters in one answer.`);
+          const over = calls.overLimit();
+          if (over) throw new RunFailure("model_bad_response", over);
         }
       }
     }

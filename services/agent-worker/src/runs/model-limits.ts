@@ -23,6 +23,15 @@ export const MAX_TOOL_ARGUMENTS_CHARS = 1024 * 1024;
 export const MAX_REASONING_CHARS = 4 * 1024 * 1024;
 
 /**
+ * Longest name and id of one tool call (tool names are a few dozen characters, providers' call
+ * ids about as long): a model that streams either without end fails the call with
+ * `model_bad_response`, rather than filling the worker's memory and every later request's
+ * conversation.
+ */
+export const MAX_TOOL_NAME_CHARS = 256;
+export const MAX_TOOL_CALL_ID_CHARS = 512;
+
+/**
  * Most characters of text one answer may have (about 4 million tokens, beyond any model's
  * output limit): a model that streams text without end fails the call with `model_bad_response`.
  */

@@ -1,4 +1,5 @@
 import { storableText } from "@agentrun/db";
+import { MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALL_ID_CHARS, MAX_TOOL_NAME_CHARS } from "./model-limits";
 
 /** A tool call of a model's answer. */
 export interface ModelToolCall {
@@ -39,6 +40,9 @@ export class ToolCallDeltas {
 
   /** The characters of every call's arguments so far. */
   argumentsChars = 0;
+  /** The longest name and id of a call so far. */
+  private longestName = 0;
+  private longestId = 0;
 
   constructor(private readonly maxCalls: number) {}
 
@@ -66,12 +70,22 @@ export class ToolCallDeltas {
     // A name that is not text is not taken (a call left without a name fails the answer); for arguments see argumentsText.
     const name = delta.function?.name;
     if (typeof name === "string" && name) call.name = mergedName(call.name, storableText(name));
+    this.longestName = Math.max(this.longestName, call.name.length);
+    this.longestId = Math.max(this.longestId, call.id.length);
     const args = argumentsText(delta.function?.arguments);
     if (args !== null) {
       call.arguments += args;
       this.argumentsChars += args.length;
     }
     return true;
+  }
+
+  /** What of the calls so far passes its limit (see model-limits), as a failure's message; null when nothing does. */
+  overLimit(): string | null {
+    if (this.argumentsChars > MAX_TOOL_ARGUMENTS_CHARS) return `The model sent tool call arguments of more than ${MAX_TOOL_ARGUMENTS_CHARS} characters in one answer.`;
+    if (this.longestName > MAX_TOOL_NAME_CHARS) return `The model sent a tool call name of more than ${MAX_TOOL_NAME_CHARS} characters.`;
+    if (this.longestId > MAX_TOOL_CALL_ID_CHARS) return `The model sent a tool call id of more than ${MAX_TOOL_CALL_ID_CHARS} characters.`;
+    return null;
   }
 
   /** The call a delta continues, or null when it starts a new one. */
