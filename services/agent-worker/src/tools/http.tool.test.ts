@@ -189,6 +189,15 @@ describe("http_get against a real server on 127.0.0.1", () => {
     expect(result.body).toEqual(type.toLowerCase().includes("json") ? JSON.parse(text) : text);
   });
 
+  it("reads the body by the last of repeated Content-Type headers, as a browser does, and a malformed one by its bytes", async () => {
+    handler = (_req, res) => void res.setHeader("content-type", ["application/json", "application/json"]).end('{"ok":true}');
+    await expect(get(`${base}/twice`)).resolves.toMatchObject({ status: 200, body: { ok: true } });
+    handler = (_req, res) => void res.setHeader("content-type", ["image/png", "text/plain; charset=windows-1252"]).end(Buffer.from([0x80]));
+    await expect(get(`${base}/last`)).resolves.toMatchObject({ status: 200, body: "€" });
+    handler = (_req, res) => void res.writeHead(200, { "content-type": "text" }).end("plain words");
+    await expect(get(`${base}/malformed`)).resolves.toMatchObject({ status: 200, body: "plain words" });
+  });
+
   it("parses JSON sent in UTF-16 with a byte order mark", async () => {
     const bytes = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{"name":"Zoë"}', "utf16le")]);
     handler = (_req, res) => void res.writeHead(200, { "content-type": "application/json; charset=utf-16" }).end(bytes);

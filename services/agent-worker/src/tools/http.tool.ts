@@ -1,5 +1,4 @@
 import { lookup } from "node:dns/promises";
-import { parse as parseContentType } from "content-type";
 import iconv from "iconv-lite";
 import ipaddr from "ipaddr.js";
 import { Agent, request } from "undici";
@@ -7,6 +6,7 @@ import { z } from "zod";
 import { nestsDeeperThan } from "@agentrun/db";
 import { defineAction, MAX_TOOL_JSON_DEPTH, StoppedBeforeStart, ToolError, type ToolContext } from "./tool";
 import { LookupSlots, NoFreeSlot } from "./lookup-slots";
+import { mediaTypeOf, type MediaType } from "./media-type";
 
 export interface HttpToolLimits {
   timeoutMs: number;
@@ -93,8 +93,7 @@ async function resolvePublic(hostname: string, limits: HttpToolLimits, slots: Lo
  * Node's own TextDecoder reads windows-1252 as Latin-1 in this release line. A byte order mark
  * at the start is dropped.
  */
-export function bodyText(bytes: Buffer, contentType: string): string {
-  const label = contentType ? parseContentType(contentType).parameters.charset : undefined;
+export function bodyText(bytes: Buffer, label: string | undefined): string {
   let encoding = "utf-8";
   try {
     if (label) encoding = new TextDecoder(label).encoding;
@@ -112,18 +111,13 @@ export function bodyText(bytes: Buffer, contentType: string): string {
 const TEXT_MEDIA = /^(text\/.+|application\/(json|xml|javascript|ecmascript|x-javascript|x-www-form-urlencoded|x-ndjson|ndjson|jsonl|yaml|x-yaml|toml|graphql|sql|csv|rtf)|[a-z0-9.+-]+\/[a-z0-9.+-]+\+(json|xml)|message\/.+)$/;
 
 /**
- * Whether a body is text by its Content-Type: true or false for a type that says, null for a
- * missing or malformed one (then the bytes tell: see {@link looksBinary}).
+ * Whether a body is text by its media type: true or false for a type that says, null for none
+ * (a missing or malformed Content-Type) or one that does not (then the bytes tell: see
+ * {@link looksBinary}).
  */
-export function textByType(contentType: string): boolean | null {
-  let type: string;
-  try {
-    type = parseContentType(contentType).type;
-  } catch {
-    return null;
-  }
-  if (!type || type === "application/octet-stream") return null;
-  return TEXT_MEDIA.test(type);
+function textByType(media: MediaType | null): boolean | null {
+  if (!media || media.type === "application/octet-stream") return null;
+  return TEXT_MEDIA.test(media.type);
 }
 
 /** A body with a NUL byte in its first kilobyte is not text (what file(1) and git also go by). */
@@ -174,7 +168,8 @@ export function httpGetAction(limits: HttpToolLimits) {
         // nothing for the model (and its bill). Said so, not read.
         const location = res.headers.location ? { location: String(res.headers.location) } : {};
         const binary = (size: number | null) => ({ status: res.statusCode, content_type: contentType, body: null, binary: true, size, truncated: false, ...location });
-        const textual = textByType(contentType);
+        const media = mediaTypeOf(res.headers["content-type"]);
+        const textual = textByType(media);
         if (textual === false) {
           // Dropped unread: the error its destruction emits is of no interest.
           res.body.on("error", () => {}).destroy();
@@ -196,11 +191,11 @@ export function httpGetAction(limits: HttpToolLimits) {
         }
         const bytes = Buffer.concat(chunks);
         if (textual === null && looksBinary(bytes)) return binary(truncated ? declared : size);
-        const text = bodyText(bytes, contentType);
+        const text = bodyText(bytes, media?.charset);
         let body: unknown = text;
         // (Media types are case-insensitive: Application/JSON is JSON too.) JSON nested too deeply
         // to handle stays text.
-        if (!truncated && contentType.toLowerCase().includes("json") && !nestsDeeperThan(Buffer.from(text), MAX_TOOL_JSON_DEPTH)) {
+        if (!truncated && media?.type.includes("json") && !nestsDeeperThan(Buffer.from(text), MAX_TOOL_JSON_DEPTH)) {
           try {
             body = JSON.parse(text);
           } catch {
