@@ -47,7 +47,7 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
 export async function* completionChunks(
   response: StreamedResponse,
   maxEventChars = MAX_EVENT_CHARS,
-  onAnswerEnd?: (how: "done" | "finish") => void,
+  onAnswerEnd?: (how: AnswerEnd) => void,
   onAnswerResumed?: () => void,
 ): AsyncGenerator<ChatCompletionChunk[]> {
   // A 2xx without a body (204, say) is not an event stream: a malformed answer, as one that held no chunk.
@@ -98,7 +98,7 @@ export async function* completionChunks(
         // in a chunk without one means the answer had not ended after all.
         if (Array.isArray(chunk.choices) && chunk.choices.some((c) => c?.finish_reason)) {
           finished = true;
-          onAnswerEnd?.("finish");
+          onAnswerEnd?.(answerGoesOn(chunk) ? "finish-with-answer" : "finish");
         } else if (finished && answerGoesOn(chunk)) {
           finished = false;
           onAnswerResumed?.();
@@ -166,6 +166,13 @@ function streamedError(data: string, headers: Headers): InstanceType<typeof Open
 }
 
 /** Whether a chunk carries more of the answer: text, a refusal, reasoning or tool calls. */
+/**
+ * How an answer's end was told: `[DONE]`, a `finish_reason` in a chunk that carries none of the
+ * answer (as OpenAI ends one), or one in a chunk that carries more of it (a provider that ends
+ * with its last piece, or a proxy that marks every chunk finished: more may come).
+ */
+export type AnswerEnd = "done" | "finish" | "finish-with-answer";
+
 function answerGoesOn(chunk: ChatCompletionChunk): boolean {
   const delta = (Array.isArray(chunk.choices) ? chunk.choices[0]?.delta : undefined) as Record<string, unknown> | undefined;
   if (!delta || typeof delta !== "object") return false;

@@ -141,6 +141,15 @@ describe("callModel in time", () => {
     expect(turn.text).toBe("Thinking done. The answer is 42.");
   });
 
+  it("takes the whole answer of a proxy that puts a finish_reason on every chunk through pauses longer than the drain, within the idle timeout", async () => {
+    const finished = (content: string) => `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content }, finish_reason: "stop" }] })}\n\n`;
+    provider.script = [finished("The answer "), finished("is 42."), FINISH];
+    // Past DRAIN_AFTER_FINISH_MS (2 s) between the pieces, as a model thinking mid-answer.
+    provider.gapMs = 2600;
+    const { turn } = await call({ idleTimeoutMs: 5000, timeoutMs: 30_000 });
+    expect(turn.text).toBe("The answer is 42.");
+  });
+
   it("still times out a response held open before its answer's end", async () => {
     provider.script = [chunk({ content: "Hel" })];
     provider.holdOpen = { done: false, keepAliveMs: 100 };

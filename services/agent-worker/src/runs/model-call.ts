@@ -5,7 +5,7 @@ import type { CutFinishReason } from "@agentrun/contracts";
 import { cutReasonOf, FAILED_FINISH_REASONS, reasoningOf, refusalOf, refuseStreamOptions, refusesStreamOptions, sendsStreamOptions } from "./provider-quirks";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { untilAborted } from "../until-aborted";
-import { completionChunks, type StreamedResponse } from "./completion-chunks";
+import { completionChunks, type AnswerEnd, type StreamedResponse } from "./completion-chunks";
 import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
 import { retryWaitMs } from "./model-retry";
 import { ToolCallDeltas, type ModelToolCall } from "./tool-call-deltas";
@@ -106,11 +106,13 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     clearTimeout(drainTimer);
     idleTimer = startIdle();
   };
-  const onAnswerEnd = (how: "done" | "finish") => {
+  // A finish_reason on a piece of the answer may be a proxy's on every chunk: more is awaited as long as a pause may last.
+  const drainMs = { done: DRAIN_AFTER_DONE_MS, finish: DRAIN_AFTER_FINISH_MS, "finish-with-answer": Math.max(DRAIN_AFTER_FINISH_MS, opts.idleTimeoutMs) };
+  const onAnswerEnd = (how: AnswerEnd) => {
     ended = true;
     stopIdle();
     clearTimeout(drainTimer);
-    drainTimer = setTimeout(() => drained.abort("drained"), how === "done" ? DRAIN_AFTER_DONE_MS : DRAIN_AFTER_FINISH_MS);
+    drainTimer = setTimeout(() => drained.abort("drained"), drainMs[how]);
   };
   // The SDK's own timeout stops at the response headers: this one bounds the call, its retries
   // included, to its last chunk.
