@@ -1,8 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { PrismaClient } from "@agentrun/db";
-import { createRedis, Redis } from "@agentrun/redis";
 import type { RunEvent } from "@agentrun/contracts";
-import { createTestRun, testEnv, testPrisma, within } from "@agentrun/testing";
+import { createTestRun, testEnv, testStores, within } from "@agentrun/testing";
 import { runChannel, runLogKey } from "./keys";
 import { followRun } from "./run-event-reader";
 import { SubscriberHub } from "./subscriber-hub";
@@ -11,25 +9,13 @@ import { SubscriberHub } from "./subscriber-hub";
 // gap: seq 3's append to the log failed, seq 4 was appended and published, and seq 3 reaches
 // PostgreSQL with the writer's next batch, after the follower's immediate read. The follower's
 // checks start over at their first interval, so seq 3 arrives then, not a long interval later.
-let prisma: PrismaClient;
-const redis = new Redis(testEnv().redisUrl);
-const subscriber = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
-const hub = new SubscriberHub(subscriber);
+const stores = testStores({ subscriber: true });
 const redisPrefix = `${testEnv().redisPrefix}:quiet-gap:${randomUUID().slice(0, 8)}`;
 const chunk = (seq: number) => ({ seq, type: "text_chunk", content: `c${seq}` });
 
-beforeAll(() => {
-  prisma = testPrisma(testEnv().databaseUrl);
-});
-afterAll(async () => {
-  const keys = await redis.keys(`${redisPrefix}:*`);
-  if (keys.length) await redis.unlink(...keys);
-  redis.disconnect();
-  subscriber.disconnect();
-  await prisma.$disconnect();
-});
-
 it("fills a gap that opens after a quiet spell at its checks' first interval, not at the spread-out one", async () => {
+  const { prisma, redis } = stores;
+  const hub = new SubscriberHub(stores.sub!);
   const runId = await createTestRun(prisma, "running");
   const key = runLogKey(redisPrefix, runId);
   await redis.rpush(key, JSON.stringify(chunk(2)));
@@ -58,5 +44,6 @@ it("fills a gap that opens after a quiet spell at its checks' first interval, no
   } finally {
     stop.abort();
     await following;
+    await redis.unlink(key);
   }
 });
