@@ -165,7 +165,6 @@ function streamedError(data: string, headers: Headers): InstanceType<typeof Open
   return new OpenAI.APIError(undefined, object, undefined, headers);
 }
 
-/** Whether a chunk carries more of the answer: text, a refusal, reasoning or tool calls. */
 /**
  * How an answer's end was told: `[DONE]`, a `finish_reason` in a chunk that carries none of the
  * answer (as OpenAI ends one), or one in a chunk that carries more of it (a provider that ends
@@ -173,6 +172,7 @@ function streamedError(data: string, headers: Headers): InstanceType<typeof Open
  */
 export type AnswerEnd = "done" | "finish" | "finish-with-answer";
 
+/** Whether a chunk carries more of the answer: text, a refusal, reasoning or tool calls. */
 function answerGoesOn(chunk: ChatCompletionChunk): boolean {
   const delta = (Array.isArray(chunk.choices) ? chunk.choices[0]?.delta : undefined) as Record<string, unknown> | undefined;
   if (!delta || typeof delta !== "object") return false;

@@ -11,7 +11,7 @@ const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9a-z-]+\/[!#$%&'*+.^_`|~0-9a-z-]+$/;
 /**
  * The media type of a response by its Content-Type, as a browser takes it (the Fetch Standard's
  * "extract a MIME type"): of the comma-separated values, a repeated header's included (a proxy and
- * the application each setting it), the last that is a valid type other than `*` + `/*`, with its
+ * the application each setting it), the last that is a valid type other than the wildcard one, with its
  * charset or else that of an earlier value of the same type. Null when no value is one (the bytes
  * then tell).
  */
