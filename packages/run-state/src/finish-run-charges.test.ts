@@ -1,11 +1,11 @@
-import { createTestRun, testStores } from "@agentrun/testing";
+import { createTestRun, testEnv, testStores } from "@agentrun/testing";
 import { finishRun, type FinishRunInput } from "./finish-run";
 
 // What a run's end charges, by how it ended and whether it reached the model: a completed run
 // pays its price; a failed run nothing, except one stopped by a limit its own work ran into,
 // which, like a cancelled run, pays for what it consumed (and nothing when that was nothing).
 const stores = testStores();
-const deps = () => ({ prisma: stores.prisma, redis: stores.redis, redisPrefix: "agentrun-test-charges" });
+const deps = () => ({ prisma: stores.prisma, redis: stores.redis, redisPrefix: `${testEnv().redisPrefix}:charges` });
 const PRICING = { base: 3, per_tool_call: 2, per_1k_tokens: 5 };
 
 async function chargeOf(end: Pick<FinishRunInput, "status" | "error">, modelCalls: number): Promise<number> {

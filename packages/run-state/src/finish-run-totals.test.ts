@@ -1,4 +1,4 @@
-import { createTestRun, testStores } from "@agentrun/testing";
+import { createTestRun, testEnv, testStores } from "@agentrun/testing";
 import { MAX_RUN_COST } from "@agentrun/credits";
 import { finishRun } from "./finish-run";
 
@@ -6,7 +6,7 @@ import { finishRun } from "./finish-run";
 // extreme prices take an organization's balance, or a task's spending, that far): the run still
 // ends as it should, and the ledger records what the balance moved.
 const stores = testStores();
-const deps = () => ({ prisma: stores.prisma, redis: stores.redis, redisPrefix: "agentrun-test-totals" });
+const deps = () => ({ prisma: stores.prisma, redis: stores.redis, redisPrefix: `${testEnv().redisPrefix}:totals` });
 const INT_MAX = 2_147_483_647;
 
 /** A running run whose organization has `balance` and whose task has spent `taskSpent`; ended completed at the highest cost one run can have. */
