@@ -6,6 +6,8 @@ import { RunFailure } from "./run-failure";
 // timeouts, and the retries a provider asks for within them.
 /** A chunk that ends the answer. */
 const FINISH = `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`;
+/** A chunk with a piece of the answer and a finish_reason, as a proxy that marks every chunk finished sends it. */
+const finished = (content: string) => `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content }, finish_reason: "stop" }] })}\n\n`;
 
 describe("callModel in time", () => {
   const { provider, call, failure } = scriptedProvider();
@@ -132,7 +134,6 @@ describe("callModel in time", () => {
     ["on every chunk", true],
     ["on an early chunk only", false],
   ])("takes the whole answer of a proxy that puts a finish_reason %s, not what came within the drain", async (_how, everyChunk) => {
-    const finished = (content: string) => `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content }, finish_reason: "stop" }] })}\n\n`;
     const part = (content: string) => (everyChunk ? finished(content) : chunk({ content }));
     provider.script = [finished("Thinking done. "), part("The answer "), part("is "), part("42."), FINISH];
     // 5 s in all, 1.3 s apart: each pause within DRAIN_AFTER_FINISH_MS (2 s), the answer past it.
@@ -142,7 +143,6 @@ describe("callModel in time", () => {
   });
 
   it("takes the whole answer of a proxy that puts a finish_reason on every chunk through pauses longer than the drain, within the idle timeout", async () => {
-    const finished = (content: string) => `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta: { content }, finish_reason: "stop" }] })}\n\n`;
     provider.script = [finished("The answer "), finished("is 42."), FINISH];
     // Past DRAIN_AFTER_FINISH_MS (2 s) between the pieces, as a model thinking mid-answer.
     provider.gapMs = 2600;
