@@ -38,9 +38,8 @@ export class ToolCallDeltas {
   /** The latest call of each index. */
   private readonly byIndex = new Map<number, Entry>();
 
-  /** The characters of every call's arguments so far. */
-  argumentsChars = 0;
-  /** The longest name and id of a call so far. */
+  /** The characters of every call's arguments so far, and the longest name and id of a call. */
+  private argumentsChars = 0;
   private longestName = 0;
   private longestId = 0;
 
