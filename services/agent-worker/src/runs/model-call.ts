@@ -9,9 +9,11 @@ import { completionChunks, type AnswerEnd, type StreamedResponse } from "./compl
 import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
 import { retryWaitMs } from "./model-retry";
 import { ToolCallDeltas, type ModelToolCall } from "./tool-call-deltas";
+import { estimateUsage, type ModelUsage } from "./usage-estimate";
 import { DRAIN_AFTER_DONE_MS, DRAIN_AFTER_FINISH_MS, MAX_ANSWER_CHARS, MAX_REASONING_CHARS, MAX_TOOL_CALLS_PER_ANSWER, reportedTokens } from "./model-limits";
 
 export type { ModelToolCall } from "./tool-call-deltas";
+export type { ModelUsage } from "./usage-estimate";
 
 export interface ModelTurn {
   text: string;
@@ -23,13 +25,6 @@ export interface ModelTurn {
    * sent back with the answer's tool calls, as it requires within a turn. Never part of the run's text.
    */
   reasoning?: string;
-}
-
-
-/** Tokens a call consumed: as the model reported them, or estimated when it was stopped first. */
-export interface ModelUsage {
-  promptTokens: number;
-  completionTokens: number;
 }
 
 export interface ModelCallOptions {
@@ -244,7 +239,6 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   return turn;
 }
 
-
 /**
  * The text of a delta's `content`: a string, or the `text` parts of a list of parts, as Mistral's
  * reasoning models stream theirs (`[{type: "thinking", …}]`, then `[{type: "text", text}]`; parts
@@ -283,21 +277,4 @@ function idsIn(messages: ChatCompletionMessageParam[]): Set<string> {
   const ids = new Set<string>();
   for (const m of messages) if (m.role === "assistant") for (const c of m.tool_calls ?? []) ids.add(c.id);
   return ids;
-}
-
-/** The usual estimate of a text's tokens: one per four characters. */
-const tokensOf = (chars: number) => Math.ceil(chars / 4);
-
-/** What a call consumed, estimated when the model did not say: the request's messages and the answer so far. */
-function estimateUsage(messages: ChatCompletionMessageParam[], text: string, calls: Iterable<ModelToolCall>): ModelUsage {
-  let promptChars = 0;
-  for (const m of messages) {
-    const content = m.content;
-    if (typeof content === "string") promptChars += content.length;
-    else for (const part of content ?? []) if (part.type === "text") promptChars += part.text.length;
-    if (m.role === "assistant") for (const c of m.tool_calls ?? []) if (c.type === "function") promptChars += c.function.name.length + c.function.arguments.length;
-  }
-  let answerChars = text.length;
-  for (const c of calls) answerChars += c.name.length + c.arguments.length;
-  return { promptTokens: tokensOf(promptChars), completionTokens: tokensOf(answerChars) };
 }
