@@ -66,7 +66,6 @@ async function recordQueueAndAnswer(deps: GatewayDeps, req: Request, res: Respon
   }
   const { runId, taskId, started } = created;
   recordRun(res, created);
-  const log = req.log.child({ runId, taskId });
   const sse = run.stream ? openSse(req, res, deps.config.SSE_HEARTBEAT_MS) : undefined;
   sse?.send(started);
   // Redis down: the queue cannot take the run either, and the reader subscribes on its own. The
@@ -75,7 +74,7 @@ async function recordQueueAndAnswer(deps: GatewayDeps, req: Request, res: Respon
   if (!listening) early.close();
   let enqueued: Enqueued;
   try {
-    enqueued = await enqueueCreatedRun(deps, log, { runId, taskId, query: run.query, unqueued: run.unqueued }, req.id);
+    enqueued = await enqueueCreatedRun(deps, req, { runId, taskId, query: run.query, unqueued: run.unqueued });
   } catch (err) {
     early.close();
     if (!sse || !(err instanceof UnqueuedRunError)) throw err;
@@ -124,11 +123,13 @@ async function subscribed(early: EarlyRunSubscription): Promise<boolean> {
  * this throws 503 `unavailable`: nothing would ever pick the run up. When it cannot be failed
  * either, it is left queued and held (see {@link Enqueued}): it is still going to run.
  */
-async function enqueueCreatedRun(deps: GatewayDeps, log: Logger, run: Pick<RunToStart, "runId" | "query" | "unqueued"> & { taskId: string }, requestId: string): Promise<Enqueued> {
+async function enqueueCreatedRun(deps: GatewayDeps, req: Request, run: Pick<RunToStart, "runId" | "query" | "unqueued"> & { taskId: string }): Promise<Enqueued> {
   try {
-    await enqueueRun(deps.queue, { runId: run.runId, requestId });
+    await enqueueRun(deps.queue, { runId: run.runId, requestId: req.id });
     return "queued";
   } catch (err) {
+    // (A child logger only here: making one for every run was a visible share of the gateway's CPU.)
+    const log = req.log.child({ runId: run.runId, taskId: run.taskId });
     log.error({ err }, "could not enqueue run");
     let terminal: RunEvent | null;
     try {
