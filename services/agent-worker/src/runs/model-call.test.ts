@@ -1,7 +1,12 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import type { ModelUsage } from "./model-call";
 import { MAX_ANSWER_CHARS, MAX_REASONING_CHARS, MAX_REPORTED_TOKENS, MAX_TOOL_ARGUMENTS_CHARS, MAX_TOOL_CALL_ID_CHARS, MAX_TOOL_CALLS_PER_ANSWER, MAX_TOOL_NAME_CHARS } from "./model-limits";
 import { chunk, scriptedProvider, toolCall } from "./model-call.fixture";
 import { RunFailure } from "./run-failure";
+
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
 
 // What callModel makes of a provider's answer: text, tool calls and their ids, chunks of the
 // wrong shape, token usage. (Cancellation, timeouts and retries: model-call-timing.test.ts.)
@@ -16,15 +21,26 @@ describe("callModel", () => {
     expect(turn.text.isWellFormed()).toBe(true);
   });
 
-  it("leaves nothing listening on the call's signal once it has ended, answered or failed (nothing kept per call)", async () => {
+  it("lets go of each call once it has ended, and cuts only the request of a call that failed", async () => {
+    // A run's signal outlives its calls.
+    const run = new AbortController();
     provider.script = [chunk({ content: "fine" })];
-    expect((await call()).turn.text).toBe("fine");
+    expect((await call({ signal: run.signal })).turn.text).toBe("fine");
     provider.contentEncoding = "gzip";
-    expect((await failure({})).err).toMatchObject({ code: "model_bad_response" });
-    // The SDK listens on the call's signal for good, and Node keeps a signal that may still abort
-    // while anything listens: aborted at the call's end, it lets go of the SDK's listener.
-    expect(provider.fetchSignals).toHaveLength(2);
-    expect(provider.fetchSignals.map((s) => s.aborted)).toEqual([true, true]);
+    expect((await failure({ signal: run.signal })).err).toMatchObject({ code: "model_bad_response" });
+    // An answered call's request is left alone: the SDK answers an abort with one of its own,
+    // which makes a DOMException (its stack captured) per call.
+    expect(provider.fetchSignals.map((s) => s.aborted)).toEqual([false, true]);
+    // Nothing holds on to either call: Node keeps a combined signal that may still abort while
+    // anything listens on it, and the SDK never stops listening on the signal it is given.
+    const refs = provider.fetchSignals.map((s) => new WeakRef(s));
+    provider.fetchSignals = [];
+    for (let i = 0; i < 2; i++) {
+      // (A WeakRef holds its target until the job that made or read it ends.)
+      await new Promise((r) => setImmediate(r));
+      gc();
+    }
+    expect(refs.map((r) => r.deref() === undefined)).toEqual([true, true]);
   });
 
   it(`takes up to ${MAX_TOOL_CALLS_PER_ANSWER} tool calls from one answer`, async () => {

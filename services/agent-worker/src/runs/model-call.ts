@@ -113,12 +113,20 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
   // included, to its last chunk.
   const deadline = new AbortController();
   const deadlineTimer = setTimeout(() => deadline.abort("call_timeout"), opts.timeoutMs);
-  // Aborted when the call ends, however it ends. The SDK listens on the call's signal and never
-  // stops listening, and Node keeps a combined signal that has a listener for as long as it may
-  // still abort: without this, every call left its signal, the SDK's listener and its
-  // AbortController behind for good (about 2 KB each).
+  // Aborted when the call ends, however it ends. Node keeps a combined signal that has a listener
+  // for as long as it may still abort: this lets it go whatever still listens (when the SDK
+  // listened on it for good, every call left about 2 KB behind).
   const callEnded = new AbortController();
   const signal = AbortSignal.any([opts.signal, idle.signal, deadline.signal, drained.signal, callEnded.signal]);
+  // What the SDK is given: the call's signal, relayed while the call lasts. The SDK answers an
+  // abort with an abort of its own without a reason, which makes a DOMException (its stack
+  // captured) per call: a call whose response ended by itself is not aborted at all.
+  const sdkCall = new AbortController();
+  const relay = () => sdkCall.abort(signal.reason);
+  if (signal.aborted) relay();
+  else signal.addEventListener("abort", relay, { once: true });
+  // Set once the response's body has ended: nothing is left open to cut.
+  let bodyEnded = false;
   const turn: ModelTurn = { text: "", toolCalls: [] };
   const calls = new ToolCallDeltas(MAX_TOOL_CALLS_PER_ANSWER);
   // The usage object of the model's last chunk that had one, as it came.
@@ -159,7 +167,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     let response: Response;
     for (let retry = 0; ; retry++) {
       try {
-        response = await untilAborted(opts.client.chat.completions.create(body, { signal, timeout: Math.max(1, timeLeft()), maxRetries: 0 }).asResponse(), signal);
+        response = await untilAborted(opts.client.chat.completions.create(body, { signal: sdkCall.signal, timeout: Math.max(1, timeLeft()), maxRetries: 0 }).asResponse(), signal);
         break;
       } catch (err) {
         // Asked again at once without the field, not counted as a retry.
@@ -214,6 +222,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
         }
       }
     }
+    bodyEnded = true;
     // A body cut by an abort may end without an error: check the signal explicitly. Past the
     // answer's end, only the run's own stop counts (the rest of the response was cut off).
     if (opts.signal.aborted || (signal.aborted && !ended)) throw signal.reason ?? new Error("aborted");
@@ -231,6 +240,8 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     stopIdle();
     clearTimeout(deadlineTimer);
     clearTimeout(drainTimer);
+    signal.removeEventListener("abort", relay);
+    if (!bodyEnded) sdkCall.abort("call_ended");
     callEnded.abort("call_ended");
   }
   reportUsage();
