@@ -32,7 +32,10 @@ function lazyDatabase(): { deps: CliDeps; disconnect(): Promise<void> } {
     deps: {
       get prisma() {
         // One command runs at a time; a small pool is plenty. The client connects lazily too.
-        prisma ??= createPrisma({ databaseUrl: withStatementTimeout(loadAdminCliConfig().DATABASE_URL), poolSize: 2, queryTimeoutMs: QUERY_TIMEOUT_MS });
+        if (!prisma) {
+          const config = loadAdminCliConfig();
+          prisma = createPrisma({ databaseUrl: withStatementTimeout(config.DATABASE_URL), poolSize: 2, preparedStatements: config.DB_PREPARED_STATEMENTS, queryTimeoutMs: QUERY_TIMEOUT_MS });
+        }
         return prisma;
       },
     },

@@ -22,15 +22,16 @@ function dbUrl(name: string): string {
 }
 
 describe("as a subprocess", () => {
-  function cli(...args: string[]) {
+  function cliWith(env: Record<string, string>, ...args: string[]) {
     const res = spawnSync(process.execPath, [require.resolve("tsx/cli"), "services/admin-cli/src/index.ts", ...args], {
       cwd: REPO_ROOT,
-      env: { ...process.env },
+      env: { ...process.env, ...env },
       encoding: "utf8",
       timeout: 30_000,
     });
     return { status: res.status, stdout: res.stdout, stderr: res.stderr };
   }
+  const cli = (...args: string[]) => cliWith({}, ...args);
 
   it("prints exactly one JSON line and exits 0", async () => {
     const res = cli("org", "create", "--name", "Sub", "--plan", "starter", "--credits", "7");
@@ -45,6 +46,17 @@ describe("as a subprocess", () => {
 
     const shown = cli("credits", "show", "--org", out.org_id);
     expect(shown).toEqual({ status: 0, stdout: '{"balance":7}\n', stderr: "" });
+  });
+
+  it("runs without named prepared statements when DB_PREPARED_STATEMENTS says so, as the services do", async () => {
+    // (Behind a pooler in transaction mode, a statement name an earlier process prepared on the
+    // same server connection fails the command.)
+    const res = cliWith({ DB_PREPARED_STATEMENTS: "false" }, "org", "create", "--name", "Pooled", "--credits", "3");
+    expect(res).toMatchObject({ status: 0, stderr: "" });
+    expect(await prisma.organization.findUnique({ where: { id: JSON.parse(res.stdout).org_id } })).toMatchObject({ name: "Pooled", creditBalance: 3 });
+    expect(cliWith({ DB_PREPARED_STATEMENTS: "maybe" }, "credits", "show", "--org", "org_x")).toMatchObject({
+      status: 1, stdout: "", stderr: expect.stringMatching(/^error: invalid environment: DB_PREPARED_STATEMENTS: [^\n]*\n$/),
+    });
   });
 
   it("prints one stderr line and exits 2 on a usage error", () => {
