@@ -12,7 +12,7 @@ import { RUN_LOG_TTL_LIVE_S } from "./keys";
  *
  * KEYS[1] the log, KEYS[2] the writer key, KEYS[3..] keys deleted with this append (the terminal
  * event's). ARGV[1] the writer's token, ARGV[2] the channel, ARGV[3] the message to publish,
- * ARGV[4] the log's TTL in seconds ("0": leave it), ARGV[5..] the events.
+ * ARGV[4] the log's TTL in seconds ("0": leave it, unless the append creates the log), ARGV[5..] the events.
  * Returns 1, or 0 when refused.
  *
  * The writer key lives as long as the log: a writer with a token sets it when it is missing (its
@@ -24,13 +24,16 @@ const APPEND_LUA = `
 local writer = redis.call('GET', KEYS[2])
 if writer and writer ~= ARGV[1] then return 0 end
 if not writer and ARGV[1] ~= '' then redis.call('SET', KEYS[2], ARGV[1], 'EX', ${RUN_LOG_TTL_LIVE_S}) end
+local ttl = ARGV[4]
 for i = 5, #ARGV, 1000 do
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  local last = math.min(i + 999, #ARGV)
+  -- A log this append creates (Redis lost it) gets an expiry whatever the writer asked.
+  if redis.call('RPUSH', KEYS[1], unpack(ARGV, i, last)) == last - 4 and ttl == '0' then ttl = '${RUN_LOG_TTL_LIVE_S}' end
 end
 for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
-if ARGV[4] ~= '0' then
-  redis.call('EXPIRE', KEYS[1], ARGV[4])
-  if ARGV[1] ~= '' then redis.call('EXPIRE', KEYS[2], ARGV[4]) end
+if ttl ~= '0' then
+  redis.call('EXPIRE', KEYS[1], ttl)
+  if ARGV[1] ~= '' then redis.call('EXPIRE', KEYS[2], ttl) end
 end
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1
