@@ -15,7 +15,7 @@ export interface ClaimedRun {
    */
   elapsedMs: number;
   run: { id: string; taskId: string; orgId: string; agentId: string; query: string; context: unknown; taskUserId: string | null };
-  /** The task's earlier user and assistant messages, oldest first (at most HISTORY_MAX_MESSAGES). */
+  /** The task's earlier user and assistant messages, oldest first (at most HISTORY_MAX_MESSAGES, and none that recentHistory would leave out for HISTORY_MAX_CHARS by their size alone). */
   history: HistoryMessage[];
 }
 
@@ -80,9 +80,12 @@ export async function claimRun(deps: RunDeps, runId: string, closing: AbortSigna
   const { prisma, redis, redisPrefix } = deps;
   const hbKey = runHeartbeatKey(redisPrefix, runId);
   const historyLimit = deps.config.HISTORY_MAX_MESSAGES;
+  // The history is cut to HISTORY_MAX_CHARS later (recentHistory); PostgreSQL already leaves out
+  // what that cut cannot keep, by the size of the messages as stored.
+  const historyChars = deps.config.HISTORY_MAX_CHARS;
   // One round trip claims the run, moves its task to running and returns what execution needs
   // (the agentrun_claim_run migration).
-  const [claimed] = await prisma.$queryRaw<ClaimRow[]>`SELECT * FROM agentrun_claim_run(${runId}, ${deps.workerId}, ${historyLimit}::integer)`;
+  const [claimed] = await prisma.$queryRaw<ClaimRow[]>`SELECT * FROM agentrun_claim_run(${runId}, ${deps.workerId}, ${historyLimit}::integer, ${historyChars}::integer)`;
   if (claimed) {
     // Not awaited: the heartbeat is only read once this worker's job lock has lapsed, and the
     // periodic renewal sets it again should this write fail. The writer key tells whoever takes
@@ -112,7 +115,7 @@ export async function claimRun(deps: RunDeps, runId: string, closing: AbortSigna
   const [row] = await prisma.$queryRaw<ClaimRow[]>`
     UPDATE runs SET worker_id = ${deps.workerId} FROM tasks WHERE runs.id = ${runId} AND runs.status = 'running' AND tasks.id = runs.task_id
     RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id,
-      agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer) AS history,
+      agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer, ${historyChars}::integer) AS history,
       (extract(epoch FROM clock_timestamp() - runs.started_at) * 1000)::float8 AS elapsed_ms`;
   if (!row) return null;
   // (A missing writer key is not taken for a lost Redis here: a worker killed between its claim
