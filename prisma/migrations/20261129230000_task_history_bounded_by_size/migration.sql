@@ -2,12 +2,12 @@
 -- the worker cut it to HISTORY_MAX_CHARS (100,000) afterwards: a task whose earlier answers were
 -- megabytes each made every later claim build all of them (up to 50 answers of 16 MB) into one
 -- json value in PostgreSQL and in the worker's memory, to keep a few. The history is now also
--- bounded here, by size: the newest messages while their text adds up to at most three times
+-- bounded here, by size: the newest messages while their text adds up to at most four times
 -- p_max_chars bytes. A character as the worker counts it (a UTF-16 code unit) is at most three
--- bytes of UTF-8, so this keeps every message the worker's own, exact cut keeps; and a text's
--- size in bytes is read from its header, without decompressing it. The functions take the bound
--- as a new last argument with a default (NULL: no bound by size), so that a worker of the
--- previous release calls them unchanged.
+-- bytes of UTF-8, and at most four in any server encoding, so this keeps every message the
+-- worker's own, exact cut keeps; and a text's size in bytes is read from its header, without
+-- decompressing it. The functions take the bound as a new last argument with a default (NULL:
+-- no bound by size), so that a worker of the previous release calls them unchanged.
 
 DROP FUNCTION agentrun_claim_run(text, text, integer);
 DROP FUNCTION agentrun_task_history(text, text, integer);
@@ -28,7 +28,7 @@ BEGIN
         ORDER BY m.created_at DESC, m.id DESC LIMIT p_limit
       ) m
     ) h
-    WHERE p_max_chars IS NULL OR h.upto <= 3 * p_max_chars::bigint
+    WHERE p_max_chars IS NULL OR h.upto <= 4 * p_max_chars::bigint
   );
 END;
 $$;

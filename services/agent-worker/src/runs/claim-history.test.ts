@@ -31,13 +31,13 @@ describe("a claim's history", () => {
   it("leaves out, in PostgreSQL, older messages that could not fit in HISTORY_MAX_CHARS", async () => {
     const { runId, taskId, history } = await runAfter(Array.from({ length: 10 }, (_, i) => `${i}`.repeat(60_000)));
     const claimed = await claimedHistory(runId, MAX_CHARS);
-    // At most three times the characters, in bytes: five of 60,000 (the newest), not all ten.
-    expect(claimed).toEqual(history.slice(-5));
+    // At most four times the characters, in bytes: six of 60,000 (the newest), not all ten.
+    expect(claimed).toEqual(history.slice(-6));
     // What the worker keeps of it is what it would keep of the whole history.
     expect(recentHistory(claimed, MAX_CHARS)).toEqual(recentHistory(history, MAX_CHARS));
     // A take-over reads it the same way.
     const [row] = await prisma.$queryRaw<{ history: HistoryMessage[] }[]>`SELECT agentrun_task_history(${taskId}, ${runId}, ${50}::integer, ${MAX_CHARS}::integer) AS history`;
-    expect(row!.history).toEqual(history.slice(-5));
+    expect(row!.history).toEqual(history.slice(-6));
   });
 
   it("keeps every message the worker's cut keeps, in characters that take three bytes", async () => {
