@@ -111,4 +111,31 @@ describe("steadyLoop", () => {
     expect(out.elapsedMs).toBeGreaterThanOrEqual(40);
     expect(out.results.length).toBeGreaterThan(0);
   });
+
+  it.each([false, true])("closes a window whose time ran out between two of its requests (burst: %s)", async (burst) => {
+    // A clock that moves only when told: each request takes 10 ms, and 5 ms pass between one's
+    // end and the next one's start (its accounting), so the window's 15 ms run out in that gap.
+    let clock = 0;
+    jest.spyOn(performance, "now").mockImplementation(() => clock);
+    const ac = new AbortController();
+    const guard = setTimeout(() => ac.abort(), 2000);
+    let closes = 0;
+    try {
+      const out = await steadyLoop({
+        concurrency: 1, warmup: 0, maxCount: 1_000_000, durationMs: 15, rampMs: 0, burst, signal: ac.signal,
+        fn: async () => {
+          await new Promise((r) => setImmediate(r));
+          clock += 10;
+          return true;
+        },
+        ok: () => ((clock += 5), true),
+        onClose: () => closes++,
+      });
+      // Closed by the loop itself, where its one measured request ended, not by the guard's abort.
+      expect([out.elapsedMs, out.results.length, closes, ac.signal.aborted]).toEqual([10, 1, 1, false]);
+    } finally {
+      clearTimeout(guard);
+      jest.restoreAllMocks();
+    }
+  });
 });

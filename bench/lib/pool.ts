@@ -104,6 +104,12 @@ export async function steadyLoop<T>(opts: SteadyLoopOptions<T>): Promise<SteadyL
     openAt = now;
     opts.onOpen?.();
   };
+  /** When the last measured request that finished did. */
+  let lastMeasuredEnd: number | null = null;
+  const close = (at: number) => {
+    closeAt = at;
+    opts.onClose?.();
+  };
   const going = () => closeAt === null && !opts.signal.aborted;
   /** One request, from its start to its accounting. */
   const request = async () => {
@@ -111,6 +117,9 @@ export async function steadyLoop<T>(opts: SteadyLoopOptions<T>): Promise<SteadyL
     if (n >= opts.warmup && openAt === null) open(performance.now());
     const measured = openAt !== null && measuredStarted < opts.maxCount && performance.now() < openAt + opts.durationMs;
     if (measured) (measuredStarted++, measuredPending++);
+    // The window filled while none of its requests was in flight (the last one ended just before
+    // its time was up, the next started just after): it closes where its last request ended.
+    else if (openAt !== null && closeAt === null && measuredPending === 0 && lastMeasuredEnd !== null) close(lastMeasuredEnd);
     const r = await opts.fn();
     const now = performance.now();
     const ok = opts.ok(r);
@@ -121,11 +130,9 @@ export async function steadyLoop<T>(opts: SteadyLoopOptions<T>): Promise<SteadyL
     }
     results.push(r);
     measuredPending--;
+    lastMeasuredEnd = now;
     const full = measuredStarted >= opts.maxCount || now >= openAt! + opts.durationMs;
-    if (measuredPending === 0 && full && closeAt === null) {
-      closeAt = now;
-      opts.onClose?.();
-    }
+    if (measuredPending === 0 && full && closeAt === null) close(now);
   };
   const clients = Math.max(1, opts.concurrency);
   if (opts.burst) {
@@ -138,10 +145,7 @@ export async function steadyLoop<T>(opts: SteadyLoopOptions<T>): Promise<SteadyL
     };
     await Promise.all(Array.from({ length: clients }, (_, i) => client(i)));
   }
-  if (openAt !== null && closeAt === null) {
-    // Aborted, or the loop ended before the window could fill: close it where it stands.
-    closeAt = performance.now();
-    opts.onClose?.();
-  }
+  // Aborted, or the loop ended before the window could fill: close it where it stands.
+  if (openAt !== null && closeAt === null) close(performance.now());
   return { results, elapsedMs: openAt === null ? 0 : closeAt! - openAt, completedInWindow, unmeasuredFailures };
 }

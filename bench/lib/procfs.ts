@@ -36,13 +36,20 @@ export function openFds(pid: number): number {
   }
 }
 
-/** Whole-machine CPU seconds, busy and total, from the `cpu` line of /proc/stat. */
-function machineCpu(): { busy: number; total: number } {
-  const line = fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!;
-  const v = line.trim().split(/\s+/).slice(1).map(Number);
+/**
+ * Whole-machine CPU seconds, busy and total, from the `cpu` line of /proc/stat: user, nice,
+ * system, idle, iowait, irq, softirq, steal (guest time is counted in user and nice already).
+ * Steal, the time the hypervisor gave this VM's CPUs to others, is not busy.
+ */
+export function machineCpuOf(statLine: string): { busy: number; total: number } {
+  const v = statLine.trim().split(/\s+/).slice(1, 9).map(Number);
   const total = v.reduce((a, b) => a + b, 0);
-  const idle = (v[3] ?? 0) + (v[4] ?? 0);
-  return { busy: (total - idle) / clockTicks(), total: total / clockTicks() };
+  const notBusy = (v[3] ?? 0) + (v[4] ?? 0) + (v[7] ?? 0);
+  return { busy: (total - notBusy) / clockTicks(), total: total / clockTicks() };
+}
+
+function machineCpu(): { busy: number; total: number } {
+  return machineCpuOf(fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!);
 }
 
 /** The soft limit on open files of a process, from /proc/<pid>/limits. */

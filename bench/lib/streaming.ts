@@ -137,8 +137,10 @@ export async function measureGateway(ctx: BenchContext, bench: BenchStack, tenan
     const cpuMsPerRun: Record<string, number | null> = {};
     for (const [k, v] of Object.entries(cpuS)) if (k !== "machine capacity") cpuMsPerRun[k] = completedInWindow ? round((v * 1000) / completedInWindow, 3) : null;
     return {
-      runStarted: summarize(results.map((r) => r.runStarted).filter((v): v is number => v !== null)),
-      firstText: summarize(results.map((r) => r.firstText).filter((v): v is number => v !== null)),
+      // Of the runs that completed, as the model's own time to first token is (failed runs count
+      // as errors instead).
+      runStarted: summarize(ok.map((r) => r.runStarted).filter((v): v is number => v !== null)),
+      firstText: summarize(ok.map((r) => r.firstText).filter((v): v is number => v !== null)),
       end: summarize(ok.map((r) => r.end!)),
       count: results.length,
       completed: ok.length,
