@@ -69,3 +69,24 @@ it("still fails a run that had emitted events with worker_shutdown when the grac
   expect(await prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "failed", errorCode: "worker_shutdown" });
   await stack.addWorker();
 }, 90_000);
+
+it("ends cancelled, without restarting it, a handed-back run whose cancel is recorded on its row but not flagged in Redis", async () => {
+  // As when the cancel came while no worker had the run and Redis then lost its flag: the row
+  // says cancelled, and the worker taking the job over must not call the model again.
+  const watch = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[sleep:3000][chunks:2] not again" }, headers: tenant.headers, timeoutMs: 60_000 });
+  await watch.waitFor((e) => e.type === "run_started");
+  const runId: string = watch.events[0].run_id;
+  await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: runId } })).status === "running", { timeoutMs: 10_000, intervalMs: 25 });
+  await prisma.run.update({ where: { id: runId }, data: { cancelRequestedAt: new Date() } });
+  const { owner, exited } = await stopOwner(runId);
+  expect(await exited).toBe(0);
+
+  const res = await watch.result;
+  await expectWholeAndStored(res);
+  expect(res.events.map((e) => e.data.type)).toEqual(["run_started", "run_cancelled"]);
+  const run = await prisma.run.findUniqueOrThrow({ where: { id: runId }, include: { task: true } });
+  expect(run).toMatchObject({ status: "cancelled", creditsUsed: 0 });
+  expect(run.workerId).not.toBe(owner);
+  expect(run.task.activeRunId).toBeNull();
+  await stack.addWorker();
+}, 90_000);

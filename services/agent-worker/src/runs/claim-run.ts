@@ -29,6 +29,8 @@ interface ClaimRow {
   task_user_id: string | null;
   history: HistoryMessage[];
   elapsed_ms?: number | null;
+  /** Set by a take-over only: a cancel is recorded on the run's row. */
+  cancel_requested?: boolean;
 }
 
 /**
@@ -69,9 +71,9 @@ const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
 /**
  * Takes a run for execution. A queued run is claimed with a conditional update. A run found
  * `running` was left by a worker that stopped (BullMQ handed its job over): it is restarted if
- * it emitted nothing yet, and ended otherwise: failed (`worker_lost`), or cancelled when a cancel
- * was asked for while its worker was gone; a worker found alive after all (it sets its heartbeat
- * again) keeps it. Returns null when there is nothing to do; the job is then acknowledged quietly.
+ * it emitted nothing yet and no cancel is recorded on it, and ended otherwise: failed
+ * (`worker_lost`), or cancelled when a cancel was asked for while its worker was gone; a worker
+ * found alive after all (it sets its heartbeat again) keeps it. Returns null when there is nothing to do; the job is then acknowledged quietly.
  * The wait for a stopped worker's heartbeat to lapse (up to two heartbeat TTLs) ends when
  * `closing` aborts: {@link RunHandedBack} is thrown then, before this worker has taken anything.
  * `log` is the run's logger (bound to its id).
@@ -116,7 +118,8 @@ export async function claimRun(deps: RunDeps, runId: string, closing: AbortSigna
     UPDATE runs SET worker_id = ${deps.workerId} FROM tasks WHERE runs.id = ${runId} AND runs.status = 'running' AND tasks.id = runs.task_id
     RETURNING runs.id, runs.task_id, runs.org_id, runs.agent_id, runs.query, runs.context, tasks.user_id AS task_user_id,
       agentrun_task_history(runs.task_id, runs.id, ${historyLimit}::integer, ${historyChars}::integer) AS history,
-      (extract(epoch FROM clock_timestamp() - runs.started_at) * 1000)::float8 AS elapsed_ms`;
+      (extract(epoch FROM clock_timestamp() - runs.started_at) * 1000)::float8 AS elapsed_ms,
+      runs.cancel_requested_at IS NOT NULL AS cancel_requested`;
   if (!row) return null;
   // (A missing writer key is not taken for a lost Redis here: a worker killed between its claim
   // and the key's write leaves it missing too, and its job lives in the same Redis, so a Redis
@@ -124,7 +127,9 @@ export async function claimRun(deps: RunDeps, runId: string, closing: AbortSigna
   await takeOverRunWriter(redis, runWriterKey(redisPrefix, runId), deps.workerId, RUN_LOG_TTL_LIVE_S);
   const stored = await readStoredEvents({ prisma, redis, redisPrefix }, runId);
   const lastSeq = stored.at(-1)?.seq ?? 1;
-  if (lastSeq <= 1) {
+  // A cancel recorded on the row while no worker had the run ends it here, as it would any run
+  // found abandoned: its Redis flag, which the restarted run would read, may be lost.
+  if (lastSeq <= 1 && !row.cancel_requested) {
     log.warn({ previousWorker: run.workerId }, "restarting a run whose worker stopped before it emitted anything");
     return toClaimed(row, lastSeq);
   }
