@@ -189,6 +189,20 @@ export function publicOpenApiPaths(): ZodOpenApiPathsObject {
         },
       },
     },
+    "/widget-demo": {
+      get: {
+        operationId: "widgetDemoPage",
+        tags: ["Widget"],
+        summary: "A page that embeds the widget, for trying a widget key",
+        description: "Served only when `WIDGET_DEMO` is on (by default everywhere but `NODE_ENV=production`; 404 otherwise). `?key=pk_…` names the widget key to load; the gateway's own origin must be among that key's allowed origins.",
+        security: [],
+        parameters: [{ name: "key", in: "query", required: false, description: "A publishable widget key (`pk_…`).", schema: { type: "string" } }],
+        responses: {
+          "200": { description: "The page.", content: { "text/html": { schema: { type: "string" } } } },
+          "403": ref("responses", "HttpsRequired"),
+        },
+      },
+    },
     "/healthz": {
       get: {
         operationId: "health",

@@ -90,7 +90,7 @@ describe("OpenAPI document", () => {
   });
 
   it("marks the document's own endpoint, the widget script and the health probes public", () => {
-    for (const path of ["/api/openapi.json", "/widget.js", "/healthz", "/readyz"]) expect(op(path, "get")!.security).toEqual([]);
+    for (const path of ["/api/openapi.json", "/widget.js", "/widget-demo", "/healthz", "/readyz"]) expect(op(path, "get")!.security).toEqual([]);
     expect(op("/readyz", "get")!.responses?.["503"]).toBeDefined();
   });
 
@@ -195,6 +195,8 @@ describe("OpenAPI document", () => {
     expect(params.find((p) => p.name === "Last-Event-ID")).toMatchObject({ in: "header", schema: { type: "integer", minimum: 0 } });
     for (const p of params.filter((x) => x.in === "path")) expect([p.name, (p.schema as OpenAPIV3_1.SchemaObject).pattern]).toEqual([p.name, undefined]);
     expect((doc.components?.parameters?.AgentId as OpenAPIV3_1.ParameterObject).schema).toEqual({ type: "string" });
+    // Ids in a body or query are checked for their form (400), unlike those in the path.
+    expect((doc.components?.responses?.NotFound as OpenAPIV3_1.ResponseObject).description).toMatch(/id in the path[^]*body or query[^]*400/);
   });
 
   it("lists has_more and the before cursor of GET /api/memory", () => {

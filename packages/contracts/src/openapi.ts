@@ -95,7 +95,7 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         PaymentRequired: errorResponse("insufficient_credits: the organization's balance does not cover the agent's base price (1 credit unless its pricing says otherwise), or is not positive."),
         Forbidden: errorResponse("forbidden: the agent or resource belongs to another organization or agent; https_required: the request did not arrive over TLS."),
         NotFound: errorResponse(
-          "agent_not_found, task_not_found, run_not_found, memory_not_found (for any id that names nothing, whatever its form), or not_found for an unknown route or method (under /api, once the key and X-Agent-Id are accepted).",
+          "agent_not_found, task_not_found, run_not_found, memory_not_found (for an id in the path that names nothing, whatever its form; an id in a body or query must match ^[A-Za-z0-9_-]{1,100}$, else 400 invalid_request), or not_found for an unknown route or method (under /api, once the key and X-Agent-Id are accepted).",
         ),
         Conflict: errorResponse("run_in_progress: the task already has a queued or running run, or the first request with this Idempotency-Key is still being accepted after about 5 s; idempotency_conflict: Idempotency-Key reused with another body."),
         PayloadTooLarge: errorResponse("payload_too_large: the body is over the limit (default 1 MiB)."),
