@@ -1,3 +1,5 @@
+import { readdirSync } from "node:fs";
+import path from "node:path";
 import pg from "pg";
 import { startPrivatePostgres, testEnv } from "@agentrun/testing";
 import { dropDatabase, migrateDeploy } from "./database";
@@ -22,6 +24,20 @@ async function tablesIn(databaseUrl: string): Promise<string[]> {
   }
 }
 
+const MIGRATIONS_DIR = path.join(__dirname, "../../../prisma/migrations");
+
+/** The names of the migrations the database records as finished, each once, in order. */
+async function appliedIn(databaseUrl: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const res = await client.query<{ migration_name: string }>("SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name");
+    return res.rows.map((r) => r.migration_name);
+  } finally {
+    await client.end();
+  }
+}
+
 describe("migrateDeploy (npm run db:migrate:deploy)", () => {
   const databaseUrl = urlOf(`${new URL(testEnv().databaseUrl).pathname.slice(1)}_fresh`);
   afterAll(() => dropDatabase(databaseUrl));
@@ -30,8 +46,11 @@ describe("migrateDeploy (npm run db:migrate:deploy)", () => {
     await dropDatabase(databaseUrl);
     await migrateDeploy(databaseUrl);
     expect(await tablesIn(databaseUrl)).toEqual(expect.arrayContaining(["_prisma_migrations", "organizations", "runs"]));
+    const migrations = readdirSync(MIGRATIONS_DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    expect(await appliedIn(databaseUrl)).toEqual(migrations);
     // A second deploy finds the database and nothing to apply.
     await migrateDeploy(databaseUrl);
+    expect(await appliedIn(databaseUrl)).toEqual(migrations);
   });
 });
 

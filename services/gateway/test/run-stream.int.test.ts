@@ -37,6 +37,9 @@ describe("POST /api/run streaming", () => {
     expect(dbRun.status).toBe("completed");
     expect(dbRun.output).toBe("Echo: hello there");
     expect(dbRun.creditsUsed).toBe(done.credits_used);
+    // The run's time from its claim to its end, as stored (timestamps in whole milliseconds).
+    expect(done.duration_ms).toBe(dbRun.durationMs);
+    expect(Math.abs(dbRun.completedAt!.getTime() - dbRun.startedAt!.getTime() - dbRun.durationMs!)).toBeLessThanOrEqual(2);
     expect(dbRun.task.status).toBe("completed");
     expect(dbRun.task.runCount).toBe(1);
     expect(dbRun.task.creditsUsed).toBe(done.credits_used);
@@ -128,7 +131,10 @@ describe("POST /api/run with stream: false", () => {
     });
     expect(res.body.run_id).toMatch(/^run_/);
     expect(res.body.completed_at).toMatch(/Z$/);
-    expect(res.body.duration_ms).toBeGreaterThanOrEqual(0);
+    const dbRun = await prisma.run.findUniqueOrThrow({ where: { id: res.body.run_id } });
+    expect(res.body.duration_ms).toBe(dbRun.durationMs);
+    // A calculation in a process of its own takes some time.
+    expect(res.body.duration_ms).toBeGreaterThan(0);
   });
 
   it("answers 200 with status failed and the error when the model fails", async () => {

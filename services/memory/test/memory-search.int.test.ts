@@ -142,6 +142,9 @@ describe("memory search", () => {
     await seed(t.app, { ...scope, org_id: `${scope.org_id}_b` }, "u1", ["Likes tea"]);
     const res = await search({ ...scope, user_id: "u1", query: "tea" });
     expect(res.body).toEqual({ memories: [] });
+    // The user's own entry in the scope is found, and it alone.
+    await seed(t.app, scope, "u1", ["Drinks tea at noon"]);
+    expect(contents((await search({ ...scope, user_id: "u1", query: "tea" })).body)).toEqual(["Drinks tea at noon"]);
   });
 });
 

@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import { runInThisContext } from "node:vm";
 import { CalcFailure, CalcSandbox, type CalcLimits } from "./calc-sandbox";
+import * as calcProcess from "./calc-process";
 import { alive, calcProcesses } from "./calc-processes.fixture";
 
 /** Computes for far longer than any time limit here. */
@@ -189,10 +190,17 @@ describe("CalcSandbox without a thread that loads", () => {
   it("fails the waiting calculations as unavailable, not as the expressions' fault, and tries a new thread for the next", async () => {
     // A heap far too small for mathjs: each thread dies while loading.
     const sandbox = new CalcSandbox({ ...LIMITS, maxHeapMb: 1, threads: 1 });
-    for (const expression of ["1 + 1", "2 * 3"]) {
-      const failed = await outcome(sandbox.evaluate(expression, running()), Date.now());
-      expect(reason(failed)).toBe("unavailable");
-      expect((failed.error as Error).message).toMatch(/^the calculator is unavailable: /);
+    const spawned = jest.spyOn(calcProcess, "spawnCalcProcess");
+    try {
+      for (const [i, expression] of ["1 + 1", "2 * 3"].entries()) {
+        const failed = await outcome(sandbox.evaluate(expression, running()), Date.now());
+        expect(reason(failed)).toBe("unavailable");
+        expect((failed.error as Error).message).toMatch(/^the calculator is unavailable: /);
+        // A new thread for each: the first failure to load did not give the sandbox up.
+        expect(spawned).toHaveBeenCalledTimes(i + 1);
+      }
+    } finally {
+      spawned.mockRestore();
     }
   });
 });
