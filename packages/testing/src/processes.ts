@@ -81,12 +81,21 @@ export function startService(service: string, env: Record<string, string>): Serv
   };
 }
 
+/**
+ * How `proc` ended (its exit code, or the signal that killed it, as one stopped before it set its
+ * SIGTERM handler is), or null while it runs.
+ */
+function ended(proc: ServiceProcess): string | null {
+  const { exitCode, signalCode } = proc.child;
+  return exitCode !== null ? String(exitCode) : signalCode;
+}
+
 /** Polls `url` until it answers 200, or fails with the process output. */
 export async function waitForOk(url: string, proc: ServiceProcess | null, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = "";
   while (Date.now() < deadline) {
-    if (proc && proc.child.exitCode !== null) throw new Error(`${proc.name} exited (${proc.child.exitCode}):\n${proc.output()}`);
+    if (proc && ended(proc)) throw new Error(`${proc.name} exited (${ended(proc)}):\n${proc.output()}`);
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
       if (res.ok) return;
@@ -105,7 +114,7 @@ export async function waitForWorker(redisUrl: string, redisPrefix: string, worke
   try {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (proc.child.exitCode !== null) throw new Error(`${proc.name} exited (${proc.child.exitCode}):\n${proc.output()}`);
+      if (ended(proc)) throw new Error(`${proc.name} exited (${ended(proc)}):\n${proc.output()}`);
       if (await redis.zscore(`${redisPrefix}:workers`, workerId)) return;
       await new Promise((r) => setTimeout(r, 100));
     }
