@@ -73,7 +73,8 @@ const toClaimed = (row: ClaimRow, lastSeq: number): ClaimedRun => ({
  * `running` was left by a worker that stopped (BullMQ handed its job over): it is restarted if
  * it emitted nothing yet and no cancel is recorded on it, and ended otherwise: failed
  * (`worker_lost`), or cancelled when a cancel was asked for while its worker was gone; a worker
- * found alive after all (it sets its heartbeat again) keeps it. Returns null when there is nothing to do; the job is then acknowledged quietly.
+ * found alive after all (it sets its heartbeat again) keeps it. Returns null when there is
+ * nothing to do; the job is then acknowledged quietly.
  * The wait for a stopped worker's heartbeat to lapse (up to two heartbeat TTLs) ends when
  * `closing` aborts: {@link RunHandedBack} is thrown then, before this worker has taken anything.
  * `log` is the run's logger (bound to its id).
