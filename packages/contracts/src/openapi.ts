@@ -99,7 +99,7 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         ),
         Conflict: errorResponse("run_in_progress: the task already has a queued or running run, or the first request with this Idempotency-Key is still being accepted after about 5 s; idempotency_conflict: Idempotency-Key reused with another body."),
         PayloadTooLarge: errorResponse("payload_too_large: the body is over the limit (default 1 MiB)."),
-        UnsupportedMediaType: errorResponse("unsupported_media_type: a body that is not application/json in UTF-8, or in a Content-Encoding other than gzip, deflate or br, or a Transfer-Encoding other than chunked."),
+        UnsupportedMediaType: errorResponse("unsupported_media_type: a body that is not application/json in UTF-8 (in one Content-Type header), or in a Content-Encoding other than gzip, deflate or br, or a Transfer-Encoding other than chunked."),
         TooManyRequests: errorResponse(
           "rate_limited: over the organization's requests per minute, with the organization's X-RateLimit-* headers and Retry-After; or, for a request whose key was missing or not accepted (401 otherwise), too many failed authentications from the client address (`AUTH_FAILURE_LIMIT` per minute), with Retry-After only.",
           {

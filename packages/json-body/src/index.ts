@@ -4,11 +4,13 @@ import type { RequestHandler } from "express";
 import { isStorableText, nestsDeeperThan } from "@agentrun/db";
 import { AppError, fieldRefused } from "@agentrun/errors";
 import { inexactNumber } from "./inexact-number";
+import { headerSentTwice } from "./raw-headers";
 import { readBody } from "./read-body";
 import { foreignCharset, foreignCharsetRefused, parseUtf8Json } from "./utf8-json";
 
 export { answeredBeforeBodyEnd, DRAIN_AFTER_ANSWER_MS } from "./read-body";
 export { contentDecoder } from "./content-codings";
+export { headerSentTwice } from "./raw-headers";
 
 /** What the parser's look at the raw body found, for the checks after parsing. */
 interface RawBodyFlags {
@@ -59,6 +61,8 @@ export function jsonBody(limitBytes: number): RequestHandler[] {
     if (/%00/i.test(req.originalUrl)) throw unstorableRefused("The URL", "\0");
     const nonEmpty = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
     if (!nonEmpty) return next();
+    // Node keeps the first of two Content-Type headers: which one counts would depend on their order.
+    if (headerSentTwice(req.rawHeaders, "content-type")) throw new AppError("unsupported_media_type", { message: "Send the Content-Type header once: application/json." });
     if (!req.is("application/json")) throw new AppError("unsupported_media_type");
     const charset = foreignCharset(req.headers["content-type"]);
     if (charset !== null) throw foreignCharsetRefused(charset);

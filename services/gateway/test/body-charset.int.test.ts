@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { request } from "node:http";
 import type { PrismaClient } from "@agentrun/db";
 import { createWidgetKey, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 
@@ -65,5 +66,25 @@ describe("a body declared as UTF-8, in any spelling, or as US-ASCII", () => {
       const res = await post("/api/tasks", "application/json; charset=utf8", Buffer.from(text));
       expect([text, res.status, res.body.error?.code]).toEqual([text, 400, "invalid_request"]);
     }
+  });
+});
+
+describe("a body with two Content-Type headers", () => {
+  it.each([
+    ["application/json", "application/json; charset=utf-16"],
+    ["application/json", "text/plain"],
+    ["text/plain", "application/json"],
+  ])("%s and %s: 415 whatever their order, nothing created", async (first, second) => {
+    const m = marker();
+    // fetch would join the two into one header; node:http sends each on its own line.
+    const res = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = request(`${stack.gatewayUrl}/api/tasks`, { method: "POST", headers: { ...tenant.headers, "content-type": [first, second] } }, (r) => {
+        let text = "";
+        r.setEncoding("utf8").on("data", (d: string) => (text += d)).on("end", () => resolve({ status: r.statusCode!, body: JSON.parse(text) }));
+      });
+      req.on("error", reject).end(JSON.stringify({ title: m }));
+    });
+    expect(res).toEqual({ status: 415, body: { error: { code: "unsupported_media_type", message: "Send the Content-Type header once: application/json." } } });
+    expect(await prisma.task.count({ where: { orgId: tenant.orgId, title: m } })).toBe(0);
   });
 });

@@ -2,6 +2,7 @@ import type { RequestHandler } from "express";
 import { API_KEY_PREFIX, hashApiKey, looksLikeApiKey } from "@agentrun/api-keys";
 import { AppError, bearerRefusal, echoed, fieldRefused, type BearerProblem } from "@agentrun/errors";
 import { bearerToken } from "@agentrun/express-server";
+import { headerSentTwice } from "@agentrun/json-body";
 import type { AuthCache } from "../auth/auth-cache";
 import type { ApiKeyContext, AuthContext } from "../request-context";
 import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
@@ -24,7 +25,7 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
     const refuse = (problem: BearerProblem, message: string) => failures.reject(req, bearerRefusal(API_REALM, problem, { message }));
     if (!("token" in bearer)) throw await refuse(bearer.problem, "Missing or malformed Authorization header; expected 'Bearer <API key>'.");
     // Node keeps the first of two Authorization headers and drops the other: which key was meant?
-    if (sentTwice(req.rawHeaders, "authorization")) throw await refuse("invalid_request", "Send the Authorization header once, with one API key.");
+    if (headerSentTwice(req.rawHeaders, "authorization")) throw await refuse("invalid_request", "Send the Authorization header once, with one API key.");
     const keyHash = looksLikeApiKey(bearer.token) ? hashApiKey(bearer.token) : null;
     const key = keyHash ? await cache.apiKey(keyHash) : null;
     if (!keyHash || !key || key.revoked) throw await refuse("invalid_token", "The API key is invalid or revoked.");
@@ -56,16 +57,4 @@ export function authenticate(cache: AuthCache, failures: AuthFailureGuard): Requ
 function agentNotFoundMessage(agentId: string): string {
   if (agentId.includes(API_KEY_PREFIX)) return "No agent has the id given in X-Agent-Id; it looks like an API key, which belongs in Authorization.";
   return `No agent has the id '${echoed(agentId)}'.`;
-}
-
-/** Whether `rawHeaders` (name, value, name, value, …) holds the header `lowerName` more than once. */
-function sentTwice(rawHeaders: string[], lowerName: string): boolean {
-  let seen = false;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]!.length === lowerName.length && rawHeaders[i]!.toLowerCase() === lowerName) {
-      if (seen) return true;
-      seen = true;
-    }
-  }
-  return false;
 }
