@@ -13,30 +13,25 @@ function urlOf(database: string): string {
   return url.toString();
 }
 
-async function tablesIn(databaseUrl: string): Promise<string[]> {
+/** The first column of what `sql` returns in the database at `databaseUrl`, as text. */
+async function columnIn(databaseUrl: string, sql: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    const res = await client.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = 'public'");
-    return res.rows.map((r) => r.tablename);
+    const res = await client.query({ text: sql, rowMode: "array" });
+    return res.rows.map((r: unknown[]) => String(r[0]));
   } finally {
     await client.end();
   }
 }
+
+const tablesIn = (databaseUrl: string) => columnIn(databaseUrl, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'");
 
 const MIGRATIONS_DIR = path.join(__dirname, "../../../prisma/migrations");
 
 /** The names of the migrations the database records as finished, each once, in order. */
-async function appliedIn(databaseUrl: string): Promise<string[]> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    const res = await client.query<{ migration_name: string }>("SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name");
-    return res.rows.map((r) => r.migration_name);
-  } finally {
-    await client.end();
-  }
-}
+const appliedIn = (databaseUrl: string) =>
+  columnIn(databaseUrl, "SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name");
 
 describe("migrateDeploy (npm run db:migrate:deploy)", () => {
   const databaseUrl = urlOf(`${new URL(testEnv().databaseUrl).pathname.slice(1)}_fresh`);
