@@ -29,6 +29,9 @@ it("Ctrl-C lets a run finish whose tool call and next model call come after it, 
     const w = watchSse(`${stack.gatewayUrl}/api/run`, { body: { query, context: { user_id: "u1" } }, headers: tenant.headers });
     await w.waitFor((e) => e.type === "run_started");
     const { run_id } = w.events[0];
+    // Signalled once a worker has the run: a job still queued when the workers stop waits in
+    // the queue for the next start (on a busy machine the pick-up can come after run_started).
+    await eventually(async () => (await prisma.run.findUniqueOrThrow({ where: { id: run_id }, select: { status: true } })).status === "running", { timeoutMs: 20_000, intervalMs: 25 });
     const exited = once(stack.npm, "exit");
     const signalledAt = Date.now();
     process.kill(-stack.npm.pid!, "SIGINT");
