@@ -15,4 +15,4 @@ export { startPgRelay, type PgRelay } from "./pg-relay";
 export { startTcpRelay, type TcpRelay } from "./tcp-relay";
 export { startStackOnPrivatePostgres, type PrivatePostgresStack } from "./private-stack";
 export { eventually, watchSse, within, type SseWatch } from "./waiting";
-export { rawExchange, rawHead } from "./raw-http";
+export { rawExchange, rawHead, rawJsonAnswer } from "./raw-http";

@@ -61,7 +61,7 @@ export function startService(service: string, env: Record<string, string>): Serv
   child.stdout!.on("data", keep);
   child.stderr!.on("data", keep);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const alive = () => child.exitCode === null && child.signalCode === null;
+  const alive = () => endedHow(child) === null;
   return {
     name: service,
     child,
@@ -82,11 +82,10 @@ export function startService(service: string, env: Record<string, string>): Serv
 }
 
 /**
- * How `proc` ended (its exit code, or the signal that killed it, as one stopped before it set its
+ * How `child` ended (its exit code, or the signal that killed it, as one stopped before it set its
  * SIGTERM handler is), or null while it runs.
  */
-function ended(proc: ServiceProcess): string | null {
-  const { exitCode, signalCode } = proc.child;
+function endedHow({ exitCode, signalCode }: ChildProcess): string | null {
   return exitCode !== null ? String(exitCode) : signalCode;
 }
 
@@ -95,7 +94,7 @@ export async function waitForOk(url: string, proc: ServiceProcess | null, timeou
   const deadline = Date.now() + timeoutMs;
   let last = "";
   while (Date.now() < deadline) {
-    if (proc && ended(proc)) throw new Error(`${proc.name} exited (${ended(proc)}):\n${proc.output()}`);
+    if (proc && endedHow(proc.child)) throw new Error(`${proc.name} exited (${endedHow(proc.child)}):\n${proc.output()}`);
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
       if (res.ok) return;
@@ -114,7 +113,7 @@ export async function waitForWorker(redisUrl: string, redisPrefix: string, worke
   try {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (ended(proc)) throw new Error(`${proc.name} exited (${ended(proc)}):\n${proc.output()}`);
+      if (endedHow(proc.child)) throw new Error(`${proc.name} exited (${endedHow(proc.child)}):\n${proc.output()}`);
       if (await redis.zscore(`${redisPrefix}:workers`, workerId)) return;
       await new Promise((r) => setTimeout(r, 100));
     }

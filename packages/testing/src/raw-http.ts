@@ -25,9 +25,18 @@ export function rawExchange(baseUrl: string, text: string, { timeoutMs = 5000 }:
   });
 }
 
-/** The request head of `method path` with `headers` (names as given), ending in the blank line. */
-export function rawHead(method: string, path: string, headers: Record<string, string>): string {
-  return `${method} ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n${Object.entries(headers)
+/**
+ * The request head of `method path` with `headers` (names as given; as a list of pairs, a name
+ * may come more than once), ending in the blank line.
+ */
+export function rawHead(method: string, path: string, headers: Record<string, string> | [string, string][]): string {
+  return `${method} ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n${(Array.isArray(headers) ? headers : Object.entries(headers))
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join("")}\r\n`;
+}
+
+/** The status and JSON body of an answer read whole by {@link rawExchange} (`{}` for no body). */
+export function rawJsonAnswer(answer: string): { status: number; body: any } {
+  const [statusLine, body] = answer.split("\r\n\r\n");
+  return { status: Number(statusLine!.split(" ")[1]), body: JSON.parse(body || "{}") };
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { request } from "node:http";
 import type { PrismaClient } from "@agentrun/db";
-import { createWidgetKey, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import { createWidgetKey, rawExchange, rawHead, rawJsonAnswer, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 
 // A JSON body's declared charset: UTF-8 (in its spellings, or US-ASCII, a subset) is read; any
 // other is refused before the body is read, since every check of the body reads its bytes as UTF-8.
@@ -76,14 +75,10 @@ describe("a body with two Content-Type headers", () => {
     ["text/plain", "application/json"],
   ])("%s and %s: 415 whatever their order, nothing created", async (first, second) => {
     const m = marker();
-    // fetch would join the two into one header; node:http sends each on its own line.
-    const res = await new Promise<{ status: number; body: any }>((resolve, reject) => {
-      const req = request(`${stack.gatewayUrl}/api/tasks`, { method: "POST", headers: { ...tenant.headers, "content-type": [first, second] } }, (r) => {
-        let text = "";
-        r.setEncoding("utf8").on("data", (d: string) => (text += d)).on("end", () => resolve({ status: r.statusCode!, body: JSON.parse(text) }));
-      });
-      req.on("error", reject).end(JSON.stringify({ title: m }));
-    });
+    const body = JSON.stringify({ title: m });
+    // fetch would join the two into one header: each goes on its own line here.
+    const head = rawHead("POST", "/api/tasks", [...Object.entries(tenant.headers), ["content-type", first], ["content-type", second], ["content-length", String(Buffer.byteLength(body))], ["connection", "close"]]);
+    const res = rawJsonAnswer(await rawExchange(stack.gatewayUrl, head + body));
     expect(res).toEqual({ status: 415, body: { error: { code: "unsupported_media_type", message: "Send the Content-Type header once: application/json." } } });
     expect(await prisma.task.count({ where: { orgId: tenant.orgId, title: m } })).toBe(0);
   });

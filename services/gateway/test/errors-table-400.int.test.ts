@@ -1,4 +1,4 @@
-import { rawExchange, rawHead, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
+import { rawExchange, rawHead, rawJsonAnswer, stackWithTenant, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
 import { ERRORS_TABLE_STACK, expectError, requestsOf } from "./errors-table.fixture";
 
@@ -14,8 +14,7 @@ const { call, postJson } = requestsOf(() => ({ stack, tenant }));
 /** A GET with a body, as some clients send one (fetch cannot): its status and JSON body. */
 async function getWithBody(path: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: { error?: { details?: unknown } } }> {
   const head = rawHead("GET", path, { ...headers, "content-length": String(Buffer.byteLength(body)), connection: "close" });
-  const [statusLine, answer] = (await rawExchange(stack.gatewayUrl, head + body)).split("\r\n\r\n");
-  return { status: Number(statusLine!.split(" ")[1]), body: JSON.parse(answer || "{}") };
+  return rawJsonAnswer(await rawExchange(stack.gatewayUrl, head + body));
 }
 
 describe("400 invalid_request", () => {
