@@ -21,7 +21,7 @@ import { messagesRoutes } from "./routes/messages.routes";
 import { runEventsRoutes } from "./routes/run-events.routes";
 import { widgetRoutes } from "./widget/widget.routes";
 import { widgetAssetRoutes } from "./widget/widget-assets.routes";
-import { closeConnectionsWhenStopping } from "./shutdown";
+import { actingFromHere, closeConnectionsWhenStopping } from "./shutdown";
 
 /** The gateway's HTTP app: no side effects, no listen (tests drive it with supertest). */
 export function createApp(deps: GatewayDeps): Express {
@@ -60,6 +60,7 @@ export function createApp(deps: GatewayDeps): Express {
   api.use(orgRateLimit(deps.limiter, deps.config.REDIS_PREFIX));
   api.use(refuseOptions());
   api.use(jsonBody(deps.config.BODY_LIMIT_BYTES));
+  api.use(actingFromHere());
   for (const routes of [runRoutes, memoryRoutes, tasksRoutes, messagesRoutes, runEventsRoutes]) routes(deps, api);
 
   // Every /api/... endpoint is also served under /api/v1/...: one mount, so that a request passes

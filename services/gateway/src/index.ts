@@ -10,7 +10,7 @@ import { endAllStreams } from "./runs/sse";
 import { endAllWaits } from "./runs/respond-run";
 import { createHttpServer } from "./http-server";
 import { servedWidget } from "./widget/widget-bundle";
-import { beginStopping, runStartsSettled } from "./shutdown";
+import { answerWaitingRequests, beginStopping, runStartsSettled } from "./shutdown";
 
 /**
  * A run start's wait beyond its two statements (claim or create, and the end of a run the queue
@@ -41,11 +41,14 @@ runMain(async () => {
     // Stop accepting connections, and close each one as it falls idle (a stream just ended, an
     // answer sent before the stop). Requests still being handled get a short grace; one starting
     // a run is awaited longer (its statements time out on their own), so that its run is queued
-    // and its caller answered before the queue closes. Whatever is still open then is cut.
+    // and its caller answered before the queue closes. Requests that have not begun to act are
+    // then answered 503; whatever is still open after that is cut.
     const drained = drainServer(server, {
       graceMs: config.SHUTDOWN_STREAM_GRACE_MS,
       beforeCut: async () => {
         if (!(await runStartsSettled(2 * config.DB_QUERY_TIMEOUT_MS + RUN_START_SETTLE_EXTRA_MS))) logger.warn("runs still being started at the deadline: cutting them");
+        const answered = await answerWaitingRequests();
+        if (answered > 0) logger.info({ requests: answered }, "answered 503 to requests that had not begun to act");
       },
     });
     // Open SSE streams never end by themselves: end them (clients re-attach with Last-Event-ID

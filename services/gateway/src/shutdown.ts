@@ -1,4 +1,4 @@
-import type { RequestHandler } from "express";
+import type { RequestHandler, Response } from "express";
 import { ServerStop } from "@agentrun/express-server";
 
 /**
@@ -7,7 +7,9 @@ import { ServerStop } from "@agentrun/express-server";
  * would cut), `/readyz` answers 503, a stream or a `stream: false` wait that begins ends at once
  * (see `endAllStreams`, `endAllWaits`, which end those already open), and the requests that are
  * starting a run are awaited before the connections are cut and the queue closed: a run is
- * accepted whole (recorded and queued, its caller answered) or not at all.
+ * accepted whole (recorded and queued, its caller answered) or not at all. At the cut, requests
+ * that have not begun to act (still authenticating, say, on a database that does not answer) are
+ * answered 503 `unavailable`, so their callers know to retry, rather than cut without an answer.
  */
 const stop = new ServerStop();
 const runStarts = new Set<Promise<unknown>>();
@@ -24,6 +26,25 @@ export function isStopping(): boolean {
 /** Sets `Connection: close` on every answer not yet begun once the gateway is stopping. */
 export function closeConnectionsWhenStopping(): RequestHandler {
   return stop.closeConnections();
+}
+
+/**
+ * Mounted where the API's and the widget's routes begin (after authentication, rate limits and
+ * the body): past it a request may start a run or change things, and is never answered by the stop
+ * in its handler's place; one the stop has answered goes no further.
+ */
+export function actingFromHere(): RequestHandler {
+  return stop.acting();
+}
+
+/** Whether the stop answered `res` itself (the request's later errors are then moot). */
+export function answeredByStop(res: Response): boolean {
+  return stop.answeredByStop(res);
+}
+
+/** Answers 503 `unavailable` every request that has not begun to act (see above); returns how many. */
+export function answerWaitingRequests(): Promise<number> {
+  return stop.answerWaiting();
 }
 
 /** Counts `start` among the run starts the stop waits for, until it settles; returns it. */

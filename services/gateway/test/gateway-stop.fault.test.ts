@@ -72,3 +72,32 @@ it.each([
   expect(await exited).toBe(0);
   expect(proc.output()).not.toMatch(/could not enqueue run/);
 });
+
+it("answers 503 a request still authenticating at the cut, and it starts no run afterwards", async () => {
+  // A key this gateway has never looked up: its lookup waits for the frozen database.
+  const stranger = await createTenant(own.prisma, { plan: "enterprise", rpmLimit: 100_000 });
+  // At info, so that its log shows the stop's answer (and would show an error after it).
+  const { proc, url } = await own.stack.addGateway({ LOG_LEVEL: "info" });
+  const exited = new Promise<number | null>((resolve) => proc.child.once("exit", (code) => resolve(code)));
+  const query = "sent while the key is looked up";
+
+  own.pg.freeze();
+  // Answered at the grace's end (SHUTDOWN_STREAM_GRACE_MS, 2 s), while PostgreSQL is still frozen.
+  const signal = AbortSignal.timeout(6000);
+  const answer = fetch(`${url}/api/run`, { method: "POST", headers: { ...stranger.headers, "content-type": "application/json" }, body: JSON.stringify({ query }), signal }).then(
+    async (res) => ({ status: res.status, connection: res.headers.get("connection"), body: (await res.json()) as unknown }),
+    (err: Error & { cause?: { code?: string } }) => ({ status: 0, connection: null, body: `client error: ${err.cause?.code ?? err.message}` }),
+  );
+  await sleep(300);
+  proc.child.kill("SIGTERM");
+  const got = await answer;
+  own.pg.thaw();
+  expect(got).toEqual({ status: 503, connection: "close", body: { error: { code: "unavailable", message: "Shutting down: retry the request." } } });
+
+  expect(await exited).toBe(0);
+  // The lookup ended after the answer (once PostgreSQL returned, or with the process): nothing was recorded.
+  expect(await own.prisma.run.count({ where: { orgId: stranger.orgId } })).toBe(0);
+  expect(await own.prisma.task.count({ where: { orgId: stranger.orgId } })).toBe(0);
+  expect(proc.output()).toMatch(/answered 503 to requests that had not begun to act/);
+  expect(proc.output()).not.toMatch(/request failed/);
+});

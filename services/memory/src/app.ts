@@ -35,11 +35,12 @@ export function createApp({ prisma, logger, internalToken, stop = new ServerStop
   app.use(requestId(logger));
   app.use(healthRouter({ prisma, stop }));
   // JSON bodies only, and no U+0000 in them or in the URL (PostgreSQL stores none): 400, not a 500.
-  app.use("/internal", internalAuth(internalToken), jsonBody(BODY_LIMIT_BYTES));
+  // Past the body, a request writes: the stop answers only those still waiting (see ServerStop).
+  app.use("/internal", internalAuth(internalToken), jsonBody(BODY_LIMIT_BYTES), stop.acting());
   app.use("/internal/memories", memoriesRouter({ prisma }));
   app.use(notFound);
   // The database's outages are logged once each, with their end; a request answered 503 has it checked.
   watchDatabase(prisma, logger);
-  app.use(errorHandler(logger));
+  app.use(errorHandler(logger, stop));
   return app;
 }

@@ -49,7 +49,8 @@ runMain(async () => {
     // From now on /readyz answers 503 and every answer closes its connection; requests being
     // handled finish within the grace, and no new one is taken.
     stop.begin();
-    await drainServer(server, { graceMs: SHUTDOWN_GRACE_MS });
+    // Requests still waiting for their body at the grace's end are answered 503, not cut.
+    await drainServer(server, { graceMs: SHUTDOWN_GRACE_MS, beforeCut: async () => void (await stop.answerWaiting()) });
     await prisma.$disconnect();
     logger.info("stopped");
     process.exit(0);

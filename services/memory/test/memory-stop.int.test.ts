@@ -1,7 +1,7 @@
 import http from "node:http";
 import { once } from "node:events";
 import pg from "pg";
-import { startMemoryService, testEnv, type MemoryService } from "@agentrun/testing";
+import { rawExchange, rawHead, rawJsonAnswer, startMemoryService, testEnv, type MemoryService } from "@agentrun/testing";
 import supertest from "supertest";
 import { ServerStop } from "@agentrun/express-server";
 import { createLogger } from "@agentrun/logger";
@@ -70,6 +70,22 @@ it("finishes the request in flight with Connection: close, takes no new one on t
   expect(Date.now() - releasedAt).toBeLessThan(5000);
   agent.destroy();
 });
+
+it("answers 503 a request still sending its body when the grace (10 s) ends, rather than cutting it", async () => {
+  const own = await startMemoryService();
+  try {
+    const body = JSON.stringify({ ...newScope(), user_id: "u", content: "never sent whole" });
+    const head = rawHead("POST", "/internal/memories", { authorization: `Bearer ${own.token}`, "content-type": "application/json", "content-length": String(body.length) });
+    const exchange = rawExchange(own.url, head + body.slice(0, 10), { timeoutMs: 20_000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const exited = once(own.process.child, "exit");
+    own.process.child.kill("SIGTERM");
+    expect(rawJsonAnswer(await exchange)).toEqual({ status: 503, body: { error: { code: "unavailable", message: "Shutting down: retry the request." } } });
+    expect((await exited)[0]).toBe(0);
+  } finally {
+    await own.stop();
+  }
+}, 30_000);
 
 it("answers /readyz 503 once stopping, and closes the connection with every answer", async () => {
   const prisma = createPrisma({ databaseUrl: testEnv().databaseUrl, poolSize: 1 });

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { ZodError } from "zod";
 import { suspectDatabaseOutage } from "@agentrun/db";
+import { answeredByStop } from "../shutdown";
 import { AppError, errorBody, fromHttpStatus, invalidRequest, isSchemaMissingError, isUnavailableError, schemaMissing } from "@agentrun/errors";
 
 /**
@@ -9,6 +10,8 @@ import { AppError, errorBody, fromHttpStatus, invalidRequest, isSchemaMissingErr
  */
 export function errorHandler(): ErrorRequestHandler {
   return (err, req, res, _next) => {
+    // Answered 503 by the gateway's stop while this request waited: what failed since is moot.
+    if (answeredByStop(res)) return;
     let appErr: AppError;
     if (err instanceof AppError) appErr = err;
     else if (err instanceof ZodError) appErr = invalidRequest(err);

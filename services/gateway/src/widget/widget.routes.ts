@@ -24,6 +24,7 @@ import { WidgetKeyCache } from "./widget-key-cache";
 import { widgetLimits } from "./widget-limits";
 import { readsNoQuery, takesNoBody } from "../middleware/strict-query";
 import { paceAnswer } from "../runs/stalled-client";
+import { actingFromHere } from "../shutdown";
 
 const RUN_PATH = "/run";
 const EVENTS_PATH = "/tasks/:task_id/runs/:run_id/events";
@@ -59,6 +60,7 @@ export function widgetRoutes(deps: GatewayDeps, failures: AuthFailureGuard): Rou
   router.post(CANCEL_PATH, visitorRequired);
   router.use(widgetLimits({ limiter: deps.limiter, redisPrefix: config.REDIS_PREFIX, perKey: config.WIDGET_RPM_PER_KEY, perIp: config.WIDGET_RPM_PER_IP }));
   router.use(jsonBody(config.BODY_LIMIT_BYTES));
+  router.use(actingFromHere());
 
   /** `POST /run`: like `/api/run`, for the visitor (a new one when no token was sent). */
   router.post(RUN_PATH, async (req, res) => {

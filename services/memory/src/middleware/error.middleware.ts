@@ -3,6 +3,7 @@ import { ZodError } from "zod";
 import { suspectDatabaseOutage } from "@agentrun/db";
 import { AppError, errorBody, fromHttpStatus, invalidRequest, isSchemaMissingError, isUnavailableError, schemaMissing } from "@agentrun/errors";
 import type { Logger } from "@agentrun/logger";
+import type { ServerStop } from "@agentrun/express-server";
 import { requestLog } from "../request-context";
 
 /** Any unmatched route: 404 in the contract's error shape. */
@@ -25,10 +26,12 @@ function toAppError(err: unknown): AppError {
 /**
  * The one error handler: the contract's `{error:{code,message,details?}}` body for everything.
  * 4xx are logged at info, 5xx at error with the stack, which never reaches the response.
- * A 503 `unavailable` has the database checked (see suspectDatabaseOutage).
+ * A 503 `unavailable` has the database checked (see suspectDatabaseOutage). A request the
+ * service's stop answered itself while it waited has nothing left to answer.
  */
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+export function errorHandler(logger: Logger, stop: ServerStop): ErrorRequestHandler {
   return (err, req, res, next) => {
+    if (stop.answeredByStop(res)) return;
     if (res.headersSent) return next(err);
     const appErr = toAppError(err);
     if (appErr.code === "unavailable") suspectDatabaseOutage();
