@@ -154,7 +154,7 @@ export class RunEventWriter implements BatchedWrite {
     this.flushing = this.flushing.then(run, run);
     return this.flushing.catch((err) => {
       // Keep the events for the next flush so that none is lost while PostgreSQL is down.
-      this.batch = [...events, ...this.batch];
+      this.putBack(events);
       throw err;
     });
   }
@@ -187,8 +187,17 @@ export class RunEventWriter implements BatchedWrite {
    * them and numbers its terminal event right after the last event emitted.
    */
   giveBack(drained: RunEvent[], terminal: RunEvent): void {
-    this.batch = [...drained, ...this.batch];
+    this.putBack(drained);
     if (this.seq === terminal.seq) this.seq--;
+  }
+
+  /**
+   * Returns events a failed write took to the batch, in seq order. Writes queue behind each
+   * other, so when two fail, the later one's events come back after the earlier one's: put first,
+   * they would make a batch that starts past where it ends, which readers after its end skip.
+   */
+  private putBack(events: RunEvent[]): void {
+    this.batch = [...events, ...this.batch].sort((a, b) => a.seq - b.seq);
   }
 
   /**

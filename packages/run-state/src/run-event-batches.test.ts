@@ -1,3 +1,5 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
 import type { PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { readDbEvents, runLogKey, RunEventWriter } from "@agentrun/events";
@@ -114,6 +116,36 @@ describe("run events in PostgreSQL", () => {
     expect(terminal).toMatchObject({ type: "run_completed", seq: 5 });
     expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(seqs(1, 5));
     expect(await batchesOf(runId)).toEqual([[1, 1, 1], [2, 5, 4]]);
+  });
+
+  it("keeps the events of two writes that both failed in seq order: the batch written later is read by a reader after any seq", async () => {
+    const runId = await createTestRun(prisma);
+    const writer = new RunEventWriter({ ...deps(), prisma: relayed, runId, lastSeq: 1, flushIntervalMs: 600_000, onError: () => {} });
+    const settled = (p: Promise<void>) => p.then(() => "stored", () => "failed");
+    relay.setDown(true);
+    for (let i = 0; i < 3; i++) writer.emit({ type: "text_chunk", content: `a${i}` });
+    const first = settled(writer.flush());
+    // Taken while the first write is on its way: it waits behind it, and fails in turn.
+    for (let i = 0; i < 2; i++) writer.emit({ type: "text_chunk", content: `b${i}` });
+    const second = settled(writer.flush());
+    expect([await first, await second]).toEqual(["failed", "failed"]);
+    relay.setDown(false);
+    await writer.flush();
+
+    expect(await batchesOf(runId)).toEqual([[1, 1, 1], [2, 6, 5]]);
+    expect((await readDbEvents({ prisma }, runId, 4)).map((e) => e.seq)).toEqual([5, 6]);
+    expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(seqs(1, 6));
+  });
+
+  it("a batch stored out of order before that was fixed is repaired by its migration, and read again", async () => {
+    const runId = await createTestRun(prisma);
+    const event = (seq: number) => ({ seq, type: "text_chunk", run_id: runId, content: `c${seq}` });
+    await prisma.runEventBatch.create({ data: { runId, firstSeq: 5, lastSeq: 4, events: [5, 6, 2, 3, 4].map(event) } });
+    expect(await readDbEvents({ prisma }, runId, 4)).toEqual([]);
+    const repair = "../../../prisma/migrations/20261130060000_event_batch_bounds_repair/migration.sql";
+    await prisma.$executeRawUnsafe(await readFile(path.join(__dirname, repair), "utf8"));
+    expect(await batchesOf(runId)).toEqual([[1, 1, 1], [5, 6, 5]]);
+    expect((await readDbEvents({ prisma }, runId, 4)).map((e) => e.seq)).toEqual([5, 6]);
   });
 
   it("ends a run whose counts PostgreSQL's integer could not hold, with the counts brought into its range", async () => {
