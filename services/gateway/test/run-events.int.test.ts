@@ -1,13 +1,16 @@
 import { stackWithTenant, apiJson, createTenant, rawExchange, rawHead, readSse, watchSse, type Stack, type Tenant } from "@agentrun/testing";
 import type { PrismaClient } from "@agentrun/db";
+import { runLogKey } from "@agentrun/events";
+import type IORedis from "ioredis";
 
 // Replaying and following a run's events: GET /api/tasks/{id}/runs/{run_id}/events.
 
 let stack: Stack;
 let prisma: PrismaClient;
 let tenant: Tenant;
+let redis: IORedis;
 
-stackWithTenant((started) => ({ stack, prisma, tenant } = started), { stack: { memory: false } });
+stackWithTenant((started) => ({ stack, prisma, tenant, redis } = started as typeof started & { redis: IORedis }), { stack: { memory: false }, redis: true });
 
 const api = (method: string, path: string, body?: unknown, t: Tenant = tenant, headers: Record<string, string> = {}) => apiJson(stack.gatewayUrl, method, path, { ...t.headers, ...headers }, body);
 const run = (query: string, extra: object = {}, t: Tenant = tenant) => api("POST", "/run", { query, stream: false, ...extra }, t);
@@ -94,6 +97,20 @@ describe("run events", () => {
     const json = (cursor: string) => fetch(url, { headers: { ...tenant.headers, accept: "application/json", "last-event-id": cursor } }).then(async (r) => [r.status, await r.json()]);
     expect(await json("500")).toEqual([200, { events: [live.events.at(-1)!.data] }]);
     expect(await json(past.events[0]!.id!)).toEqual([200, { events: [] }]);
+  });
+
+  it("never replays an event its run's log got after the run's end (from a worker frozen past the log's fence)", async () => {
+    const live = await readSse(`${stack.gatewayUrl}/api/run`, { body: { query: "[chunks:3] ended before a late append" }, headers: tenant.headers });
+    const { run_id, task_id } = live.events[0]!.data;
+    const end = Number(live.events.at(-1)!.id);
+    await redis.rpush(runLogKey(stack.env.REDIS_PREFIX!, run_id), JSON.stringify({ seq: end + 1, type: "text_chunk", run_id, content: "late" }));
+    const url = `${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`;
+    expect((await readSse(url, { headers: tenant.headers })).events.map((e) => e.data)).toEqual(live.events.map((e) => e.data));
+    const at = (cursor: number, accept: string) => fetch(url, { headers: { ...tenant.headers, accept, "last-event-id": String(cursor) } }).then(async (r) => [r.status, await r.text()]);
+    expect(await at(end, "text/event-stream")).toEqual([204, ""]);
+    expect(await at(end, "application/json")).toEqual([200, JSON.stringify({ events: [] })]);
+    expect(JSON.parse((await at(end - 1, "application/json"))[1] as string)).toEqual({ events: [live.events.at(-1)!.data] });
+    expect(JSON.parse((await at(end + 5, "application/json"))[1] as string)).toEqual({ events: [live.events.at(-1)!.data] });
   });
 
   it("names the cursor's range when Last-Event-ID is too large", async () => {

@@ -31,6 +31,16 @@ export function replayFrom(run: { status: string; lastSeq: number }, afterSeq: n
   return ended && afterSeq > run.lastSeq ? run.lastSeq - 1 : afterSeq;
 }
 
+/**
+ * Of `events` read for `run`, those that are the run's: for a finished run, none past its
+ * terminal event (`lastSeq`). The run's log refuses a writer's events from its end on, but that
+ * fence expires with the log: a worker frozen longer than that (a paused VM) could append later.
+ */
+function upToEnd(run: { status: string; lastSeq: number }, events: RunEvent[]): RunEvent[] {
+  const ended = run.status !== "queued" && run.status !== "running";
+  return ended && events.at(-1) !== undefined && events.at(-1)!.seq > run.lastSeq ? events.filter((e) => e.seq <= run.lastSeq) : events;
+}
+
 export interface RunEventsStreamInput {
   store: { prisma: PrismaClient; redis: Redis; redisPrefix: string; hub: SubscriberHub };
   run: { id: string; taskId: string; status: string; lastSeq: number };
@@ -57,7 +67,7 @@ export async function listRunEvents(store: RunEventsStreamInput["store"], run: R
   const events = await readFoundRunEvents(store, run.id, from).catch((err: unknown) => {
     throw answerFor(err, run);
   });
-  return withoutGaps(events, from);
+  return withoutGaps(upToEnd(run, events), from);
 }
 
 /**
@@ -77,9 +87,12 @@ export async function streamRunEvents(req: Request, res: Response, input: RunEve
   // left to send (see readFoundRunEvents).
   const stored = !ended
     ? null
-    : await readFoundRunEvents(store, run.id, replayFrom(run, afterSeq)).catch((err: unknown) => {
-        throw answerFor(err, run);
-      });
+    : upToEnd(
+        run,
+        await readFoundRunEvents(store, run.id, replayFrom(run, afterSeq)).catch((err: unknown) => {
+          throw answerFor(err, run);
+        }),
+      );
   if (stored?.length === 0) {
     res.status(204).end();
     return;
