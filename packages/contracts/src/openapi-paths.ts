@@ -36,7 +36,7 @@ const json = (schema: z.ZodType, description: string) => ({ description, headers
 const noContent = (description: string) => ({ description, headers: okHeaders });
 const eventStream = { schema: runEventSchema };
 const STREAM_FRAMING =
-  "Each event is framed `id: <seq>` + `data: <RunEvent as JSON>` + a blank line; seq starts at 1 in each run and increases by 1. A `: ping` comment comes while idle, every X-Heartbeat-Interval-Ms (15 s by default). A run ends with exactly one terminal event (run_completed, run_failed or run_cancelled), after which the stream ends. A stream can also end before it (the gateway shutting down, the API key revoked, a client that stopped reading): re-attach with the events endpoint and `Last-Event-ID` to receive the rest.";
+  "Each event is framed `id: <seq>` + `data: <RunEvent as JSON>` + a blank line; seq starts at 1 in each run and increases by 1. A `: ping` comment comes while idle, every X-Heartbeat-Interval-Ms (14 s by default). A run ends with exactly one terminal event (run_completed, run_failed or run_cancelled), after which the stream ends. A stream can also end before it (the gateway shutting down, the API key revoked, a client that stopped reading): re-attach with the events endpoint and `Last-Event-ID` to receive the rest.";
 
 /** Every request that sends a body, whatever the method: it must be JSON (415) within the limit (413). */
 const BODY_ERRORS: ZodOpenApiResponsesObject = { "413": ref("responses", "PayloadTooLarge"), "415": ref("responses", "UnsupportedMediaType") };

@@ -82,7 +82,7 @@ export function buildOpenApiDocument(opts: { version?: string } = {}): OpenApiDo
         "X-RateLimit-Reset": intHeader("Whole seconds until a request is allowed again; 0 when one is allowed now."),
         "Retry-After": { description: "Seconds to wait before retrying (at least 1).", schema: { type: "integer", minimum: 1 } },
         "X-Visitor-Token": { description: "The widget visitor's signed session token, renewed with every answer.", schema: { type: "string" } },
-        "X-Heartbeat-Interval-Ms": intHeader("On an event stream: milliseconds between its `: ping` comments while idle (SSE_HEARTBEAT_MS, 15000 by default). A stream silent for several intervals is held open without data (a stuck proxy, a dead connection): re-attach with Last-Event-ID."),
+        "X-Heartbeat-Interval-Ms": intHeader("On an event stream: milliseconds between its `: ping` comments while idle (SSE_HEARTBEAT_MS, 14000 by default). A stream silent for several intervals is held open without data (a stuck proxy, a dead connection): re-attach with Last-Event-ID."),
       },
       responses: {
         BadRequest: errorResponse("invalid_request: malformed JSON, an invalid field or parameter (listed in `details`), or a missing X-Agent-Id."),

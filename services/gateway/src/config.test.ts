@@ -70,6 +70,6 @@ describe("counts and sizes", () => {
   });
 
   it("keeps every default", () => {
-    expect(loadConfig(gatewayConfigSchema, {})).toMatchObject({ SSE_HEARTBEAT_MS: 15_000, AUTH_CACHE_TTL_MS: 900, BODY_LIMIT_BYTES: 1024 * 1024, KEEP_ALIVE_TIMEOUT_MS: 65_000, DB_POOL_SIZE: 10, AUTH_FAILURE_LIMIT: 30, WIDGET_TOKEN_TTL_S: 86_400, WIDGET_RPM_PER_KEY: 120, WIDGET_RPM_PER_IP: 20 });
+    expect(loadConfig(gatewayConfigSchema, {})).toMatchObject({ SSE_HEARTBEAT_MS: 14_000, AUTH_CACHE_TTL_MS: 900, BODY_LIMIT_BYTES: 1024 * 1024, KEEP_ALIVE_TIMEOUT_MS: 65_000, DB_POOL_SIZE: 10, AUTH_FAILURE_LIMIT: 30, WIDGET_TOKEN_TTL_S: 86_400, WIDGET_RPM_PER_KEY: 120, WIDGET_RPM_PER_IP: 20 });
   });
 });

@@ -57,7 +57,7 @@ export const gatewayConfigSchema = z.object({
   /** How long `stream: false` waits for the end of a run before answering 202. */
   RUN_WAIT_TIMEOUT_MS: timerMs().default(120_000),
   /** Interval of the SSE keepalive comment. */
-  SSE_HEARTBEAT_MS: timerMs(1, SSE_HEARTBEAT_MAX_MS, "the widget waits three intervals for a ping, and a timer waits at most 2147483647 ms").default(15_000),
+  SSE_HEARTBEAT_MS: timerMs(1, SSE_HEARTBEAT_MAX_MS, "the widget waits three intervals for a ping, and a timer waits at most 2147483647 ms").default(14_000),
   /** How long a looked-up API key or agent is trusted; bounds how late a revocation takes effect. */
   AUTH_CACHE_TTL_MS: timerMs(0, 1000).default(900),
   /**

@@ -17,8 +17,8 @@ describe("POST /api/run streaming", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
     expect(res.headers.get("cache-control")).toBe("no-cache, no-transform");
-    // The ping interval (SSE_HEARTBEAT_MS, 15 s by default), for clients that watch for a silent stream.
-    expect(res.headers.get("x-heartbeat-interval-ms")).toBe("15000");
+    // The ping interval (SSE_HEARTBEAT_MS, 14 s by default), for clients that watch for a silent stream.
+    expect(res.headers.get("x-heartbeat-interval-ms")).toBe("14000");
     const types = res.events.map((e) => e.data.type);
     expect(types).toEqual(["run_started", "text_chunk", "text_chunk", "text_chunk", "text_chunk", "run_completed"]);
     expect(res.events.map((e) => Number(e.id))).toEqual([1, 2, 3, 4, 5, 6]);
@@ -230,7 +230,7 @@ describe("HEAD of a run's events", () => {
     const { run_id, task_id } = w.events[0];
     const url = `${stack.gatewayUrl}/api/tasks/${task_id}/runs/${run_id}/events`;
     const live = await fetch(url, { method: "HEAD", headers: tenant.headers, signal: AbortSignal.timeout(1000) });
-    expect([live.status, live.headers.get("content-type"), live.headers.get("x-heartbeat-interval-ms")]).toEqual([200, "text/event-stream; charset=utf-8", "15000"]);
+    expect([live.status, live.headers.get("content-type"), live.headers.get("x-heartbeat-interval-ms")]).toEqual([200, "text/event-stream; charset=utf-8", "14000"]);
     // The HEAD is over: the connection serves the next request at once (were the gateway still
     // following the run on it, this would wait for the run's end).
     for (let i = 0; i < 3; i++) expect((await fetch(url, { method: "HEAD", headers: tenant.headers, signal: AbortSignal.timeout(1000) })).status).toBe(200);

@@ -56,7 +56,7 @@ describe("POST /api/v1/widget/run from an allowed origin", () => {
     expect(res.headers.get("access-control-expose-headers")).toMatch(/X-Visitor-Token/);
     // The page can read the ping interval, which its idle watchdog is set from.
     expect(res.headers.get("access-control-expose-headers")).toMatch(/X-Heartbeat-Interval-Ms/);
-    expect(res.headers.get("x-heartbeat-interval-ms")).toBe("15000");
+    expect(res.headers.get("x-heartbeat-interval-ms")).toBe("14000");
     const token = res.headers.get("x-visitor-token")!;
     expect(token).toMatch(/^v1\.[\w-]+\.[\w-]+$/);
     const types = res.events.map((e) => e.data.type);

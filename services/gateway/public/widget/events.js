@@ -1,7 +1,7 @@
 import { EventSourceParserStream } from "eventsource-parser/stream";
 
 /** The gateway's ping interval when a stream does not say (X-Heartbeat-Interval-Ms): its default. */
-const DEFAULT_HEARTBEAT_MS = 15000;
+const DEFAULT_HEARTBEAT_MS = 14000;
 /** Pings a stream may miss in a row before it counts as lost. */
 const MISSED_PINGS = 3;
 /** The ping interval the gateway's last stream gave: it also bounds the wait for a stream's headers. */
