@@ -35,6 +35,9 @@ export interface RunEventWriterOptions {
   onSuperseded?: () => void;
 }
 
+/** The longest wait before a batch whose writes keep failing is tried again. */
+const MAX_FLUSH_RETRY_MS = 30_000;
+
 /** How long the live log's TTL may go without a refresh (it is set far longer). */
 const EXPIRE_REFRESH_MS = 3600_000;
 
@@ -69,6 +72,8 @@ export class RunEventWriter implements BatchedWrite {
   private endSent = false;
   private readonly writerKey: string;
   private refused = false;
+  /** Writes to PostgreSQL that failed in a row. */
+  private failedFlushes = 0;
 
   constructor(private readonly opts: RunEventWriterOptions) {
     this.seq = opts.lastSeq;
@@ -104,13 +109,17 @@ export class RunEventWriter implements BatchedWrite {
     this.outbox.push(text);
     this.enqueue();
     this.batch.push(event);
-    if (!this.timer) {
-      this.timer = setTimeout(() => {
-        this.timer = null;
-        void this.flush().catch((err) => this.opts.onError?.(err));
-      }, this.opts.flushIntervalMs ?? 1000);
-    }
+    this.flushLater();
     return event;
+  }
+
+  /** Has the batch written to PostgreSQL after `delayMs`, unless a write is due already. */
+  private flushLater(delayMs = this.opts.flushIntervalMs ?? 1000): void {
+    if (this.timer || this.refused) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.flush().catch((err) => this.opts.onError?.(err));
+    }, delayMs);
   }
 
   /** Takes back a run PostgreSQL shows queued without a worker (see `agentrun_reclaim_run`). */
@@ -152,11 +161,19 @@ export class RunEventWriter implements BatchedWrite {
       if (result && !result.held) this.supersede();
     };
     this.flushing = this.flushing.then(run, run);
-    return this.flushing.catch((err) => {
-      // Keep the events for the next flush so that none is lost while PostgreSQL is down.
-      this.putBack(events);
-      throw err;
-    });
+    return this.flushing.then(
+      () => void (this.failedFlushes = 0),
+      (err) => {
+        // Keep the events for the next flush so that none is lost while PostgreSQL is down, and
+        // try again later even if the run emits nothing more (a long tool call), less often
+        // while the failures go on (each is reported).
+        this.putBack(events);
+        this.failedFlushes++;
+        const interval = this.opts.flushIntervalMs ?? 1000;
+        if (this.batch.length > 0) this.flushLater(Math.min(interval * 2 ** this.failedFlushes, Math.max(interval, MAX_FLUSH_RETRY_MS)));
+        throw err;
+      },
+    );
   }
 
   /**

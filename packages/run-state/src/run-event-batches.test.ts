@@ -137,6 +137,18 @@ describe("run events in PostgreSQL", () => {
     expect((await readDbEvents({ prisma }, runId)).map((e) => e.seq)).toEqual(seqs(1, 6));
   });
 
+  it("writes a batch whose write failed again later, though the run emits nothing more (a long tool call)", async () => {
+    const runId = await createTestRun(prisma);
+    const writer = new RunEventWriter({ ...deps(), prisma: relayed, runId, lastSeq: 1, flushIntervalMs: 200, onError: () => {} });
+    relay.setDown(true);
+    writer.emit({ type: "tool_call", tool: "http", action: "get", params: { url: "https://example.com" }, call_id: "c1" });
+    await expect(writer.flush()).rejects.toThrow();
+    relay.setDown(false);
+    await eventually(async () => (await readDbEvents({ prisma }, runId)).length === 2, { timeoutMs: 5000, intervalMs: 50 });
+    expect((await readDbEvents({ prisma }, runId)).map((e) => [e.seq, e.type])).toEqual([[1, "run_started"], [2, "tool_call"]]);
+    await writer.drain();
+  });
+
   it("a batch stored out of order before that was fixed is repaired by its migration, and read again", async () => {
     const runId = await createTestRun(prisma);
     const event = (seq: number) => ({ seq, type: "text_chunk", run_id: runId, content: `c${seq}` });
