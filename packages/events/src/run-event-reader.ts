@@ -60,6 +60,8 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
   let finished = false;
   // The first read of the store was delivered (`onReady`).
   let ready = false;
+  // A read of the store (the first read, or a check's) succeeded: events may be delivered.
+  let readStore = false;
   let unsubscribe: (() => void) | null = null;
   let stopResync: (() => void) | null = null;
   let poll: NodeJS.Timeout | null = null;
@@ -88,8 +90,13 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
     // The run was deleted with its task: nothing more will come.
     const gone = () => finish(null, ready ? undefined : new RunGoneError(runId));
 
-    /** Delivers the pending events that follow what was delivered, in order. */
+    /**
+     * Delivers the pending events that follow what was delivered, in order; none before a read of
+     * the store has succeeded (the channel's messages wait for it), so that a caller whose first
+     * read fails has sent nothing and can still answer with the error.
+     */
     const deliver = () => {
+      if (!readStore) return;
       for (let ev = pending.get(next); ev; ev = pending.get(next)) {
         pending.delete(next);
         next++;
@@ -123,7 +130,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
       deliver();
       // A gap in what the channel brought means a message was lost between the log and the
       // channel: read the store. (One in what the stores hold is an event not stored yet.)
-      if (!finished && pending.size > 0 && !fromStore) void fill();
+      if (readStore && !finished && pending.size > 0 && !fromStore) void fill();
     };
 
     /** Whether the run's terminal event is among those waiting for a gap before them. */
@@ -182,6 +189,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         const endKnown = endPending();
         const rows = covered ? [] : await readDbEventsOrEnd(opts, runId, next - 1);
         const read = mergeEvents(rows, log ?? [], next - 1);
+        readStore = true;
         // A run whose log and row are gone was deleted with its task after this reader looked it
         // up: nothing more will come. (A live run's log is there, run_started first.)
         if (logGone && rows.length === 0 && !(await runExists(opts.prisma, runId))) return gone();
@@ -250,7 +258,11 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
           for (const e of first) add(e);
         }
         if (finished) return;
-        ready = true;
+        ready = readStore = true;
+        deliver();
+        if (finished) return;
+        // A gap left in what came (see add): read the store for it.
+        if (pending.size > 0) void fill();
         opts.onReady?.();
       })
       .catch((err) => finish(null, err));
