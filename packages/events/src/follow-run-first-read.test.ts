@@ -1,7 +1,7 @@
 import { createPrisma, type PrismaClient } from "@agentrun/db";
 import { createRedis, Redis } from "@agentrun/redis";
 import { createTestRun, eventually, testEnv, testPrisma } from "@agentrun/testing";
-import { runChannel } from "./keys";
+import { runChannel, runLogKey } from "./keys";
 import { followRun } from "./run-event-reader";
 import { SubscriberHub } from "./subscriber-hub";
 
@@ -44,11 +44,11 @@ async function lockEventsTable(): Promise<() => Promise<void>> {
   };
 }
 
-/** Follows `runId` after seq 1 with `reader`; resolves once the run's channel has its subscriber. */
-async function follow(reader: PrismaClient, runId: string) {
+/** Follows `runId` after seq 1 with `reader`, checking every `pollMs`; resolves once the run's channel has its subscriber. */
+async function follow(reader: PrismaClient, runId: string, pollMs = 60_000) {
   const got: string[] = [];
   const stop = new AbortController();
-  const following = followRun({ prisma: reader, redis, redisPrefix, hub, runId, afterSeq: 1, onEvent: (e) => got.push(`event ${e.seq}`), onReady: () => got.push("ready"), signal: stop.signal, pollIntervalMs: 60_000 }).then(
+  const following = followRun({ prisma: reader, redis, redisPrefix, hub, runId, afterSeq: 1, onEvent: (e) => got.push(`event ${e.seq}`), onReady: () => got.push("ready"), signal: stop.signal, pollIntervalMs: pollMs, maxPollIntervalMs: pollMs }).then(
     (end) => `ended: ${end?.type ?? null}`,
     (err: Error) => `failed: ${err.message}`,
   );
@@ -58,14 +58,16 @@ async function follow(reader: PrismaClient, runId: string) {
   return { got, following, publish, stop: () => stop.abort() };
 }
 
-it("delivers nothing the channel brings before its first read fails, and fails", async () => {
+it("delivers nothing the channel brings, nor what its checks find in the run's log, before its first read fails, and fails", async () => {
   const runId = await createTestRun(prisma, "running");
+  // The log holds seq 2: a check (every 200 ms) finds it there without reading PostgreSQL.
+  await redis.rpush(runLogKey(redisPrefix, runId), JSON.stringify({ seq: 2, type: "text_chunk", content: "c2" }));
   // Its first read gives up after a second of waiting for the lock.
   const impatient = createPrisma({ databaseUrl: testEnv().databaseUrl, poolSize: 2, queryTimeoutMs: 1000 });
   const unlock = await lockEventsTable();
   try {
-    const f = await follow(impatient, runId);
-    await f.publish(2);
+    const f = await follow(impatient, runId, 200);
+    await f.publish(3);
     expect(await f.following).toMatch(/^failed: /);
     expect(f.got).toEqual([]);
   } finally {

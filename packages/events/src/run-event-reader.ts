@@ -60,8 +60,11 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
   let finished = false;
   // The first read of the store was delivered (`onReady`).
   let ready = false;
-  // A read of the store (the first read, or a check's) succeeded: events may be delivered.
+  // A read of the store succeeded (the first read, or a check's made before the first read began,
+  // as while Redis is down and the subscription waits): events may be delivered.
   let readStore = false;
+  // The first read is on its way: its outcome, not a check's, decides whether the follow starts.
+  let firstReading = false;
   let unsubscribe: (() => void) | null = null;
   let stopResync: (() => void) | null = null;
   let poll: NodeJS.Timeout | null = null;
@@ -189,7 +192,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         const endKnown = endPending();
         const rows = covered ? [] : await readDbEventsOrEnd(opts, runId, next - 1);
         const read = mergeEvents(rows, log ?? [], next - 1);
-        readStore = true;
+        if (!firstReading) readStore = true;
         // A run whose log and row are gone was deleted with its task after this reader looked it
         // up: nothing more will come. (A live run's log is there, run_started first.)
         if (logGone && rows.length === 0 && !(await runExists(opts.prisma, runId))) return gone();
@@ -201,7 +204,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         // loss, so each is passed in turn. Unless the run is gone: a task's delete removes the
         // run's rows (run_started among them) before its log, which until then holds the rest,
         // the end included. Its row, read after the events, tells.
-        if (!finished && !covered && (endKnown || read.some(isTerminalEvent)) && endPending()) {
+        if (readStore && !finished && !covered && (endKnown || read.some(isTerminalEvent)) && endPending()) {
           if (!(await runExists(opts.prisma, runId))) return gone();
           while (!finished && pending.size > 0) {
             next = lowestSeq(pending);
@@ -252,6 +255,7 @@ export function followRun(opts: FollowRunOptions): Promise<RunEvent | null> {
         stopResync = hub.onResync(() => void fill());
         if (!(early && opts.fresh)) {
           // The first read must succeed: without it the caller cannot know what it missed.
+          firstReading = true;
           const first = opts.fresh
             ? mergeEvents([], await readLogAfter(opts, runId, next - 1), next - 1)
             : await readFoundRunEvents(opts, runId, next - 1);
