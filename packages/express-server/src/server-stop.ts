@@ -67,15 +67,16 @@ export class ServerStop {
 
   /**
    * Answers every waiting request (see the class) 503 `unavailable`, in the contract's error
-   * shape, and resolves once those answers are sent (their connections then close), or after a
-   * second; returns how many were answered.
+   * shape, with the headers `prepare` adds (CORS, say), and resolves once those answers are sent
+   * (their connections then close), or after a second; returns how many were answered.
    */
-  async answerWaiting(): Promise<number> {
+  async answerWaiting(prepare?: (res: Response) => void): Promise<number> {
     const sent: Promise<unknown>[] = [];
     for (const res of this.open) {
       if (res.headersSent || this.actingAnswers.has(res)) continue;
       this.answered.add(res);
       res.setHeader("Connection", "close");
+      prepare?.(res);
       sent.push(new Promise((resolve) => res.once("close", resolve)));
       res.status(503).json({ error: { code: "unavailable", message: "Shutting down: retry the request." } });
     }

@@ -42,13 +42,14 @@ runMain(async () => {
     // answer sent before the stop). Requests still being handled get a short grace; one starting
     // a run is awaited longer (its statements time out on their own), so that its run is queued
     // and its caller answered before the queue closes. Requests that have not begun to act are
-    // then answered 503; whatever is still open after that is cut.
+    // answered 503 first; whatever is still open after both is cut.
     const drained = drainServer(server, {
       graceMs: config.SHUTDOWN_STREAM_GRACE_MS,
       beforeCut: async () => {
-        if (!(await runStartsSettled(2 * config.DB_QUERY_TIMEOUT_MS + RUN_START_SETTLE_EXTRA_MS))) logger.warn("runs still being started at the deadline: cutting them");
         const answered = await answerWaitingRequests();
         if (answered > 0) logger.info({ requests: answered }, "answered 503 to requests that had not begun to act");
+        // Awaited last, so that a run start begun while those answers were sent is awaited too.
+        if (!(await runStartsSettled(2 * config.DB_QUERY_TIMEOUT_MS + RUN_START_SETTLE_EXTRA_MS))) logger.warn("runs still being started at the deadline: cutting them");
       },
     });
     // Open SSE streams never end by themselves: end them (clients re-attach with Last-Event-ID

@@ -1,4 +1,4 @@
-import { createTenant, eventually, startStackOnPrivatePostgres, type PrivatePostgresStack, type Tenant } from "@agentrun/testing";
+import { createTenant, createWidgetKey, eventually, startStackOnPrivatePostgres, type PrivatePostgresStack, type Tenant } from "@agentrun/testing";
 
 jest.setTimeout(120_000);
 
@@ -76,23 +76,39 @@ it.each([
 it("answers 503 a request still authenticating at the cut, and it starts no run afterwards", async () => {
   // A key this gateway has never looked up: its lookup waits for the frozen database.
   const stranger = await createTenant(own.prisma, { plan: "enterprise", rpmLimit: 100_000 });
-  // At info, so that its log shows the stop's answer (and would show an error after it).
-  const { proc, url } = await own.stack.addGateway({ LOG_LEVEL: "info" });
+  // At info, so that its log shows the stop's answer (and would show an error after it). A grace
+  // of 1 s: the stop answers before a lookup that needs a new connection gives up on the frozen
+  // database (2 s), which would answer 503 by itself.
+  const { proc, url } = await own.stack.addGateway({ LOG_LEVEL: "info", SHUTDOWN_STREAM_GRACE_MS: "1000" });
   const exited = new Promise<number | null>((resolve) => proc.child.once("exit", (code) => resolve(code)));
   const query = "sent while the key is looked up";
 
+  const origin = "https://shop.example";
+  const widgetKey = await createWidgetKey(own.prisma, stranger.agentId, [origin]);
+  // Connections in the gateway's pool, so that the lookups below wait for answers, not for connections.
+  const warm = await Promise.all(Array.from({ length: 4 }, () => fetch(`${url}/api/tasks?limit=1`, { headers: tenant.headers }).then((r) => r.status)));
+  expect(warm).toEqual([200, 200, 200, 200]);
+
   own.pg.freeze();
-  // Answered at the grace's end (SHUTDOWN_STREAM_GRACE_MS, 2 s), while PostgreSQL is still frozen.
+  // Answered at the grace's end, while PostgreSQL is still frozen.
   const signal = AbortSignal.timeout(6000);
-  const answer = fetch(`${url}/api/run`, { method: "POST", headers: { ...stranger.headers, "content-type": "application/json" }, body: JSON.stringify({ query }), signal }).then(
-    async (res) => ({ status: res.status, connection: res.headers.get("connection"), body: (await res.json()) as unknown }),
-    (err: Error & { cause?: { code?: string } }) => ({ status: 0, connection: null, body: `client error: ${err.cause?.code ?? err.message}` }),
-  );
+  const send = (path: string, headers: Record<string, string>) =>
+    fetch(`${url}${path}`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ query }), signal }).then(
+      async (res) => ({ status: res.status, connection: res.headers.get("connection"), cors: res.headers.get("access-control-allow-origin"), body: (await res.json()) as unknown }),
+      (err: Error & { cause?: { code?: string } }) => ({ status: 0, connection: null, cors: null, body: `client error: ${err.cause?.code ?? err.message}` }),
+    );
+  const answer = send("/api/run", stranger.headers);
+  // The widget's key lookup waits as well; its answer is readable by the page (CORS), as an outage's.
+  const widgetAnswer = send("/api/v1/widget/run", { "x-widget-key": widgetKey, origin });
   await sleep(300);
   proc.child.kill("SIGTERM");
-  const got = await answer;
+  const got = await Promise.all([answer, widgetAnswer]);
   own.pg.thaw();
-  expect(got).toEqual({ status: 503, connection: "close", body: { error: { code: "unavailable", message: "Shutting down: retry the request." } } });
+  const shuttingDown = { status: 503, connection: "close", body: { error: { code: "unavailable", message: "Shutting down: retry the request." } } };
+  expect(got).toEqual([
+    { ...shuttingDown, cors: null },
+    { ...shuttingDown, cors: origin },
+  ]);
 
   expect(await exited).toBe(0);
   // The lookup ended after the answer (once PostgreSQL returned, or with the process): nothing was recorded.

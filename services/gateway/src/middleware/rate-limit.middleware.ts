@@ -3,6 +3,7 @@ import type { SlidingWindowLimiter } from "../rate-limit/sliding-window-limiter"
 import { rateLimitedError, setRateLimitHeaders } from "../rate-limit/rate-limit-response";
 import { rpmLimitOf } from "../rate-limit/plan-limits";
 import { authOf } from "../request-context";
+import { answeredByStop } from "../shutdown";
 
 /** Redis key of an organization's request log. */
 export const orgRateLimitKey = (redisPrefix: string, orgId: string) => `${redisPrefix}:rl:org:${orgId}`;
@@ -16,6 +17,8 @@ export const orgRateLimitKey = (redisPrefix: string, orgId: string) => `${redisP
  */
 export function orgRateLimit(limiter: SlidingWindowLimiter, redisPrefix: string): RequestHandler {
   return async (req, res, next) => {
+    // Answered 503 by the gateway's stop while it authenticated: it is not counted.
+    if (answeredByStop(res)) return;
     const auth = authOf(req);
     const r = await limiter.hit(orgRateLimitKey(redisPrefix, auth.orgId), rpmLimitOf(auth.plan, auth.rpmLimit));
     setRateLimitHeaders(res, r);

@@ -5,6 +5,7 @@ import type { AuthFailureGuard } from "../rate-limit/auth-failure-guard";
 import type { VisitorTokens } from "./visitor-token";
 import type { WidgetKeyCache } from "./widget-key-cache";
 import { requestOrigin, setCorsHeaders } from "./widget-cors";
+import { beforeStopAnswer } from "../shutdown";
 
 /**
  * Authenticates a widget request: the publishable key in X-Widget-Key (401 when unknown or
@@ -24,6 +25,8 @@ export function widgetAuth(keys: WidgetKeyCache, tokens: VisitorTokens, failures
     const refuse = (error: AppError) => failures.reject(req, error);
     const value = req.get("x-widget-key");
     const origin = requestOrigin(req);
+    // An answer the gateway's stop gives while the key is looked up is an outage's (see lookUp).
+    if (origin !== null) beforeStopAnswer(res, () => setCorsHeaders(res, origin));
     const key = looksLikeWidgetKey(value) ? await lookUp(keys, value, res, origin) : null;
     const allowed = key !== null && origin !== null && key.allowedOrigins.has(origin);
     if (allowed) setCorsHeaders(res, origin);

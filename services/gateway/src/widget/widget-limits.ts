@@ -3,6 +3,7 @@ import type { SlidingWindowLimiter } from "../rate-limit/sliding-window-limiter"
 import { rateLimitedError, setRateLimitHeaders } from "../rate-limit/rate-limit-response";
 import { clientAddressKey } from "../rate-limit/client-address";
 import { widgetOf } from "./widget-context";
+import { answeredByStop } from "../shutdown";
 
 export interface WidgetLimitOptions {
   limiter: SlidingWindowLimiter;
@@ -26,6 +27,8 @@ export interface WidgetLimitOptions {
  */
 export function widgetLimits({ limiter, redisPrefix, perKey, perIp }: WidgetLimitOptions): RequestHandler {
   return async (req, res, next) => {
+    // Answered 503 by the gateway's stop while it authenticated: it is not counted.
+    if (answeredByStop(res)) return;
     const { key } = widgetOf(req);
     const [byIp, byKey] = await limiter.hitAll([
       { key: `${redisPrefix}:rl:widget-ip:${clientAddressKey(req.ip)}`, limit: perIp },
