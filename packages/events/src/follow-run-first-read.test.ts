@@ -1,6 +1,6 @@
 import { createPrisma, type PrismaClient } from "@agentrun/db";
-import { createRedis, Redis } from "@agentrun/redis";
-import { createTestRun, eventually, testEnv, testPrisma } from "@agentrun/testing";
+import type { Redis } from "@agentrun/redis";
+import { createTestRun, eventually, testEnv, testStores } from "@agentrun/testing";
 import { runChannel, runLogKey } from "./keys";
 import { followRun } from "./run-event-reader";
 import { SubscriberHub } from "./subscriber-hub";
@@ -9,18 +9,13 @@ import { SubscriberHub } from "./subscriber-hub";
 // channel brings an event: nothing is delivered before that read has succeeded, so a caller whose
 // first read fails has sent nothing (the gateway then answers 503, not a stream begun with 200).
 let prisma: PrismaClient;
-const redis = new Redis(testEnv().redisUrl);
-const subscriber = createRedis({ url: testEnv().redisUrl, role: "subscriber" });
-const hub = new SubscriberHub(subscriber);
+let redis: Redis;
+let hub: SubscriberHub;
 const redisPrefix = `${testEnv().redisPrefix}:first-read`;
 
-beforeAll(() => {
-  prisma = testPrisma(testEnv().databaseUrl);
-});
-afterAll(async () => {
-  redis.disconnect();
-  subscriber.disconnect();
-  await prisma.$disconnect();
+testStores({ subscriber: true }, (s) => {
+  ({ prisma, redis } = s);
+  hub = new SubscriberHub(s.sub!);
 });
 
 /** Holds an exclusive lock on `run_event_batches` (reads of it wait) until the returned function is called. */
