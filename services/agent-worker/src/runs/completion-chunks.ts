@@ -182,9 +182,17 @@ function answerGoesOn(chunk: ChatCompletionChunk): boolean {
 
 /** The connection to the model broke (reset, closed, timed out) before the answer's end. */
 export class AnswerCutOff extends Error {
-  constructor(events: number, cause: unknown) {
+  /** Whether the bytes could not be decoded (zlib's Z_DATA_ERROR, …: not what the answer's Content-Encoding says), rather than the connection breaking. */
+  readonly undecodable: boolean;
+
+  constructor(
+    /** The streamed events read before the break. */
+    readonly events: number,
+    cause: unknown,
+  ) {
     super(`The connection broke after ${events} streamed event(s), before the answer's end: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = "AnswerCutOff";
+    this.undecodable = /^Z_/.test(String((cause as { code?: unknown } | undefined)?.code ?? ""));
   }
 }
 

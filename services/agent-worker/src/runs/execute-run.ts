@@ -7,7 +7,7 @@ import type { Logger } from "@agentrun/logger";
 import { finishRun, type FinishRunUsage, type MessageRecord } from "@agentrun/run-state";
 import { claimRun, RunHandedBack, RunNotStarted, type ClaimedRun } from "./claim-run";
 import { renewalIntervalMs } from "./heartbeat-renewal";
-import { callModel } from "./model-call";
+import { callModelRetryingBreaks } from "./model-call-retry";
 import { buildMessages, recentHistory, toolCallMessage } from "./prompt";
 import { loadMemories } from "./run-memories";
 import type { RunControl } from "./active-runs";
@@ -198,7 +198,7 @@ async function answer(deps: RunDeps, log: Logger, claim: ClaimedRun, cancelFlag:
     usage.modelCalls++;
     // The run's output is its final text: what the last model call says.
     progress.output = "";
-    const turn = await callModel({
+    const turn = await callModelRetryingBreaks({
       client: target.client,
       model: target.model,
       messages,

@@ -193,6 +193,31 @@ describe("callModel in time", () => {
     expect(ms).toBeLessThan(from + 800);
   });
 
+  it("asks again when the connection broke after the model accepted the request and before any event, and answers", async () => {
+    provider.breakBeforeAnswer = 1;
+    provider.script = [chunk({ content: "asked again" })];
+    const { turn, usages } = await call({ timeoutMs: 5000, maxRetries: 1 });
+    expect(turn.text).toBe("asked again");
+    expect(provider.requests).toBe(2);
+    // The broken attempt's estimate (the prompt, 8 characters), then the answer's.
+    expect(usages).toEqual([
+      { promptTokens: 2, completionTokens: 0 },
+      { promptTokens: 2, completionTokens: 3 },
+    ]);
+  });
+
+  it("fails as before once such breaks pass maxRetries, and never asks again when the answer had begun", async () => {
+    provider.breakBeforeAnswer = 3;
+    const broken = await failure({ timeoutMs: 10_000, maxRetries: 2 });
+    expect(broken.err).toMatchObject({ code: "model_bad_response", message: "The connection to the model broke before the answer's end." });
+    expect(provider.requests).toBe(3);
+
+    Object.assign(provider, { requests: 0, breakBeforeAnswer: 0, script: [chunk({ content: "half" })], resetAfterScript: true });
+    const begun = await failure({ timeoutMs: 10_000, maxRetries: 2 });
+    expect(begun.err).toMatchObject({ code: "model_bad_response" });
+    expect(provider.requests).toBe(1);
+  });
+
   it("retries within timeoutMs and answers", async () => {
     provider.refusals = [{ status: 503, headers: { "retry-after-ms": "100" } }];
     provider.script = [chunk({ content: "second time" })];

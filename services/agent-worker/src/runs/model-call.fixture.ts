@@ -2,7 +2,8 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
-import { callModel, type ModelCallOptions, type ModelUsage } from "./model-call";
+import type { ModelCallOptions, ModelUsage } from "./model-call";
+import { callModelRetryingBreaks } from "./model-call-retry";
 import { createModelFetch } from "./model-fetch";
 
 // A provider's stream as raw chunks: the SDK reads them over HTTP as from any hosted model.
@@ -29,6 +30,8 @@ export interface ProviderScript {
   requests: number;
   /** Reset the connection after the script instead of ending the stream with `[DONE]`. */
   resetAfterScript: boolean;
+  /** Requests (the first ones) answered 200 whose connection is then reset before any event. */
+  breakBeforeAnswer: number;
   /**
    * After the script, and `[DONE]` unless `done` is false, hold the response open instead of
    * ending it, writing a keep-alive comment every `keepAliveMs` if that is set.
@@ -50,7 +53,7 @@ export interface ProviderScript {
  * (`failure`: how the call failed, and after how long).
  */
 export function scriptedProvider() {
-  const fresh = (): ProviderScript => ({ script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false, holdOpen: null, emptySuccess: null, contentEncoding: null, fetchSignals: [], afterPart: null });
+  const fresh = (): ProviderScript => ({ script: [], gapMs: 0, refusals: [], headersAfterMs: 0, requests: 0, bodies: [], resetAfterScript: false, breakBeforeAnswer: 0, holdOpen: null, emptySuccess: null, contentEncoding: null, fetchSignals: [], afterPart: null });
   const provider: ProviderScript = fresh();
   /** `modelFetch`, recording the signal of each request in `provider.fetchSignals`. */
   const recording = (modelFetch: typeof fetch): typeof fetch => (input, init) => {
@@ -78,6 +81,12 @@ export function scriptedProvider() {
       res.writeHead(200, { "content-type": "text/event-stream", ...(provider.contentEncoding && { "content-encoding": provider.contentEncoding }) });
       // The headers leave at once, before the first chunk, as a provider's do.
       res.flushHeaders();
+      if (provider.breakBeforeAnswer > 0) {
+        provider.breakBeforeAnswer--;
+        await new Promise((r) => setTimeout(r, 50));
+        res.socket?.resetAndDestroy();
+        return;
+      }
       for (const [index, part] of provider.script.entries()) {
         if (provider.gapMs) await new Promise((r) => setTimeout(r, provider.gapMs));
         if (res.destroyed) return;
@@ -111,7 +120,8 @@ export function scriptedProvider() {
   async function call(opts: Partial<ModelCallOptions> = {}) {
     const texts: string[] = [];
     const usages: ModelUsage[] = [];
-    const turn = await callModel({
+    // As the worker calls the model (see executeRun).
+    const turn = await callModelRetryingBreaks({
       client,
       model: "m",
       messages: [{ role: "user", content: "12345678" }],

@@ -83,8 +83,7 @@ export function modelFailure(err: unknown, idleTimeoutMs: number): RunFailure {
     return new RunFailure("model_error", `The model reported an error while answering${code}.`, { cause: err, detail });
   }
   if (err instanceof AnswerCutOff) {
-    // zlib's errors (Z_DATA_ERROR, …): the bytes were not what the answer's Content-Encoding said.
-    if (/^Z_/.test(String((err.cause as { code?: unknown } | undefined)?.code ?? ""))) {
+    if (err.undecodable) {
       return new RunFailure("model_bad_response", "The model's answer was not what its Content-Encoding says.", { cause: err, detail });
     }
     return new RunFailure("model_bad_response", "The connection to the model broke before the answer's end.", { cause: err, detail });
