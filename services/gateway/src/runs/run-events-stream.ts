@@ -27,18 +27,12 @@ export function resumeAfter(req: Request): number {
  * the terminal event on.
  */
 export function replayFrom(run: { status: string; lastSeq: number }, afterSeq: number): number {
-  const ended = run.status !== "queued" && run.status !== "running";
-  return ended && afterSeq > run.lastSeq ? run.lastSeq - 1 : afterSeq;
+  return hasEnded(run) && afterSeq > run.lastSeq ? run.lastSeq - 1 : afterSeq;
 }
 
-/**
- * Of `events` read for `run`, those that are the run's: for a finished run, none past its
- * terminal event (`lastSeq`). The run's log refuses a writer's events from its end on, but that
- * fence expires with the log: a worker frozen longer than that (a paused VM) could append later.
- */
-function upToEnd(run: { status: string; lastSeq: number }, events: RunEvent[]): RunEvent[] {
-  const ended = run.status !== "queued" && run.status !== "running";
-  return ended && events.at(-1) !== undefined && events.at(-1)!.seq > run.lastSeq ? events.filter((e) => e.seq <= run.lastSeq) : events;
+/** Whether `run` has ended: its `lastSeq` is then its terminal event's. */
+function hasEnded(run: { status: string }): boolean {
+  return run.status !== "queued" && run.status !== "running";
 }
 
 export interface RunEventsStreamInput {
@@ -58,16 +52,26 @@ function answerFor(err: unknown, run: { id: string; taskId: string }): unknown {
 }
 
 /**
+ * The stored events of `run`, looked up first, after `from` (see readFoundRunEvents: a run whose
+ * task was deleted since is 404 task_not_found). Of a finished run, none past its terminal event
+ * (`lastSeq`): the run's log refuses a writer's events from its end on, but that fence expires
+ * with the log, and a worker frozen longer than that (a paused VM) could append later.
+ */
+async function readRunEvents(store: RunEventsStreamInput["store"], run: RunEventsStreamInput["run"], from: number): Promise<RunEvent[]> {
+  const events = await readFoundRunEvents(store, run.id, from).catch((err: unknown) => {
+    throw answerFor(err, run);
+  });
+  return hasEnded(run) && events.at(-1) !== undefined && events.at(-1)!.seq > run.lastSeq ? events.filter((e) => e.seq <= run.lastSeq) : events;
+}
+
+/**
  * A run's stored events after `afterSeq`, as the events endpoint lists them in JSON: up to the
  * first one missing (see withoutGaps). A run whose task was deleted after it was looked up is 404
  * task_not_found, as its stream is, rather than a list that starts past seq 1 or is empty.
  */
 export async function listRunEvents(store: RunEventsStreamInput["store"], run: RunEventsStreamInput["run"], afterSeq: number): Promise<RunEvent[]> {
   const from = replayFrom(run, afterSeq);
-  const events = await readFoundRunEvents(store, run.id, from).catch((err: unknown) => {
-    throw answerFor(err, run);
-  });
-  return withoutGaps(upToEnd(run, events), from);
+  return withoutGaps(await readRunEvents(store, run, from), from);
 }
 
 /**
@@ -81,18 +85,10 @@ export async function listRunEvents(store: RunEventsStreamInput["store"], run: R
  */
 export async function streamRunEvents(req: Request, res: Response, input: RunEventsStreamInput): Promise<void> {
   const { store, run, afterSeq } = input;
-  const ended = run.status !== "queued" && run.status !== "running";
   // Past a finished run's end, the terminal event (see replayFrom); EventSource then resumes
   // after it and gets 204. The read tells a run deleted since its look-up from one with nothing
   // left to send (see readFoundRunEvents).
-  const stored = !ended
-    ? null
-    : upToEnd(
-        run,
-        await readFoundRunEvents(store, run.id, replayFrom(run, afterSeq)).catch((err: unknown) => {
-          throw answerFor(err, run);
-        }),
-      );
+  const stored = hasEnded(run) ? await readRunEvents(store, run, replayFrom(run, afterSeq)) : null;
   if (stored?.length === 0) {
     res.status(204).end();
     return;
