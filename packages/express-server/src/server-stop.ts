@@ -27,6 +27,8 @@ export class ServerStop {
   private readonly actingAnswers = new WeakSet<Response>();
   /** Answers the stop gave itself; their requests go no further. */
   private readonly answered = new WeakSet<Response>();
+  /** What an answer of the stop needs besides the 503 (see `beforeAnswer`). */
+  private readonly preparations = new WeakMap<Response, () => void>();
 
   /** Marks the service as stopping: answers not yet begun will close their connections. */
   begin(): void {
@@ -65,18 +67,23 @@ export class ServerStop {
     return this.answered.has(res);
   }
 
+  /** Has `prepare` run on `res` (adding headers: CORS, say) should the stop answer it. */
+  beforeAnswer(res: Response, prepare: () => void): void {
+    this.preparations.set(res, prepare);
+  }
+
   /**
    * Answers every waiting request (see the class) 503 `unavailable`, in the contract's error
-   * shape, with the headers `prepare` adds (CORS, say), and resolves once those answers are sent
-   * (their connections then close), or after a second; returns how many were answered.
+   * shape, and resolves once those answers are sent (their connections then close), or after a
+   * second; returns how many were answered.
    */
-  async answerWaiting(prepare?: (res: Response) => void): Promise<number> {
+  async answerWaiting(): Promise<number> {
     const sent: Promise<unknown>[] = [];
     for (const res of this.open) {
       if (res.headersSent || this.actingAnswers.has(res)) continue;
       this.answered.add(res);
       res.setHeader("Connection", "close");
-      prepare?.(res);
+      this.preparations.get(res)?.();
       sent.push(new Promise((resolve) => res.once("close", resolve)));
       res.status(503).json({ error: { code: "unavailable", message: "Shutting down: retry the request." } });
     }

@@ -42,21 +42,18 @@ export function answeredByStop(res: Response): boolean {
   return stop.answeredByStop(res);
 }
 
-/** What a request's answer from the stop needs besides the 503 (see {@link beforeStopAnswer}). */
-const stopAnswerHeaders = new WeakMap<Response, () => void>();
-
 /**
  * Has `prepare` run on `res` should the stop answer it: a widget request whose key is being
  * looked up gets CORS headers for its origin, as an outage's answer does, so that the page can
  * read the 503.
  */
 export function beforeStopAnswer(res: Response, prepare: () => void): void {
-  stopAnswerHeaders.set(res, prepare);
+  stop.beforeAnswer(res, prepare);
 }
 
 /** Answers 503 `unavailable` every request that has not begun to act (see above); returns how many. */
 export function answerWaitingRequests(): Promise<number> {
-  return stop.answerWaiting((res) => stopAnswerHeaders.get(res)?.());
+  return stop.answerWaiting();
 }
 
 /** Counts `start` among the run starts the stop waits for, until it settles; returns it. */
