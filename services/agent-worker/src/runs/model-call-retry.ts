@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { AnswerCutOff } from "./completion-chunks";
 import { callModel, type ModelCallOptions, type ModelTurn } from "./model-call";
 import { defaultBackoffMs } from "./model-retry";
-import { RunFailure, stopReasonOf } from "./run-failure";
+import { RunFailure, stopReasonOf, stoppedFailure } from "./run-failure";
 
 /**
  * {@link callModel}, asked again when the connection to the model broke after it accepted the
@@ -26,8 +26,7 @@ export async function callModelRetryingBreaks(opts: ModelCallOptions): Promise<M
       try {
         await sleep(wait, undefined, { signal: opts.signal });
       } catch (stopped) {
-        const reason = stopReasonOf(opts.signal) ?? "cancel";
-        throw new RunFailure(reason, `stopped: ${reason}`, { cause: stopped });
+        throw stoppedFailure(stopReasonOf(opts.signal) ?? "cancel", stopped);
       }
     }
   }

@@ -6,7 +6,7 @@ import { cutReasonOf, FAILED_FINISH_REASONS, reasoningOf, refusalOf, refuseStrea
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { untilAborted } from "../until-aborted";
 import { completionChunks, type AnswerEnd, type StreamedResponse } from "./completion-chunks";
-import { modelFailure, stopReasonOf, RunFailure } from "./run-failure";
+import { modelFailure, stopReasonOf, stoppedFailure, RunFailure } from "./run-failure";
 import { retryWaitMs } from "./model-retry";
 import { ToolCallDeltas, type ModelToolCall } from "./tool-call-deltas";
 import { estimateUsage, type ModelUsage } from "./usage-estimate";
@@ -232,7 +232,7 @@ export async function callModel(opts: ModelCallOptions): Promise<ModelTurn> {
     // run's token counts include it (a failed run is not charged for it).
     if (accepted) reportUsage();
     const reason = stopReasonOf(opts.signal);
-    if (reason) throw new RunFailure(reason, `stopped: ${reason}`, { cause: err });
+    if (reason) throw stoppedFailure(reason, err);
     if (idle.signal.aborted) throw new RunFailure("model_timeout", `The model sent nothing for ${opts.idleTimeoutMs} ms.`, { cause: err });
     if (deadline.signal.aborted) throw new RunFailure("model_timeout", `The model call took longer than ${opts.timeoutMs} ms.`, { cause: err });
     throw modelFailure(err, opts.idleTimeoutMs);

@@ -44,6 +44,11 @@ export class RunFailure extends Error {
 }
 
 /** The reason a signal was aborted with, if it is one of ours. */
+/** The failure of work stopped for `reason` (a cancel, the worker's shutdown, …). */
+export function stoppedFailure(reason: StopReason, cause: unknown): RunFailure {
+  return new RunFailure(reason, `stopped: ${reason}`, { cause });
+}
+
 export function stopReasonOf(signal: AbortSignal | undefined): StopReason | null {
   const r = signal?.reason;
   return r === "cancel" || r === "shutdown" || r === "idle_timeout" || r === "superseded" || r === "deadline" ? r : null;
