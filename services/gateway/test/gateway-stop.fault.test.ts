@@ -18,6 +18,14 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** POSTs `body` as JSON: the answer's status, Connection and CORS origin headers and text, or status 0 and the client's error. */
+function post(url: string, headers: Record<string, string>, body: object, signal?: AbortSignal) {
+  return fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body), signal }).then(
+    async (res) => ({ status: res.status, connection: res.headers.get("connection"), cors: res.headers.get("access-control-allow-origin"), text: await res.text() }),
+    (err: Error & { cause?: { code?: string } }) => ({ status: 0, connection: null, cors: null, text: `client error: ${err.cause?.code ?? err.message}` }),
+  );
+}
+
 /**
  * Has the gateway at `url` look the test's key and agent up afresh, quickly: the run's request
  * right after finds them in its cache (AUTH_CACHE_TTL_MS, 900 ms from the lookup's start) and
@@ -44,10 +52,7 @@ it.each([
   const query = `recorded while stopping (${stream ? "stream" : "json"})`;
 
   own.pg.freeze();
-  const answer = fetch(`${url}/api/run`, { method: "POST", headers: { ...tenant.headers, "content-type": "application/json" }, body: JSON.stringify({ query, stream }) }).then(
-    async (res) => ({ status: res.status, connection: res.headers.get("connection"), body: await res.text() }),
-    (err: Error & { cause?: { code?: string } }) => ({ status: 0, connection: null, body: `client error: ${err.cause?.code ?? err.message}` }),
-  );
+  const answer = post(`${url}/api/run`, tenant.headers, { query, stream });
   await sleep(300);
   proc.child.kill("SIGTERM");
   // Past SHUTDOWN_STREAM_GRACE_MS (2 s): the run's statement is still waiting for PostgreSQL.
@@ -64,10 +69,10 @@ it.each([
   // JSON request 202 with the run's ids; either way the connection closes with the answer.
   expect({ status: got.status, connection: got.connection }).toEqual({ status: stream ? 200 : 202, connection: "close" });
   if (stream) {
-    const events = got.body.split("\n").flatMap((l) => (l.startsWith("data: ") ? [JSON.parse(l.slice(6)) as { type: string; run_id: string }] : []));
+    const events = got.text.split("\n").flatMap((l) => (l.startsWith("data: ") ? [JSON.parse(l.slice(6)) as { type: string; run_id: string }] : []));
     expect(events[0]).toMatchObject({ seq: 1, type: "run_started", run_id: run!.id, task_id: run!.taskId });
   } else {
-    expect(JSON.parse(got.body)).toMatchObject({ run_id: run!.id, task_id: run!.taskId, status: expect.stringMatching(/^(queued|running)$/) });
+    expect(JSON.parse(got.text)).toMatchObject({ run_id: run!.id, task_id: run!.taskId, status: expect.stringMatching(/^(queued|running)$/) });
   }
   expect(await exited).toBe(0);
   expect(proc.output()).not.toMatch(/could not enqueue run/);
@@ -92,17 +97,12 @@ it("answers 503 a request still authenticating at the cut, and it starts no run 
   own.pg.freeze();
   // Answered at the grace's end, while PostgreSQL is still frozen.
   const signal = AbortSignal.timeout(6000);
-  const send = (path: string, headers: Record<string, string>) =>
-    fetch(`${url}${path}`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ query }), signal }).then(
-      async (res) => ({ status: res.status, connection: res.headers.get("connection"), cors: res.headers.get("access-control-allow-origin"), body: (await res.json()) as unknown }),
-      (err: Error & { cause?: { code?: string } }) => ({ status: 0, connection: null, cors: null, body: `client error: ${err.cause?.code ?? err.message}` }),
-    );
-  const answer = send("/api/run", stranger.headers);
+  const answer = post(`${url}/api/run`, stranger.headers, { query }, signal);
   // The widget's key lookup waits as well; its answer is readable by the page (CORS), as an outage's.
-  const widgetAnswer = send("/api/v1/widget/run", { "x-widget-key": widgetKey, origin });
+  const widgetAnswer = post(`${url}/api/v1/widget/run`, { "x-widget-key": widgetKey, origin }, { query }, signal);
   await sleep(300);
   proc.child.kill("SIGTERM");
-  const got = await Promise.all([answer, widgetAnswer]);
+  const got = (await Promise.all([answer, widgetAnswer])).map(({ text, ...rest }) => ({ ...rest, body: text.startsWith("client error") ? text : (JSON.parse(text) as unknown) }));
   own.pg.thaw();
   const shuttingDown = { status: 503, connection: "close", body: { error: { code: "unavailable", message: "Shutting down: retry the request." } } };
   expect(got).toEqual([
